@@ -1,0 +1,325 @@
+"""The connection core: AMQP handshake, tuning, heartbeats and channel bookkeeping, without IO.
+
+Theory of operation. The reader feeds the core the events its InboundParser produced (protocol
+header, commands, heartbeats, parse errors) and one `tick()` per `ticks_per_second`; the core returns
+effects. The handshake is RabbitMQ's: protocol header -> connection.start; start-ok (PLAIN or
+AMQPLAIN) -> connection.tune; tune-ok -> wait for connection.open; open -> open-ok. Errors before
+connection.open close the socket without a frame, except a refused login, which is reported with
+connection.close 403 when the client announced `authentication_failure_close` (as RabbitMQ does).
+
+After open, channel 0 carries connection methods and other channels carry channel methods; the core
+checks channel numbers and open/closed state and forwards each command to its channel
+(`ToChannel`). A connection error sends connection.close and waits for close-ok, ignoring everything
+else; a client's connection.close is answered with close-ok and the socket closes.
+
+Heartbeats: with a negotiated interval H > 0 the core asks for a heartbeat frame when nothing was
+sent for H/2 seconds and drops the connection when nothing at all was received for 2*H seconds.
+
+Deliberately left to others: what a channel does (actors/channel/core.py), users beyond the built-in
+`guest` (the caller injects `check_login`), alarms and connection.blocked (flow issue).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from wire import methods as m
+from wire.codec import decode_table
+from wire.errors import (
+    ACCESS_REFUSED, CHANNEL_ERROR, COMMAND_INVALID, FRAME_ERROR, NOT_ALLOWED, UNEXPECTED_FRAME, AmqpError,
+)
+from wire.frames import HEARTBEAT_FRAME, PROTOCOL_HEADER, method_frame
+from wire.inbound import BadProtocolHeader, Command, ConnectionErrorEvent, Heartbeat, ProtocolHeaderOk
+
+FRAME_MIN_SIZE = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    frame_max: int = 131072
+    channel_max: int = 2047
+    heartbeat: int = 60
+    ticks_per_second: int = 4
+    product: str = "warren"
+    version: str = "0.1.0"
+    cluster_name: str = "warren"
+
+
+@dataclass(frozen=True, slots=True)
+class WriteBytes:
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CloseSocket:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """The connection is open: the shell may now create channels for `vhost` as `user`."""
+
+    vhost: str
+    user: str
+    frame_max: int
+    capabilities: dict
+
+
+@dataclass(frozen=True, slots=True)
+class OpenChannel:
+    number: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToChannel:
+    number: int
+    command: Command
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelsDown:
+    """Every channel must release what it holds (the connection is closing)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SetFrameMax:
+    frame_max: int
+
+
+START, START_OK, TUNE_OK, OPEN_WAIT, OPEN, CLOSING, CLOSED = (
+    "start", "start_ok", "tune_ok", "open_wait", "open", "closing", "closed")
+
+CAPABILITIES = {
+    "publisher_confirms": True,
+    "exchange_exchange_bindings": True,
+    "basic.nack": True,
+    "consumer_cancel_notify": True,
+    "connection.blocked": True,
+    "authentication_failure_close": True,
+    "per_consumer_qos": True,
+}
+
+
+def parse_credentials(mechanism: str, response: bytes) -> tuple[str, str] | None:
+    """(user, password) from a PLAIN or AMQPLAIN response, None if malformed."""
+    if mechanism == "PLAIN":
+        parts = response.split(b"\x00")
+        if len(parts) != 3:
+            return None
+        return parts[1].decode("utf-8", "replace"), parts[2].decode("utf-8", "replace")
+    if mechanism == "AMQPLAIN":
+        # an AMQPLAIN response is a field table without its leading length
+        table = decode_table(len(response).to_bytes(4, "big") + response, 0)
+        if isinstance(table, AmqpError):
+            return None
+        fields = table[0]
+        login, password = fields.get("LOGIN"), fields.get("PASSWORD")
+        if login is None or password is None:
+            return None
+        as_text = (lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
+        return as_text(login), as_text(password)
+    return None
+
+
+class ConnectionCore:
+    def __init__(self, settings: Settings, *, check_login: Callable[[str, str], bool],
+                 peer_is_loopback: bool, vhost_exists: Callable[[str], bool],
+                 loopback_users: frozenset[str] = frozenset({"guest"})) -> None:
+        self.settings = settings
+        self.check_login = check_login
+        self.peer_is_loopback = peer_is_loopback
+        self.vhost_exists = vhost_exists
+        self.loopback_users = loopback_users
+        self.state = START
+        self.user = ""
+        self.vhost = ""
+        self.client_properties: dict = {}
+        self.capabilities: dict = {}
+        self.frame_max = settings.frame_max
+        self.channel_max = settings.channel_max
+        self.heartbeat = 0
+        self.channels: set[int] = set()
+        self._idle_in = 0
+        self._idle_out = 0
+
+    # ------------------------------------------------------------------ inputs
+    def receive(self, event: object) -> list:
+        self._idle_in = 0
+        if isinstance(event, Command):
+            return self._command(event)
+        if isinstance(event, ProtocolHeaderOk):
+            return self._send(m.ConnectionStart(
+                version_major=0, version_minor=9, server_properties=self._server_properties(),
+                mechanisms=b"PLAIN AMQPLAIN", locales=b"en_US")) + self._to(START_OK)
+        if isinstance(event, BadProtocolHeader):
+            self.state = CLOSED
+            return [WriteBytes(PROTOCOL_HEADER), CloseSocket("bad protocol header")]
+        if isinstance(event, Heartbeat):
+            return []
+        if isinstance(event, ConnectionErrorEvent):
+            return self._connection_error(event.error)
+        raise TypeError(f"unexpected event {event!r}")
+
+    def tick(self) -> list:
+        """Called `ticks_per_second` times a second."""
+        if not self.heartbeat or self.state == CLOSED:
+            return []
+        self._idle_in += 1
+        self._idle_out += 1
+        tps = self.settings.ticks_per_second
+        if self._idle_in >= 2 * self.heartbeat * tps:
+            self.state = CLOSED
+            return [ChannelsDown(), CloseSocket(f"missed heartbeats from client, timeout: {self.heartbeat}s")]
+        if self._idle_out * 2 >= self.heartbeat * tps:
+            self._idle_out = 0
+            return [WriteBytes(HEARTBEAT_FRAME)]
+        return []
+
+    def sent(self) -> None:
+        """The shell wrote something to the socket."""
+        self._idle_out = 0
+
+    def channel_finished(self, number: int) -> None:
+        self.channels.discard(number)
+
+    def channel_error(self, error: AmqpError) -> list:
+        """A channel found a connection-level error."""
+        return self._connection_error(error)
+
+    # ------------------------------------------------------------------ internals
+    def _to(self, state: str) -> list:
+        self.state = state
+        return []
+
+    def _send(self, method: m.Method, channel: int = 0) -> list:
+        return [WriteBytes(method_frame(channel, method))]
+
+    def _server_properties(self) -> dict:
+        s = self.settings
+        return {
+            "product": s.product, "version": s.version, "platform": "Python",
+            "cluster_name": s.cluster_name, "capabilities": dict(CAPABILITIES),
+            "copyright": "warren contributors", "information": "Licensed under the Apache License 2.0",
+        }
+
+    def _connection_error(self, error: AmqpError) -> list:
+        if self.state in (CLOSING, CLOSED):
+            return []
+        if self.state != OPEN:
+            self.state = CLOSED
+            return [CloseSocket(error.text)]
+        self.state = CLOSING
+        close = m.ConnectionClose(reply_code=error.code, reply_text=error.text,
+                                  class_id=error.class_id, method_id=error.method_id)
+        return [ChannelsDown(), *self._send(close)]
+
+    def _command(self, cmd: Command) -> list:
+        method = cmd.method
+        if self.state == CLOSING:
+            if isinstance(method, m.ConnectionCloseOk):
+                self.state = CLOSED
+                return [CloseSocket("closed by server")]
+            if isinstance(method, m.ConnectionClose):
+                return self._send(m.ConnectionCloseOk())
+            return []
+        if self.state == CLOSED:
+            return []
+        if self.state != OPEN:
+            return self._handshake(method)
+        if cmd.channel == 0:
+            return self._channel_zero(cmd)
+        if method.CLASS_ID == 10:
+            return self._connection_error(
+                AmqpError(COMMAND_INVALID, "unimplemented method", method.CLASS_ID, method.METHOD_ID))
+        if isinstance(method, m.ChannelOpen):
+            if cmd.channel in self.channels:
+                return self._connection_error(
+                    AmqpError(CHANNEL_ERROR, "second 'channel.open' seen", 20, 10))
+            if cmd.channel > self.channel_max:
+                return self._connection_error(AmqpError(
+                    NOT_ALLOWED, f"channel_max of {self.channel_max} exceeded by channel {cmd.channel}", 20, 10))
+            self.channels.add(cmd.channel)
+            return [OpenChannel(cmd.channel), *self._send(m.ChannelOpenOk(), cmd.channel)]
+        if cmd.channel not in self.channels:
+            if isinstance(method, m.ChannelCloseOk):
+                return []
+            return self._connection_error(
+                AmqpError(CHANNEL_ERROR, "expected 'channel.open'", method.CLASS_ID, method.METHOD_ID))
+        return [ToChannel(cmd.channel, cmd)]
+
+    def _channel_zero(self, cmd: Command) -> list:
+        method = cmd.method
+        if isinstance(method, m.ConnectionClose):
+            self.state = CLOSED
+            return [ChannelsDown(), *self._send(m.ConnectionCloseOk()), CloseSocket("closed by client")]
+        if isinstance(method, m.ConnectionUpdateSecret):
+            return self._send(m.ConnectionUpdateSecretOk())
+        if isinstance(method, (m.ConnectionBlocked, m.ConnectionUnblocked)):
+            return []
+        return self._connection_error(AmqpError(
+            UNEXPECTED_FRAME if method.CLASS_ID != 10 else COMMAND_INVALID,
+            f"expected content header for class {method.CLASS_ID}, got non content header frame instead"
+            if method.CLASS_ID != 10 else "unimplemented method", method.CLASS_ID, method.METHOD_ID))
+
+    def _handshake(self, method: m.Method) -> list:
+        if self.state == START_OK and isinstance(method, m.ConnectionStartOk):
+            return self._start_ok(method)
+        if self.state == TUNE_OK and isinstance(method, m.ConnectionTuneOk):
+            return self._tune_ok(method)
+        if self.state == OPEN_WAIT and isinstance(method, m.ConnectionOpen):
+            return self._open(method)
+        self.state = CLOSED
+        return [CloseSocket(f"unexpected {method.NAME} during the handshake")]
+
+    def _start_ok(self, x: m.ConnectionStartOk) -> list:
+        self.client_properties = dict(x.client_properties)
+        caps = self.client_properties.get("capabilities")
+        self.capabilities = dict(caps) if isinstance(caps, dict) else {}
+        if x.mechanism not in ("PLAIN", "AMQPLAIN"):
+            self.state = CLOSED
+            return [CloseSocket(f"unknown authentication mechanism '{x.mechanism}'")]
+        creds = parse_credentials(x.mechanism, bytes(x.response))
+        ok = creds is not None and self.check_login(*creds)
+        if ok and creds[0] in self.loopback_users and not self.peer_is_loopback:
+            ok = False
+        if not ok:
+            self.state = CLOSED
+            text = (f"Login was refused using authentication mechanism {x.mechanism}. "
+                    "For details see the broker logfile.")
+            if self.capabilities.get("authentication_failure_close"):
+                err = AmqpError(ACCESS_REFUSED, text)
+                return [*self._send(m.ConnectionClose(reply_code=err.code, reply_text=err.text)),
+                        CloseSocket(text)]
+            return [CloseSocket(text)]
+        self.user = creds[0]
+        s = self.settings
+        return self._send(m.ConnectionTune(channel_max=s.channel_max, frame_max=s.frame_max,
+                                           heartbeat=s.heartbeat)) + self._to(TUNE_OK)
+
+    def _tune_ok(self, x: m.ConnectionTuneOk) -> list:
+        s = self.settings
+        for name, got, limit in (("channel_max", x.channel_max, s.channel_max),
+                                 ("frame_max", x.frame_max, s.frame_max)):
+            if got == 0 or got > limit:
+                self.state = CLOSED
+                shown = "0 (no limit)" if got == 0 else str(got)
+                return [CloseSocket(f"failed to negotiate connection parameters: negotiated {name} = "
+                                    f"{shown} is higher than the maximum allowed value ({limit})")]
+        if x.frame_max < FRAME_MIN_SIZE:
+            self.state = CLOSED
+            return [CloseSocket(f"failed to negotiate connection parameters: negotiated frame_max = "
+                                f"{x.frame_max} is lower than the minimum allowed value ({FRAME_MIN_SIZE})")]
+        self.channel_max, self.frame_max, self.heartbeat = x.channel_max, x.frame_max, x.heartbeat
+        return [SetFrameMax(self.frame_max)] + self._to(OPEN_WAIT)
+
+    def _open(self, x: m.ConnectionOpen) -> list:
+        if not self.vhost_exists(x.virtual_host):
+            self.state = OPEN  # RabbitMQ reports this one with connection.close 530
+            return self._connection_error(AmqpError(NOT_ALLOWED, f"vhost {x.virtual_host} not found", 10, 40))
+        self.vhost = x.virtual_host
+        self.state = OPEN
+        return [Opened(self.vhost, self.user, self.frame_max, self.capabilities), *self._send(m.ConnectionOpenOk())]
+
+
+__all__ = ["ConnectionCore", "Settings", "WriteBytes", "CloseSocket", "Opened", "OpenChannel", "ToChannel",
+           "ChannelsDown", "SetFrameMax", "FRAME_ERROR"]

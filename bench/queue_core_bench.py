@@ -1,0 +1,48 @@
+"""Benchmark: µs per message through the classic queue core (publish + deliver + ack, 1 consumer).
+
+Not a test. Run: .venv/bin/python -m bench.queue_core_bench [--messages N] [--batch B]
+The consumer's credit is re-granted after each batch, as the channel does when it writes to the
+socket; acks are settled one batch at a time, as a multiple=true ack would be.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+from actors.queue.core import ClassicQueue
+from actors.queue.effects import Deliver
+
+
+def run(messages: int, batch: int, ack_required: bool) -> float:
+    """Return µs per message for publish+deliver(+ack) of `messages` in batches of `batch`."""
+    queue = ClassicQueue("/", "bench")
+    queue.consume("ch", "c1", ack_required=ack_required, credit=batch)
+    header, body = b"\x00" * 20, b"x" * 100
+    payload = [(0, "", "bench", header, body)] * batch
+    delivered = 0
+    start = time.perf_counter()
+    for _ in range(messages // batch):
+        for effect in queue.publish("ch", payload):
+            if type(effect) is Deliver:
+                delivered += len(effect.messages)
+                if ack_required:
+                    queue.settle("ch", acked=[m[0] for m in effect.messages])
+        queue.grant("ch", "c1", batch)
+    elapsed = time.perf_counter() - start
+    assert delivered == messages // batch * batch, delivered
+    return elapsed / delivered * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--batch", type=int, default=100)
+    args = parser.parse_args()
+    for ack_required in (True, False):
+        us = run(args.messages, args.batch, ack_required)
+        mode = "ack" if ack_required else "no-ack"
+        print(f"{mode:6} batch={args.batch:<5} {us:6.3f} µs/message  ({1e6 / us:,.0f} msg/s)")
+
+
+if __name__ == "__main__":
+    main()
