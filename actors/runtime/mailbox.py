@@ -1,0 +1,305 @@
+"""The per-host actor runtime: mailboxes over ZeroMQ, local hand-over, credit flow.
+
+Theory of operation
+-------------------
+One `Runtime` runs in each host process on an asyncio loop. Actors are plain objects with
+`receive(sender, kind, body)`; they are addressed by `Address(host, name)`.
+
+`send` never blocks and never does IO. It appends the item to the outbox of the destination
+*host* and, on the first send of a loop iteration, schedules `_flush` with `call_soon`. The flush
+turns each remote outbox into ONE Cap'n Proto envelope sent as ONE ZeroMQ frame on a PUSH socket
+per destination host (connected lazily); the destination binds one PULL socket. One PUSH->PULL
+pipe per host pair keeps order per (source host, destination host) across all actors - the rest
+of the system relies on that. The local outbox is dispatched by the same flush, i.e. on a later
+loop iteration than the send and in send order, handing over the same Python object.
+
+Receiving: the PULL socket's FD is watched with `loop.add_reader`; on readiness the socket is
+drained with NOBLOCK (bounded per iteration by `recv_frames_max`) and each item is dispatched in
+order. Ordering rule: a remote batch is dispatched item by item, so an actor sees the messages of
+one envelope in send order.
+
+Credit (flow/credit.py): `send(..., credit=n)` consumes n on the link sender->destination in the
+sender's ledger. After the receiver's `receive` returns, the runtime marks n processed in the
+receiver's ledger - unless the actor has `manual_credit = True` and calls `processed` itself. Grants
+travel back as items of kind `CREDIT_KIND`, batched like everything else. Credit is never lost:
+messages for a dead or unknown actor, messages whose `receive` crashed, and everything a removed
+actor had received but not yet granted are credited back to their senders.
+
+A `receive` (or `on_unblocked`) that raises is logged with its traceback and the actor is removed;
+the host keeps running.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Awaitable, Callable, Protocol
+
+import structlog
+import zmq
+
+from actors.runtime import envelope
+from actors.runtime.address import Address
+from flow.credit import CreditLedger
+from flow.state import FlowState
+
+log = structlog.get_logger("warren.runtime")
+
+CREDIT_KIND = "$credit"
+recv_frames_max = 256  # frames drained per loop iteration before yielding to other callbacks
+close_linger_ms = 1000  # how long close() waits for queued frames to leave
+ticks_per_second = 1000  # flow-state ticks are milliseconds of the monotonic clock
+
+
+class Actor(Protocol):
+    def receive(self, sender: Address, kind: str, body: Any) -> None: ...
+
+
+def _now() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class Runtime:
+    """All actors of one host process and their mailboxes."""
+
+    def __init__(self, host: str, directory: dict[str, str], *, credit_initial: int = 400,
+                 credit_more_after: int = 200) -> None:
+        self.host = host
+        self.directory = dict(directory)
+        self.credit_initial = credit_initial
+        self.credit_more_after = credit_more_after
+        self.control: Callable[[str, dict], Awaitable[Any]] | None = None
+        self.frames_sent = 0
+        self.frames_received = 0
+        self._actors: dict[str, Actor] = {}
+        self._ledgers: dict[str, CreditLedger] = {}
+        self._flow: dict[str, FlowState] = {}
+        # credit received by manual_credit actors and not yet marked processed, per sender
+        self._pending: dict[str, dict[Address, int]] = {}
+        self._outbox: dict[str, list[envelope.Item]] = {}
+        self._flush_scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ctx: zmq.Context | None = None
+        self._pull: zmq.Socket | None = None
+        self._push: dict[str, zmq.Socket] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Bind this host's endpoint and start draining it."""
+        self._loop = asyncio.get_running_loop()
+        self._ctx = zmq.Context()
+        self._pull = self._ctx.socket(zmq.PULL)
+        self._pull.setsockopt(zmq.RCVHWM, 0)  # credit bounds the data path, not the socket
+        self._pull.setsockopt(zmq.LINGER, 0)
+        self._pull.bind(self.directory[self.host])
+        self._loop.add_reader(self._pull.getsockopt(zmq.FD), self._drain)
+        self._loop.call_soon(self._drain)  # frames may have queued before the reader was added
+        log.debug("runtime.started", host=self.host, endpoint=self.directory[self.host])
+
+    async def close(self) -> None:
+        """Flush what was sent, then close every socket."""
+        if self._flush_scheduled:
+            self._flush()
+        if self._pull is not None and self._loop is not None:
+            self._loop.remove_reader(self._pull.getsockopt(zmq.FD))
+            self._pull.close()
+            self._pull = None
+        for sock in self._push.values():
+            sock.close(linger=close_linger_ms)
+        self._push.clear()
+        if self._ctx is not None:
+            self._ctx.term()
+            self._ctx = None
+
+    # -- actors ------------------------------------------------------------------------------
+    def spawn(self, name: str, actor: Actor) -> Address:
+        if name in self._actors:
+            raise ValueError(f"actor {name!r} already exists on {self.host}")
+        self._actors[name] = actor
+        self._ledgers[name] = CreditLedger(self.credit_initial, self.credit_more_after)
+        self._flow[name] = FlowState(ticks_per_second, changed_at=_now())
+        return Address(self.host, name)
+
+    def remove(self, name: str) -> None:
+        """Forget an actor; hand back all credit it still owed its senders."""
+        if self._actors.pop(name, None) is None:
+            return
+        me = Address(self.host, name)
+        ledger = self._ledgers.pop(name)
+        for link, n in ledger.owed():
+            self._send_credit(me, link, n)
+        for link, n in self._pending.pop(name, {}).items():
+            if n:
+                self._send_credit(me, link, n)
+        del self._flow[name]
+
+    def actor(self, name: str) -> Actor | None:
+        return self._actors.get(name)
+
+    # -- sending -----------------------------------------------------------------------------
+    def send(self, to: Address, kind: str, body: Any, *, sender: Address, credit: int = 0) -> None:
+        """Queue a message; it leaves with this loop iteration's batch for `to.host`."""
+        assert sender.host == self.host, (sender, self.host)
+        if credit:
+            ledger = self._ledgers.get(sender.name)
+            if ledger is not None and ledger.sent(to, credit):
+                self._observe(sender.name, ledger)
+        self._enqueue(to.host, (sender.name, to.name, kind, credit, body))
+
+    def blocked(self, actor: Address) -> bool:
+        """Whether any credit-controlled outgoing link of `actor` is out of credit."""
+        ledger = self._ledgers.get(actor.name)
+        return ledger is not None and ledger.blocked()
+
+    def processed(self, actor: Address, sender: Address, n: int) -> None:
+        """`actor` finished n messages from `sender` (for actors with `manual_credit = True`)."""
+        assert actor.host == self.host, (actor, self.host)
+        pending = self._pending.get(actor.name)
+        if pending is not None and sender in pending:
+            left = pending[sender] - n
+            if left > 0:
+                pending[sender] = left
+            else:
+                del pending[sender]
+        ledger = self._ledgers.get(actor.name)
+        if ledger is None:
+            self._send_credit(actor, sender, n)
+            return
+        for link, amount in ledger.processed(sender, n):
+            self._send_credit(actor, link, amount)
+
+    def flow_states(self) -> dict[str, dict]:
+        """Per local actor: running/flow/blocked, timestamps, and the links it is blocked on."""
+        now = _now()
+        states = {}
+        for name, flow in self._flow.items():
+            state = flow.as_dict(now)
+            state["blocked_on"] = sorted(str(link) for link in self._ledgers[name].blocked_links())
+            states[name] = state
+        return states
+
+    async def ask(self, op: str, args: dict) -> Any:
+        """A control ask: built-in ops, else the host entry's `control` handler."""
+        if op == "ping":
+            return {"host": self.host, "actors": len(self._actors)}
+        if op == "flow_states":
+            return self.flow_states()
+        if self.control is None:
+            return {"error": f"unknown control op {op!r} on host {self.host}"}
+        return await self.control(op, args)
+
+    # -- internals ---------------------------------------------------------------------------
+    def _enqueue(self, host: str, item: envelope.Item) -> None:
+        outbox = self._outbox.get(host)
+        if outbox is None:
+            self._outbox[host] = [item]
+        else:
+            outbox.append(item)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            assert self._loop is not None, "Runtime.start() must run before send()"
+            self._loop.call_soon(self._flush)
+
+    def _send_credit(self, frm: Address, to: Address, amount: int) -> None:
+        self._enqueue(to.host, (frm.name, to.name, CREDIT_KIND, 0, amount))
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        outboxes, self._outbox = self._outbox, {}
+        for host, items in outboxes.items():
+            if host != self.host:
+                self._send_frame(host, items)
+        local = outboxes.get(self.host)
+        if local:
+            self._dispatch_all(self.host, local)
+
+    def _send_frame(self, host: str, items: list[envelope.Item]) -> None:
+        sock = self._push.get(host)
+        if sock is None:
+            endpoint = self.directory.get(host)
+            if endpoint is None:
+                log.error("runtime.unknown_host", host=host, dropped=len(items))
+                return
+            assert self._ctx is not None
+            sock = self._ctx.socket(zmq.PUSH)
+            sock.setsockopt(zmq.SNDHWM, 0)  # credit bounds the data path; a restarting peer gets its backlog
+            sock.connect(endpoint)
+            self._push[host] = sock
+        sock.send(envelope.encode(self.host, items), zmq.NOBLOCK, copy=False)
+        self.frames_sent += 1
+
+    def _drain(self, *_: Any) -> None:
+        pull = self._pull
+        if pull is None:
+            return
+        for _ in range(recv_frames_max):
+            try:
+                # copied: capnp needs word-aligned data and zmq's inline small frames are not
+                frame = pull.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self.frames_received += 1
+            try:
+                source, items = envelope.decode(frame)
+            except Exception:
+                log.exception("runtime.bad_frame", host=self.host, size=len(frame))
+                continue
+            self._dispatch_all(source, items)
+        self._loop.call_soon(self._drain)  # more may be waiting; let other callbacks run first
+
+    def _dispatch_all(self, source: str, items: list[envelope.Item]) -> None:
+        for sender, target, kind, credit, body in items:
+            self._dispatch(Address(source, sender), target, kind, credit, body)
+
+    def _dispatch(self, sender: Address, target: str, kind: str, credit: int, body: Any) -> None:
+        if kind == CREDIT_KIND:
+            self._credit_arrived(target, sender, body)
+            return
+        actor = self._actors.get(target)
+        me = Address(self.host, target)
+        if actor is None:
+            log.warning("runtime.unknown_actor", host=self.host, actor=target, kind=kind,
+                        sender=str(sender))
+            if credit:
+                self._send_credit(me, sender, credit)
+            return
+        try:
+            actor.receive(sender, kind, body)
+        except Exception:
+            log.exception("actor.crashed", actor=str(me), kind=kind, sender=str(sender))
+            self.remove(target)
+            if credit:
+                self._send_credit(me, sender, credit)
+            return
+        if not credit:
+            return
+        if self._actors.get(target) is not actor:  # removed itself while handling the message
+            self._send_credit(me, sender, credit)
+        elif getattr(actor, "manual_credit", False):
+            pending = self._pending.setdefault(target, {})
+            pending[sender] = pending.get(sender, 0) + credit
+        else:
+            self.processed(me, sender, credit)
+
+    def _credit_arrived(self, target: str, granter: Address, amount: int) -> None:
+        ledger = self._ledgers.get(target)
+        if ledger is None:
+            return  # the actor is gone; so is its need for credit
+        if not ledger.bumped(granter, amount):
+            return
+        me = Address(self.host, target)
+        for link, n in ledger.release_deferred():
+            self._send_credit(me, link, n)
+        self._observe(target, ledger)
+        on_unblocked = getattr(self._actors[target], "on_unblocked", None)
+        if on_unblocked is None:
+            return
+        try:
+            on_unblocked()
+        except Exception:
+            log.exception("actor.crashed", actor=str(me), kind="on_unblocked")
+            self.remove(target)
+
+    def _observe(self, name: str, ledger: CreditLedger) -> None:
+        flow = self._flow.get(name)
+        if flow is not None:
+            self._flow[name] = flow.observe(ledger.blocked(), max(_now(), flow.changed_at))

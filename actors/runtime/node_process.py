@@ -1,0 +1,102 @@
+"""run_node: one node's main process - the Thespian actor system, the Supervisor, the hosts.
+
+Startup: pick ipc endpoints for the hosts that the directory does not name, start a
+multiprocTCPBase ActorSystem on the admin port, create the Supervisor (globalName
+"warren-supervisor") and hand it the specs, wait until every host answers "ping", then write
+`<data_dir>/ready`. Shutdown on SIGTERM/SIGINT: remove `ready`, stop the hosts, shut the actor
+system down, remove the socket directory.
+
+ipc socket paths must fit sockaddr_un (~107 bytes): when `<data_dir>/sock/<host>` would not,
+the sockets live in a short directory under /tmp named by a hash of data_dir.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import structlog
+from thespian.actors import ActorSystem
+
+from actors.runtime.control import ControlAsk, HostSpec, StartNode, StopNode, supervisor_name
+from actors.runtime.supervisor import Supervisor
+
+log = structlog.get_logger("warren.node")
+
+ipc_path_max = 100  # sockaddr_un.sun_path is 108 bytes; keep a margin for the NUL and the OS
+ready_timeout_s = 60.0
+ask_timeout_s = 10.0
+stop_poll_s = 0.2
+host_name_max = 32  # for the socket-path budget
+
+
+def socket_dir(data_dir: Path) -> Path:
+    """Where this node's ipc sockets live: under data_dir if the paths fit, else under /tmp."""
+    preferred = Path(data_dir).resolve() / "sock"
+    if len(str(preferred)) + 1 + host_name_max <= ipc_path_max:
+        return preferred
+    digest = hashlib.sha1(str(Path(data_dir).resolve()).encode()).hexdigest()[:12]
+    return Path("/tmp") / f"warren-{digest}"
+
+
+def local_directory(data_dir: Path, hosts: list[str]) -> dict[str, str]:
+    """ipc:// endpoints for `hosts` on this node."""
+    sock = socket_dir(data_dir)
+    for host in hosts:
+        assert 0 < len(host) <= host_name_max and "/" not in host, host
+    return {host: f"ipc://{sock}/{host}" for host in hosts}
+
+
+def run_node(node_name: str, specs: list[HostSpec], directory: dict[str, str], admin_port: int,
+             data_dir: Path) -> None:
+    """Run the node until SIGTERM/SIGINT. Blocks."""
+    data_dir = Path(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    sock = socket_dir(data_dir)
+    sock.mkdir(parents=True, exist_ok=True)
+    full_directory = {**local_directory(data_dir, [s.name for s in specs]), **directory}
+    ready = data_dir / "ready"
+    ready.unlink(missing_ok=True)
+
+    asys = ActorSystem("multiprocTCPBase", {"Admin Port": admin_port})
+    # installed after the admin process was forked, so it keeps Thespian's own handlers
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        supervisor = asys.createActor(Supervisor, globalName=supervisor_name)
+        asys.ask(supervisor, StartNode(tuple(specs), full_directory, os.getpid()), ask_timeout_s)
+        _wait_ready(asys, supervisor, specs, stop)
+        if not stop.is_set():
+            ready.write_text(json.dumps({"node": node_name, "pid": os.getpid(),
+                                         "hosts": [s.name for s in specs]}))
+            log.info("node.ready", node=node_name, hosts=[s.name for s in specs], admin_port=admin_port)
+        while not stop.wait(stop_poll_s):
+            pass
+        log.info("node.stopping", node=node_name)
+        ready.unlink(missing_ok=True)
+        asys.ask(supervisor, StopNode(), ask_timeout_s)
+    finally:
+        asys.shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if sock.parent != data_dir.resolve():
+            shutil.rmtree(sock, ignore_errors=True)
+        log.info("node.stopped", node=node_name)
+
+
+def _wait_ready(asys: ActorSystem, supervisor: object, specs: list[HostSpec], stop: threading.Event) -> None:
+    deadline = time.monotonic() + ready_timeout_s
+    waiting = [s.name for s in specs]
+    while waiting and not stop.is_set():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"hosts did not become ready: {waiting}")
+        reply = asys.ask(supervisor, ControlAsk(waiting[0], "ping", {}, ask_timeout_s), ask_timeout_s + 1)
+        if reply is not None and reply.ok:
+            waiting.pop(0)
+        else:
+            stop.wait(stop_poll_s)  # the host is still starting; ask again shortly

@@ -1,0 +1,105 @@
+"""Supervisor: the Thespian actor that starts a node's host processes and restarts them.
+
+It creates one HostActor (one OS process) per HostSpec. Thespian's SIGCHLD handling tells it
+`ChildActorExited` when a host process dies - a SIGKILL included (tests/actors check this) - and
+it re-creates that host from the same spec. It forwards control asks to the named host and
+relays the answer. Every `node_watch_interval_s` it checks the node's main process; if that died
+(kill -9), it takes the Thespian admin down with it so no process outlives the node.
+"""
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import Any
+
+import psutil
+import structlog
+from thespian.actors import ActorExitRequest, ActorTypeDispatcher, ChildActorExited, WakeupMessage
+
+from actors.runtime.control import (ControlAsk, ControlReply, Forwarded, HostSpec, HostStarted, NodeStopped,
+                                    StartHost, StartNode, StopNode)
+from actors.runtime.host import HostActor, process_alive
+
+log = structlog.get_logger("warren.supervisor")
+
+node_watch_interval_s = 0.5
+
+
+def _take_down_admin() -> None:
+    """The node's main process was killed: end Thespian's admin (our parent) and its logger.
+
+    The admin ignores SIGTERM, and nobody is left to ask it to shut down, so this kills them;
+    the hosts notice the dead node themselves and exit. Then this process exits too.
+    """
+    admin = psutil.Process(os.getppid())
+    for sibling in admin.children():
+        if sibling.pid != os.getpid():
+            sibling.kill()
+    admin.kill()
+    os._exit(0)
+
+
+class Supervisor(ActorTypeDispatcher):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._specs: dict[str, HostSpec] = {}
+        self._hosts: dict[str, Any] = {}  # host name -> HostActor address
+        self._directory: dict[str, str] = {}
+        self._node_pid = 0
+        self._stopping = False
+        self.restarts = 0
+
+    def receiveMsg_StartNode(self, msg: StartNode, sender: Any) -> None:
+        self._directory = dict(msg.directory)
+        self._node_pid = msg.node_pid
+        for spec in msg.specs:
+            self._specs[spec.name] = spec
+            self._start_host(spec)
+        self.wakeupAfter(timedelta(seconds=node_watch_interval_s))
+        self.send(sender, "started")
+
+    def _start_host(self, spec: HostSpec) -> None:
+        address = self.createActor(HostActor)
+        self._hosts[spec.name] = address
+        self.send(address, StartHost(spec, self._directory, self._node_pid))
+
+    def receiveMsg_HostStarted(self, msg: HostStarted, sender: Any) -> None:
+        if msg.error:
+            log.error("supervisor.host_start_failed", host=msg.name, pid=msg.pid, error=msg.error)
+        else:
+            log.info("supervisor.host_started", host=msg.name, pid=msg.pid)
+
+    def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
+        name = next((n for n, a in self._hosts.items() if a == msg.childAddress), None)
+        if name is None or self._stopping:
+            return
+        self.restarts += 1
+        log.warning("supervisor.host_exited", host=name, restart=self.restarts)
+        self._start_host(self._specs[name])
+
+    def receiveMsg_ControlAsk(self, msg: ControlAsk, sender: Any) -> None:
+        if msg.host == "$supervisor":
+            self.send(sender, ControlReply(True, {"hosts": sorted(self._hosts), "restarts": self.restarts}))
+            return
+        address = self._hosts.get(msg.host)
+        if address is None:
+            self.send(sender, ControlReply(False, f"no host {msg.host!r} on this node"))
+            return
+        # the host answers the original asker directly, so slow asks do not queue up here
+        self.send(address, Forwarded(msg, sender))
+
+    def receiveMsg_StopNode(self, msg: StopNode, sender: Any) -> None:
+        self._stopping = True
+        for address in self._hosts.values():
+            self.send(address, ActorExitRequest())
+        self.send(sender, NodeStopped())
+
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        if self._stopping:
+            return
+        if self._node_pid and not process_alive(self._node_pid):
+            log.warning("supervisor.node_gone", node_pid=self._node_pid)
+            self._stopping = True
+            _take_down_admin()
+            return
+        self.wakeupAfter(timedelta(seconds=node_watch_interval_s))

@@ -1,0 +1,284 @@
+"""The Runtime's mailboxes: local hand-over, one frame per batch, order, credit, crash isolation."""
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from actors.runtime import Address, Runtime
+from actors.runtime import envelope
+
+deadline_s = 10.0
+
+
+class Recorder:
+    """Records what it receives; resolves `done` after `expect` messages."""
+
+    def __init__(self, expect: int = 1) -> None:
+        self.got: list[tuple[Address, str, object]] = []
+        self.expect = expect
+        self.done = asyncio.get_running_loop().create_future()
+
+    def receive(self, sender: Address, kind: str, body) -> None:
+        self.got.append((sender, kind, body))
+        if len(self.got) >= self.expect and not self.done.done():
+            self.done.set_result(None)
+
+
+class Crasher:
+    def receive(self, sender, kind, body) -> None:
+        raise ValueError("boom")
+
+
+def directory(tmp_path: Path, *hosts: str) -> dict[str, str]:
+    return {h: f"ipc://{tmp_path}/{h}" for h in hosts}
+
+
+async def pair(tmp_path: Path, **credit) -> tuple[Runtime, Runtime]:
+    d = directory(tmp_path, "a", "b")
+    a, b = Runtime("a", d, **credit), Runtime("b", d, **credit)
+    await a.start()
+    await b.start()
+    return a, b
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, deadline_s))
+
+
+def test_address_round_trips_through_text() -> None:
+    address = Address("queue0", "q:/:orders/x")
+    assert str(address) == "queue0/q:/:orders/x"
+    assert Address.parse(str(address)) == address
+    with pytest.raises(ValueError):
+        Address.parse("no-slash")
+
+
+def test_envelope_round_trip_turns_lists_into_tuples() -> None:
+    items = [("s", "t", "kind", 3, [1, b"\x00raw", {"k": [2]}]), ("s", "u", "k2", 0, None)]
+    source, decoded = envelope.decode(envelope.encode("h", items))
+    assert source == "h"
+    assert decoded == [("s", "t", "kind", 3, (1, b"\x00raw", {"k": (2,)})), ("s", "u", "k2", 0, None)]
+
+
+def test_local_delivery_hands_over_the_same_object_later_and_in_order(tmp_path: Path) -> None:
+    async def main():
+        rt = Runtime("a", directory(tmp_path, "a"))
+        await rt.start()
+        rec = Recorder(expect=3)
+        to = rt.spawn("rec", rec)
+        me = Address("a", "me")
+        body = {"big": [1, 2, 3]}
+        rt.send(to, "k1", body, sender=me)
+        rt.send(to, "k2", 2, sender=me)
+        rt.send(to, "k3", 3, sender=me)
+        assert rec.got == []  # never delivered inside send
+        await rec.done
+        assert [k for _, k, _ in rec.got] == ["k1", "k2", "k3"]
+        assert rec.got[0][2] is body and rec.got[0][0] == me
+        assert rt.frames_sent == 0  # local messages never touch zmq
+        await rt.close()
+    run(main())
+
+
+def test_one_frame_per_destination_host_per_iteration_in_order(tmp_path: Path) -> None:
+    async def main():
+        a, b = await pair(tmp_path)
+        r1, r2 = Recorder(expect=300), Recorder(expect=300)
+        t1, t2 = b.spawn("r1", r1), b.spawn("r2", r2)
+        s1, s2 = Address("a", "s1"), Address("a", "s2")
+        for i in range(300):  # two senders, two receivers, one loop iteration
+            a.send(t1, "m", i, sender=s1)
+            a.send(t2, "m", [i, "x"], sender=s2)
+        await asyncio.gather(r1.done, r2.done)
+        assert a.frames_sent == 1 and b.frames_received == 1
+        assert [body for _, _, body in r1.got] == list(range(300))
+        assert [body for _, _, body in r2.got] == [(i, "x") for i in range(300)]
+        assert r1.got[0][0] == s1
+        for i in range(3):  # three iterations -> three frames
+            a.send(t1, "m", i, sender=s1)
+            await asyncio.sleep(0)  # yields one loop iteration (not a timing wait)
+        r1.expect, r1.done = 303, asyncio.get_running_loop().create_future()
+        await r1.done
+        assert a.frames_sent == 4
+        await a.close()
+        await b.close()
+    run(main())
+
+
+class ManualSink:
+    """Acks credit only when told to (manual_credit)."""
+
+    manual_credit = True
+
+    def __init__(self) -> None:
+        self.got: list[tuple[Address, object]] = []
+
+    def receive(self, sender, kind, body) -> None:
+        self.got.append((sender, body))
+
+
+class Source:
+    def __init__(self) -> None:
+        self.unblocked = asyncio.get_running_loop().create_future()
+
+    def receive(self, sender, kind, body) -> None:
+        pass
+
+    def on_unblocked(self) -> None:
+        self.unblocked.set_result(None)
+
+
+settle_iterations = 50
+
+
+async def _settle() -> None:
+    """Give frames and credit in flight many loop iterations to arrive (used before asserting
+    that something did NOT happen)."""
+    for _ in range(settle_iterations):
+        await asyncio.sleep(0)
+
+
+def test_credit_blocks_sender_after_initial_and_unblocks_after_processed(tmp_path: Path) -> None:
+    async def main():
+        a, b = await pair(tmp_path)
+        sink = ManualSink()
+        to = b.spawn("sink", sink)
+        source = Source()
+        me = a.spawn("src", source)
+        for i in range(399):
+            a.send(to, "m", i, sender=me, credit=1)
+        assert not a.blocked(me)
+        a.send(to, "m", 399, sender=me, credit=1)
+        assert a.blocked(me)
+        assert a.flow_states()["src"]["state"] == "flow"
+        assert a.flow_states()["src"]["blocked_on"] == ["b/sink"]
+        # the receiver got everything but grants nothing until it says it processed
+        while len(sink.got) < 400:
+            await asyncio.sleep(0)
+        await _settle()
+        assert a.blocked(me) and not source.unblocked.done()
+        b.processed(to, me, 199)
+        await _settle()
+        assert a.blocked(me)  # grants leave in units of more_after (200)
+        b.processed(to, me, 1)
+        await source.unblocked
+        assert not a.blocked(me)
+        assert a.flow_states()["src"]["state"] == "flow"  # blocked within the last second
+        await a.close()
+        await b.close()
+    run(main())
+
+
+def test_automatic_credit_keeps_a_long_stream_flowing(tmp_path: Path) -> None:
+    async def main():
+        a, b = await pair(tmp_path, credit_initial=40, credit_more_after=20)
+        rec = Recorder(expect=1000)
+        to = b.spawn("rec", rec)
+        me = a.spawn("src", Source())
+        sent = 0
+        while sent < 1000:
+            if a.blocked(me):
+                await asyncio.sleep(0)
+                continue
+            a.send(to, "m", sent, sender=me, credit=1)
+            sent += 1
+        await rec.done
+        assert [body for _, _, body in rec.got] == list(range(1000))
+        await a.close()
+        await b.close()
+    run(main())
+
+
+def test_credit_to_an_unknown_or_crashing_actor_comes_back(tmp_path: Path) -> None:
+    async def main():
+        a, b = await pair(tmp_path)
+        b.spawn("crasher", Crasher())
+        rec = Recorder()
+        b.spawn("rec", rec)
+        source = Source()
+        me = a.spawn("src", source)
+        a.send(Address("b", "nobody"), "m", 1, sender=me, credit=400)
+        assert a.blocked(me)
+        await source.unblocked
+        source.unblocked = asyncio.get_running_loop().create_future()
+        a.send(Address("b", "crasher"), "m", 1, sender=me, credit=400)
+        a.send(Address("b", "rec"), "after", 2, sender=me)
+        await source.unblocked
+        await rec.done
+        assert b.actor("crasher") is None  # crashed and removed, the host keeps running
+        assert rec.got == [(me, "after", 2)]
+        await a.close()
+        await b.close()
+    run(main())
+
+
+def test_removing_an_actor_returns_the_credit_it_held(tmp_path: Path) -> None:
+    async def main():
+        a, b = await pair(tmp_path)
+        sink = ManualSink()
+        b.spawn("sink", sink)
+        source = Source()
+        me = a.spawn("src", source)
+        a.send(Address("b", "sink"), "m", 1, sender=me, credit=400)
+        while not sink.got:
+            await asyncio.sleep(0)
+        b.remove("sink")
+        await source.unblocked
+        assert not a.blocked(me)
+        await a.close()
+        await b.close()
+    run(main())
+
+
+def _echo_process(endpoints: dict[str, str], ready) -> None:
+    async def main():
+        rt = Runtime("far", endpoints)
+        await rt.start()
+        stop = asyncio.get_running_loop().create_future()
+
+        class Echo:
+            def receive(self, sender, kind, body):
+                if kind == "stop":
+                    stop.set_result(None)
+                rt.send(sender, kind, body, sender=Address("far", "echo"))
+        rt.spawn("echo", Echo())
+        ready.set()
+        await stop
+        await rt.close()
+    asyncio.run(main())
+
+
+def test_two_processes_exchange_batches_in_order(tmp_path: Path) -> None:
+    endpoints = directory(tmp_path, "near", "far")
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    proc = ctx.Process(target=_echo_process, args=(endpoints, ready))
+    proc.start()
+    try:
+        assert ready.wait(deadline_s)
+
+        async def main():
+            rt = Runtime("near", endpoints)
+            await rt.start()
+            rec = Recorder(expect=1001)
+            me = rt.spawn("rec", rec)
+            echo = Address("far", "echo")
+            for batch in range(10):
+                for i in range(100):
+                    rt.send(echo, "m", [batch, i, b"x" * 1000], sender=me)
+                await asyncio.sleep(0)
+            rt.send(echo, "stop", None, sender=me)
+            await rec.done
+            assert [body[:2] for _, _, body in rec.got[:-1]] == [(b, i) for b in range(10) for i in range(100)]
+            assert rec.got[0][0] == echo and rec.got[0][2][2] == b"x" * 1000
+            assert rt.frames_sent == 11
+            await rt.close()
+        run(main())
+        proc.join(deadline_s)
+        assert proc.exitcode == 0
+    finally:
+        if proc.is_alive():
+            proc.kill()

@@ -1,0 +1,137 @@
+"""Supervision with Thespian, with real node processes: readiness, control asks, restarts of a
+SIGKILLed host, and no process left behind after SIGTERM or a kill -9 of the node."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from actors.runtime import control
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+wait_s = 30.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _until(predicate, what: str):
+    """Poll `predicate` until it returns a truthy value (bounded; these are real processes)."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Node:
+    def __init__(self, data_dir: Path, hosts: list[str]) -> None:
+        self.port = _free_port()
+        self.data_dir = data_dir
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.actors.runtime_hosts", str(data_dir), str(self.port), *hosts],
+            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _until(lambda: (data_dir / "ready").exists() or self.proc.poll() is not None, "node ready")
+        assert self.proc.poll() is None, "node exited during startup"
+
+    def ask(self, host: str, op: str, args: dict | None = None, timeout: float = 10):
+        return control(self.port, host, op, args or {}, timeout)
+
+    def processes(self, hosts: list[str]) -> list[psutil.Process]:
+        """Every process of the node: main, hosts, and Thespian's admin/logger/supervisor."""
+        procs = {psutil.Process(self.proc.pid)}
+        for host in hosts:
+            p = psutil.Process(self.ask(host, "pid"))
+            procs.add(p)
+            procs.update(a for a in p.parents() if a.pid != 1 and a.pid not in _ours())
+        for p in list(procs):
+            procs.update(p.children(recursive=True))
+        return list(procs)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(wait_s)
+
+
+def _ours() -> set[int]:
+    """This test process and its ancestors (never the node's)."""
+    me = psutil.Process()
+    return {me.pid, *(p.pid for p in me.parents())}
+
+
+def _gone(procs: list[psutil.Process]) -> list[psutil.Process]:
+    _, alive = psutil.wait_procs(procs, timeout=wait_s)
+    return [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.fixture
+def long_data_dir(tmp_path: Path) -> Path:
+    # longer than sockaddr_un allows, so the node must put its sockets under /tmp
+    return tmp_path / ("d" * 90)
+
+
+def test_ready_control_asks_and_cross_host_messages(long_data_dir: Path) -> None:
+    node = Node(long_data_dir, ["a", "b"])
+    try:
+        assert node.ask("a", "ping") == {"host": "a", "actors": 1}
+        assert node.ask("a", "send_echo", {"host": "b"}) == ["b/echo", "echo", [1, 2]]
+        states = node.ask("b", "flow_states")
+        assert states["echo"]["state"] == "running" and states["echo"]["blocked_on"] == []
+        with pytest.raises(RuntimeError, match="no host 'zz'"):
+            node.ask("zz", "ping")
+        assert not (long_data_dir / "sock").exists()
+    finally:
+        node.stop()
+
+
+def test_supervisor_restarts_a_sigkilled_host(tmp_path: Path) -> None:
+    node = Node(tmp_path, ["a", "b"])
+    try:
+        old = node.ask("a", "pid")
+        os.kill(old, signal.SIGKILL)
+
+        def restarted():
+            try:
+                pid = node.ask("a", "pid", timeout=2)
+            except (RuntimeError, TimeoutError):  # asked the dead one, or the new one is starting
+                return None
+            return pid if pid != old else None
+        new = _until(restarted, "host a restarted")
+        assert psutil.pid_exists(new) and new != old
+        assert node.ask("$supervisor", "status") == {"hosts": ["a", "b"], "restarts": 1}
+        # the restarted host is reachable on the data path again
+        assert node.ask("b", "send_echo", {"host": "a"}) == ["a/echo", "echo", [1, 2]]
+    finally:
+        node.stop()
+
+
+def test_sigterm_stops_every_process(tmp_path: Path) -> None:
+    node = Node(tmp_path, ["a", "b"])
+    procs = node.processes(["a", "b"])
+    assert len(procs) >= 5  # main, admin, supervisor, 2 hosts
+    node.stop()
+    assert node.proc.returncode == 0
+    assert _gone(procs) == []
+    assert not (tmp_path / "ready").exists()
+
+
+def test_kill_9_of_the_node_leaves_nothing_running(tmp_path: Path) -> None:
+    node = Node(tmp_path, ["a"])
+    procs = node.processes(["a"])
+    node.proc.kill()
+    node.proc.wait(wait_s)
+    assert _gone(procs) == []
