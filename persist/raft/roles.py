@@ -1,0 +1,5 @@
+"""The four roles of a Raft member (pre-candidate is the pre-vote phase, dissertation §9.6)."""
+FOLLOWER = "follower"
+PRE_CANDIDATE = "pre_candidate"
+CANDIDATE = "candidate"
+LEADER = "leader"

@@ -1,0 +1,36 @@
+"""Deliberately broken cores: the simulator must catch each of them for some seed."""
+from __future__ import annotations
+
+from persist.raft import RaftCore
+from persist.raft.effects import Send
+from persist.raft.messages import AppendReply
+
+
+class NoUpToDateCheck(RaftCore):
+    """Votes for any candidate, skipping Raft §5.4.1's election restriction."""
+
+    def log_up_to_date(self, last_index: int, last_term: int) -> bool:
+        return True
+
+
+class AckBeforeWritten(RaftCore):
+    """A follower acks appended entries before the WAL has written them (Ra's rule broken).
+    Alone this rarely loses data (the leader still waits for its own write); see IgnoresWal."""
+
+    def ack(self, out, force=False) -> None:
+        index = self.verified
+        if self.leader_id is not None and (index > self.acked or force):
+            self.acked = max(self.acked, index)
+            out.append(Send(self.leader_id, AppendReply(self.term, self.id, True, index)))
+
+
+class IgnoresWal(AckBeforeWritten):
+    """Neither followers nor the leader wait for the WAL: commits rest on nothing durable."""
+
+    def maybe_commit(self, out) -> None:
+        written = self.log.written_index
+        self.log.written_index = lambda: self.log.last_index_term()[0]
+        try:
+            super().maybe_commit(out)
+        finally:
+            self.log.written_index = written
