@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from wire import methods as m
-from wire.codec import decode_table
+from wire.codec import DecodeError, decode_table
 from wire.errors import (
     ACCESS_REFUSED, CHANNEL_ERROR, COMMAND_INVALID, FRAME_ERROR, NOT_ALLOWED, UNEXPECTED_FRAME, AmqpError,
 )
@@ -109,10 +109,10 @@ def parse_credentials(mechanism: str, response: bytes) -> tuple[str, str] | None
         return parts[1].decode("utf-8", "replace"), parts[2].decode("utf-8", "replace")
     if mechanism == "AMQPLAIN":
         # an AMQPLAIN response is a field table without its leading length
-        table = decode_table(len(response).to_bytes(4, "big") + response, 0)
-        if isinstance(table, AmqpError):
+        try:
+            fields, _ = decode_table(len(response).to_bytes(4, "big") + response, 0)
+        except DecodeError:
             return None
-        fields = table[0]
         login, password = fields.get("LOGIN"), fields.get("PASSWORD")
         if login is None or password is None:
             return None

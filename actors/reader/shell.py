@@ -1,0 +1,247 @@
+"""The reader: one asyncio Protocol per AMQP connection, and the channel actors it owns.
+
+A shell only. Bytes go through wire.InboundParser; the events go to the ConnectionCore; commands for a
+channel go to that channel's ChannelCore; effects come back and are carried out here: frames are
+written with one `writelines` per batch, messages leave through the runtime (which batches them per
+destination host). Everything one `data_received` produced is flushed together, so a burst of
+publishes becomes one message per destination queue.
+
+Flow control, from the socket to the queues: publishes are credit-controlled runtime sends. When any
+channel of the connection is out of credit towards a queue, the reader stops reading the socket
+(TCP back-pressure on the publisher) and resumes when the runtime reports the channel unblocked.
+Towards the client, `pause_writing` marks the socket unwritable; channels then stop topping up flow
+credit for their consumers, so queues stop delivering until the socket drains.
+"""
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import random
+from typing import Any, Callable
+
+import structlog
+
+from actors.channel.core import ChannelCore, CloseConnection, Finished, Write
+from actors.effects import Send
+from actors.placement import NODE
+from actors.reader.connection import (
+    ChannelsDown, CloseSocket, ConnectionCore, OpenChannel, Opened, SetFrameMax, Settings, ToChannel, WriteBytes,
+)
+from actors.runtime.address import Address
+from wire.inbound import InboundParser
+
+log = structlog.get_logger("warren.reader")
+
+
+def is_loopback(peer: Any) -> bool:
+    try:
+        return ipaddress.ip_address(peer[0]).is_loopback
+    except (TypeError, ValueError, IndexError):
+        return False
+
+
+class ChannelActor:
+    """The mailbox face of one channel: queue and node messages go to its core."""
+
+    def __init__(self, reader: "Reader", core: ChannelCore, address: Address) -> None:
+        self.reader = reader
+        self.core = core
+        self.address = address
+
+    def receive(self, sender: Address, kind: str, body: Any) -> None:
+        self.core.receive(sender, kind, body)
+        self.reader.flush_channel(self)
+
+    def on_unblocked(self) -> None:
+        self.reader.maybe_resume()
+
+
+class Reader(asyncio.Protocol):
+    def __init__(self, host: "ConnectionHostContext") -> None:
+        self.host = host
+        self.owner = host.next_owner()
+        self.transport: asyncio.Transport | None = None
+        self.parser = InboundParser(host.settings.frame_max)
+        self.core: ConnectionCore | None = None
+        self.channels: dict[int, ChannelActor] = {}
+        self.opened: Opened | None = None
+        self.writable = True
+        self.paused = False
+        self.closed = False
+
+    # ------------------------------------------------------------------ asyncio callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        self.core = ConnectionCore(self.host.settings, check_login=self.host.check_login,
+                                   peer_is_loopback=is_loopback(peer), vhost_exists=self.host.vhost_exists)
+        self.host.readers.add(self)
+        log.info("connection.accepted", owner=self.owner, peer=str(peer))
+
+    def data_received(self, data: bytes) -> None:
+        core = self.core
+        for event in self.parser.receive_data(data):
+            self._apply(core.receive(event))
+            if self.closed:
+                return
+        self.flush_all()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed:
+            self._shutdown("client closed the socket" if exc is None else str(exc))
+        self.host.readers.discard(self)
+
+    def pause_writing(self) -> None:
+        self.writable = False
+
+    def resume_writing(self) -> None:
+        self.writable = True
+        self.flush_all()
+
+    # ------------------------------------------------------------------ effects
+    def _write(self, chunks: list) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.writelines(chunks)
+            self.core.sent()
+
+    def _apply(self, effects: list) -> None:
+        for e in effects:
+            if isinstance(e, ToChannel):
+                ch = self.channels.get(e.number)
+                if ch is not None:
+                    ch.core.command(e.command)
+            elif isinstance(e, WriteBytes):
+                self._write([e.data])
+            elif isinstance(e, OpenChannel):
+                self._open_channel(e.number)
+            elif isinstance(e, ChannelsDown):
+                self._channels_down()
+            elif isinstance(e, CloseSocket):
+                self.flush_all()
+                self._shutdown(e.reason)
+            elif isinstance(e, Opened):
+                self.opened = e
+                log.info("connection.opened", owner=self.owner, user=e.user, vhost=e.vhost)
+            elif isinstance(e, SetFrameMax):
+                self.parser.frame_max = e.frame_max
+
+    def _open_channel(self, number: int) -> None:
+        o = self.opened
+        core = ChannelCore(number, vhost=o.vhost, owner=self.owner, router=self.host.registry,
+                           place=self.host.place, node=NODE, frame_max=o.frame_max,
+                           capabilities=o.capabilities, rng=self.host.rng)
+        name = self.host.next_channel_name()
+        actor = ChannelActor(self, core, Address(self.host.runtime.host, name))
+        self.host.runtime.spawn(name, actor)
+        self.channels[number] = actor
+
+    def _forget_channel(self, ch: ChannelActor) -> None:
+        if self.channels.get(ch.core.number) is ch:
+            del self.channels[ch.core.number]
+            self.core.channel_finished(ch.core.number)
+        self.host.runtime.remove(ch.address.name)
+
+    def _channels_down(self) -> None:
+        for ch in list(self.channels.values()):
+            ch.core.connection_closed()
+            self.flush_channel(ch)
+            self._forget_channel(ch)
+
+    def flush_all(self) -> None:
+        for ch in list(self.channels.values()):
+            self.flush_channel(ch)
+        self._check_blocked()
+
+    def flush_channel(self, ch: ChannelActor) -> None:
+        runtime = self.host.runtime
+        for e in ch.core.flush(self.writable):
+            if isinstance(e, Send):
+                credit = len(e.body) if e.kind == "publish" else 0
+                runtime.send(e.to, e.kind, e.body, sender=ch.address, credit=credit)
+            elif isinstance(e, Write):
+                self._write(e.chunks)
+            elif isinstance(e, Finished):
+                self._forget_channel(ch)
+            elif isinstance(e, CloseConnection):
+                self._apply(self.core.channel_error(e.error))
+
+    def _check_blocked(self) -> None:
+        if self.paused or self.transport is None or self.closed:
+            return
+        runtime = self.host.runtime
+        if any(runtime.blocked(ch.address) for ch in self.channels.values()):
+            self.paused = True
+            self.transport.pause_reading()
+
+    def maybe_resume(self) -> None:
+        if not self.paused or self.closed:
+            return
+        runtime = self.host.runtime
+        if not any(runtime.blocked(ch.address) for ch in self.channels.values()):
+            self.paused = False
+            self.transport.resume_reading()
+
+    def tick(self) -> None:
+        if self.core is not None and not self.closed:
+            self._apply(self.core.tick())
+
+    def _shutdown(self, reason: str) -> None:
+        if self.closed:
+            return
+        self._channels_down()
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+        self.host.runtime.send(NODE, "connection_closed", (self.owner,), sender=self.host.router_address)
+        log.info("connection.closed", owner=self.owner, reason=reason)
+
+
+class ConnectionHostContext:
+    """What every reader of one connection host shares."""
+
+    def __init__(self, runtime: Any, registry: Any, place: Callable[[str, str], Address], settings: Settings,
+                 check_login: Callable[[str, str], bool], vhost_exists: Callable[[str], bool],
+                 router_address: Address, seed: int | None = None) -> None:
+        self.runtime = runtime
+        self.registry = registry
+        self.place = place
+        self.settings = settings
+        self.check_login = check_login
+        self.vhost_exists = vhost_exists
+        self.router_address = router_address
+        self.rng = random.Random(seed)
+        self.readers: set[Reader] = set()
+        self._owners = 0
+        self._channels = 0
+
+    def next_owner(self) -> str:
+        self._owners += 1
+        return f"{self.runtime.host}:{self._owners}"
+
+    def next_channel_name(self) -> str:
+        self._channels += 1
+        return f"ch:{self._channels}"
+
+    def channels(self):
+        for reader in list(self.readers):
+            yield from list(reader.channels.values())
+
+
+class RouterActor:
+    """This host's registry replica: applies the node's change records, tells channels of deleted queues."""
+
+    def __init__(self, ctx: ConnectionHostContext, ready: asyncio.Event) -> None:
+        self.ctx = ctx
+        self.ready = ready
+
+    def receive(self, sender: Address, kind: str, body: Any) -> None:
+        if kind != "meta":
+            log.warning("router.unknown_kind", kind=kind)
+            return
+        changes, gone = body
+        self.ctx.registry.apply(changes)
+        self.ready.set()
+        if gone:
+            queues = [self.ctx.place(vhost, name) for vhost, name in gone]
+            for ch in self.ctx.channels():
+                ch.receive(sender, "queues_gone", queues)

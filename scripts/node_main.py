@@ -1,0 +1,70 @@
+"""Start one warren node: `python -m scripts.node_main --name N --port P --data-dir D --config F`.
+
+Builds the host specs (node, queue hosts, connection hosts) from the configuration and runs them
+under the Thespian supervisor until SIGTERM or Ctrl-C.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import socket
+import sys
+from pathlib import Path
+
+import structlog
+
+from actors.runtime.control import HostSpec
+from actors.runtime.node_process import local_directory, run_node
+from scripts.config import ConfigError, load
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def host_specs(conf: dict) -> list[HostSpec]:
+    """Node first, then queue hosts, then connection hosts: a connection host waits for the node."""
+    common = {"queue_hosts": conf["queue_hosts"],
+              "credit_initial": conf["credit_flow_default_credit.initial"],
+              "credit_more_after": conf["credit_flow_default_credit.more_after"]}
+    specs = [HostSpec("node", "actors.hosts:node_host", dict(common))]
+    specs += [HostSpec(f"queue{i}", "actors.hosts:queue_host", dict(common)) for i in range(conf["queue_hosts"])]
+    conn = dict(common, port=conf["listeners.tcp.default"], frame_max=conf["frame_max"],
+                channel_max=conf["channel_max"], heartbeat=conf["heartbeat"])
+    specs += [HostSpec(f"conn{i}", "actors.hosts:connection_host", dict(conn))
+              for i in range(conf["connection_hosts"])]
+    return specs
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--name", help="node name (default warren)")
+    p.add_argument("--port", type=int, help="AMQP port (default 5672)")
+    p.add_argument("--data-dir", help="data directory (default var/<node name>)")
+    p.add_argument("--config", type=Path, help="warren.conf")
+    p.add_argument("--admin-port", type=int, help="Thespian admin port (default: a free port)")
+    a = p.parse_args(argv)
+    try:
+        conf = load(a.config, {"node_name": a.name, "listeners.tcp.default": a.port, "data_dir": a.data_dir,
+                               "admin_port": a.admin_port})
+    except (ConfigError, OSError) as e:
+        print(f"warren: bad configuration: {e}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
+    data_dir = Path(conf["data_dir"] or Path("var") / conf["node_name"]).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    admin_port = conf["admin_port"] or free_port()
+    (data_dir / "admin_port").write_text(str(admin_port))
+    specs = host_specs(conf)
+    directory = local_directory(data_dir, [s.name for s in specs])
+    print(f"warren node {conf['node_name']} starting: amqp 127.0.0.1:{conf['listeners.tcp.default']}, "
+          f"data {data_dir}, admin port {admin_port}", flush=True)
+    run_node(conf["node_name"], specs, directory, admin_port, data_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Start and stop real warren nodes for tests: a subprocess in its own session, ready when the node
+wrote `<data_dir>/ready` (after every host answered ping) and the AMQP port accepts connections."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+start_timeout_s = 90.0
+stop_timeout_s = 30.0
+poll_s = 0.05
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class Node:
+    port: int
+    data_dir: Path
+    proc: subprocess.Popen
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # whatever is left of the node's session
+        except ProcessLookupError:
+            pass
+
+
+def start_node(data_dir: Path, *extra: str, port: int | None = None) -> Node:
+    port = port or free_port()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = data_dir / "node.log"
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "scripts.node_main", "--port", str(port),
+                                 "--data-dir", str(data_dir), "--name", data_dir.name, *extra],
+                                cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    node = Node(port, data_dir, proc, log_path)
+    deadline = time.monotonic() + start_timeout_s
+    while not ((data_dir / "ready").exists() and port_open(port)):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            node.stop()
+            raise RuntimeError(f"node did not start; log:\n{node.log()[-4000:]}")
+        time.sleep(poll_s)  # waiting for a condition with a deadline, not for time to pass
+    return node

@@ -1,0 +1,93 @@
+"""Other real clients against a real node: pika's SelectConnection, kombu and aio-pika."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pika
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def test_pika_select_connection_publish_confirm_consume(node):
+    q = "sel-" + uuid.uuid4().hex[:8]
+    state = {"confirmed": 0, "consumed": []}
+    total = 20
+
+    def on_open(conn):
+        conn.channel(on_open_callback=on_channel)
+
+    def on_channel(ch):
+        ch.confirm_delivery(lambda frame: on_confirm(ch, frame))
+        ch.queue_declare(q, callback=lambda _: start(ch))
+
+    def start(ch):
+        ch.basic_consume(q, lambda c, m, p, b: on_message(c, m, b))
+        for i in range(total):
+            ch.basic_publish("", q, b"%d" % i)
+
+    def on_confirm(ch, frame):
+        # multiple=True covers every earlier tag
+        state["confirmed"] = frame.method.delivery_tag
+        maybe_done(ch)
+
+    def on_message(ch, method, body):
+        state["consumed"].append(body)
+        ch.basic_ack(method.delivery_tag)
+        maybe_done(ch)
+
+    def maybe_done(ch):
+        if state["confirmed"] == total and len(state["consumed"]) == total:
+            ch.connection.close()
+
+    conn = pika.SelectConnection(pika.URLParameters(node.url), on_open_callback=on_open)
+    conn.ioloop.call_later(30, conn.ioloop.stop)  # a deadline, in case the broker misbehaves
+    conn.add_on_close_callback(lambda *a: conn.ioloop.stop())
+    conn.ioloop.start()
+    assert state["confirmed"] == total
+    assert state["consumed"] == [b"%d" % i for i in range(total)]
+
+
+def test_kombu_producer_and_simple_queue(node):
+    import kombu
+    name = "kombu-" + uuid.uuid4().hex[:8]
+    with kombu.Connection(f"amqp://guest:guest@127.0.0.1:{node.port}//") as conn:
+        exchange = kombu.Exchange(name, type="direct")
+        queue = kombu.Queue(name, exchange, routing_key="rk")
+        with conn.Producer() as producer:
+            producer.publish({"hello": "world"}, exchange=exchange, routing_key="rk", declare=[queue],
+                             serializer="json", confirm=True)
+        with conn.SimpleQueue(queue) as sq:
+            msg = sq.get(timeout=10)
+            assert msg.payload == {"hello": "world"}
+            msg.ack()
+
+
+@pytest.fixture
+def aio_url(node):
+    return node.url
+
+
+def test_aio_pika_publish_consume_with_confirms(aio_url):
+    import aio_pika
+
+    async def run():
+        conn = await aio_pika.connect_robust(aio_url)
+        async with conn:
+            ch = await conn.channel(publisher_confirms=True)
+            await ch.set_qos(prefetch_count=10)
+            q = await ch.declare_queue("", exclusive=True)
+            for i in range(25):
+                await ch.default_exchange.publish(aio_pika.Message(body=b"%d" % i), routing_key=q.name)
+            got = []
+            async with q.iterator() as it:
+                async for message in it:
+                    async with message.process():
+                        got.append(message.body)
+                    if len(got) == 25:
+                        break
+            return got
+
+    got = asyncio.run(asyncio.wait_for(run(), 30))
+    assert got == [b"%d" % i for i in range(25)]
