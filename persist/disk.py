@@ -1,0 +1,154 @@
+"""The file-system interface the Raft log storage goes through, and its real implementation.
+
+Every path is relative to the disk's root and uses "/" separators, so the same storage code runs on
+`RealDisk` and on the simulator's `SimDisk` (tests/sim/simdisk.py), which loses unsynced bytes on a
+simulated crash. Durability contract (what both implementations honour):
+- `append` and `truncate` change a file's content; only `sync(path)` makes that content durable.
+- creating, renaming and removing a name is durable only after `fsync_dir` of its directory.
+`sync_method` chooses what `sync` does on a real disk: "fdatasync" (default: the data and the size,
+not the timestamps), "fsync", or "none" (tests and benchmarks of the CPU side only).
+"""
+from __future__ import annotations
+
+import os
+from typing import Protocol
+
+SYNC_METHODS = ("fdatasync", "fsync", "none")
+
+
+class Disk(Protocol):
+    def open(self, path: str) -> None:
+        """Create `path` empty if it does not exist (the name needs fsync_dir to be durable)."""
+
+    def append(self, path: str, data: bytes) -> int:
+        """Append `data`; return the offset it starts at."""
+
+    def read(self, path: str, offset: int = 0, size: int | None = None) -> bytes: ...
+
+    def size(self, path: str) -> int: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def truncate(self, path: str, size: int) -> None: ...
+
+    def sync(self, path: str) -> None: ...
+
+    def rename(self, src: str, dst: str) -> None: ...
+
+    def remove(self, path: str) -> None: ...
+
+    def listdir(self, path: str) -> list[str]:
+        """Names in directory `path` (sorted); [] if it does not exist."""
+
+    def makedirs(self, path: str) -> None: ...
+
+    def fsync_dir(self, path: str) -> None: ...
+
+
+def write_atomic(disk: Disk, path: str, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new content."""
+    tmp = path + ".tmp"
+    if disk.exists(tmp):
+        disk.remove(tmp)
+    disk.open(tmp)
+    disk.append(tmp, data)
+    disk.sync(tmp)
+    disk.rename(tmp, path)
+    disk.fsync_dir(parent(path))
+
+
+def parent(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
+class RealDisk:
+    """The OS file system under `root`. Keeps one append descriptor per open file."""
+
+    def __init__(self, root: str, sync_method: str = "fdatasync") -> None:
+        if sync_method not in SYNC_METHODS:
+            raise ValueError(f"sync_method must be one of {SYNC_METHODS}, not {sync_method!r}")
+        self.root = root
+        self.sync_method = sync_method
+        self.syncs = 0
+        self._fds: dict[str, int] = {}
+        os.makedirs(root, exist_ok=True)
+
+    def _abs(self, path: str) -> str:
+        return os.path.join(self.root, path)
+
+    def _fd(self, path: str) -> int:
+        fd = self._fds.get(path)
+        if fd is None:
+            fd = os.open(self._abs(path), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            self._fds[path] = fd
+        return fd
+
+    def _forget(self, path: str) -> None:
+        fd = self._fds.pop(path, None)
+        if fd is not None:
+            os.close(fd)
+
+    def open(self, path: str) -> None:
+        self._fd(path)
+
+    def append(self, path: str, data: bytes) -> int:
+        fd = self._fd(path)
+        offset = os.fstat(fd).st_size
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        return offset
+
+    def read(self, path: str, offset: int = 0, size: int | None = None) -> bytes:
+        fd = self._fd(path)
+        if size is None:
+            size = os.fstat(fd).st_size - offset
+        return os.pread(fd, size, offset)
+
+    def size(self, path: str) -> int:
+        return os.stat(self._abs(path)).st_size
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(self._abs(path))
+
+    def truncate(self, path: str, size: int) -> None:
+        os.ftruncate(self._fd(path), size)
+
+    def sync(self, path: str) -> None:
+        self.syncs += 1
+        if self.sync_method == "fdatasync":
+            os.fdatasync(self._fd(path))
+        elif self.sync_method == "fsync":
+            os.fsync(self._fd(path))
+
+    def rename(self, src: str, dst: str) -> None:
+        self._forget(src)
+        self._forget(dst)
+        os.rename(self._abs(src), self._abs(dst))
+
+    def remove(self, path: str) -> None:
+        self._forget(path)
+        os.remove(self._abs(path))
+
+    def listdir(self, path: str) -> list[str]:
+        try:
+            return sorted(os.listdir(self._abs(path)))
+        except FileNotFoundError:
+            return []
+
+    def makedirs(self, path: str) -> None:
+        os.makedirs(self._abs(path), exist_ok=True)
+
+    def fsync_dir(self, path: str) -> None:
+        self.syncs += 1
+        if self.sync_method == "none":
+            return
+        fd = os.open(self._abs(path), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        for path in list(self._fds):
+            self._forget(path)

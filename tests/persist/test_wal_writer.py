@@ -1,0 +1,282 @@
+"""The WAL writer and MemberLog over a simulated disk and real files."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from structlog.testing import capture_logs
+
+from persist.disk import RealDisk
+from persist.raft.log import Entry
+from persist.wal_writer import LogGapError, WalWriter
+from tests.sim.simdisk import SimCrash, SimDisk
+
+
+def es(lo: int, hi: int, term: int = 1, size: int = 8) -> list[Entry]:
+    return [Entry(i, term, bytes([i % 251]) * size) for i in range(lo, hi + 1)]
+
+
+def open_writer(disk, **kw) -> WalWriter:
+    kw.setdefault("wal_max_size_bytes", 1 << 20)
+    kw.setdefault("segment_max_entries", 4)
+    writer = WalWriter(disk, **kw)
+    writer.recover()
+    return writer
+
+
+@pytest.fixture(params=["sim", "real"])
+def disk(request, tmp_path):
+    if request.param == "sim":
+        yield SimDisk(random.Random(7))
+        return
+    real = RealDisk(str(tmp_path / "data"), sync_method="none")
+    yield real
+    real.close()
+
+
+def test_one_flush_is_one_write_and_one_sync_for_many_members():
+    disk = SimDisk()
+    writer = open_writer(disk)
+    logs = [writer.member(f"q{i}") for i in range(50)]
+    syncs = disk.syncs
+    for n, member_log in enumerate(logs):
+        member_log.append(es(1, n % 3 + 1))
+    written = writer.flush()
+    assert disk.syncs == syncs + 1
+    assert written == {f"q{n}": n % 3 + 1 for n in range(50)}
+    assert writer.flush() == {} and disk.syncs == syncs + 1
+
+
+def test_written_index_moves_only_after_the_flush():
+    writer = open_writer(SimDisk())
+    log = writer.member("q")
+    log.append(es(1, 3))
+    log.set_written(3)  # a notification that no sync has covered yet
+    assert log.written_index() == 0
+    for member, upto in writer.flush().items():
+        writer.logs[member].set_written(upto)
+    assert log.written_index() == 3
+
+
+def test_stale_written_notification_does_not_mark_replacements_written():
+    writer = open_writer(SimDisk())
+    log = writer.member("q")
+    log.append(es(1, 5))
+    stale = writer.flush()["q"]
+    log.truncate_from(4)
+    log.append(es(4, 5, term=2))
+    assert log.written_index() == 0
+    log.set_written(stale)
+    assert log.written_index() == 3  # 4 and 5 are the term-2 replacements, not yet synced
+
+
+def test_rollover_moves_entries_to_segments_at_segment_boundaries_and_frees_memory(disk):
+    writer = open_writer(disk, wal_max_size_bytes=400, segment_max_entries=4)
+    a, b = writer.member("a"), writer.member("b")
+    a.append(es(1, 10))
+    b.append(es(1, 3))
+    writer.flush()
+    assert writer.rollovers == 1
+    assert a.segments.files == [("00000001.segment", 1, 4), ("00000002.segment", 5, 8),
+                                ("00000003.segment", 9, 10)]
+    assert b.segments.files == [("00000001.segment", 1, 3)]
+    assert writer.core.memtable("a").items == [] and writer.core.memtable("a").nbytes == 0
+    assert disk.listdir("wal") == [writer.current_file.split("/")[1]]
+    a.append(es(11, 22))
+    writer.flush()
+    assert writer.rollovers == 2
+    assert a.entries(1, 23) == es(1, 22)
+    assert a.entries(3, 12) == es(3, 11)
+    assert a.segments.files[2:] == [("00000003.segment", 9, 12), ("00000004.segment", 13, 16),
+                                    ("00000005.segment", 17, 20), ("00000006.segment", 21, 22)]
+
+
+def test_entries_respects_max_bytes_across_segments_and_memtable():
+    writer = open_writer(SimDisk(), wal_max_size_bytes=300)
+    log = writer.member("a")
+    log.append(es(1, 6, size=10))
+    writer.flush()
+    log.append(es(7, 9, size=10))
+    assert log.entries(1, 10, max_bytes=35) == es(1, 3, size=10)
+    assert log.entries(5, 10, max_bytes=25) == es(5, 6, size=10)
+    assert log.entries(5, 10, max_bytes=5) == es(5, 5, size=10)  # at least one
+    assert log.entries(7, 10, max_bytes=0) == es(7, 7, size=10)
+
+
+def test_recovery_after_clean_stop(disk):
+    writer = open_writer(disk, wal_max_size_bytes=400)
+    a, b = writer.member("q/a"), writer.member("q b")
+    a.append(es(1, 12))
+    a.save_hard_state(3, "n2")
+    writer.flush()
+    b.append(es(1, 2, term=2))
+    a.append(es(13, 14, term=3))
+    writer.flush()
+    logs = open_writer(disk, wal_max_size_bytes=400).logs
+    assert sorted(logs) == ["q b", "q/a"]
+    assert logs["q/a"].entries(1, 100) == es(1, 12) + es(13, 14, term=3)
+    assert logs["q/a"].hard_state() == (3, "n2")
+    assert logs["q/a"].written_index() == 14
+    assert logs["q b"].last_index_term() == (2, 2)
+
+
+def test_crash_with_a_torn_tail_cuts_the_file_and_says_so():
+    disk = SimDisk(random.Random(3))
+    writer = open_writer(disk)
+    log = writer.member("q")
+    log.append(es(1, 3))
+    writer.flush()
+    log.append(es(4, 4, size=100))
+    disk.arm_crash(0)
+    with pytest.raises(SimCrash):
+        writer.flush()
+    path = writer.current_file
+    synced_size = disk.size(path)  # before the crash: synced + the unsynced batch
+    disk.crash(torn=True)
+    torn_size = disk.size(path)
+    assert synced_size > torn_size > synced_size - 127
+    with capture_logs() as events:
+        logs = open_writer(disk).logs
+    cut = [e for e in events if e["event"] == "wal_torn_tail_cut"]
+    assert len(cut) == 1 and cut[0]["path"] == path and cut[0]["log_level"] == "warning"
+    assert disk.size(path) == torn_size - cut[0]["bytes"] == cut[0]["offset"]
+    assert logs["q"].entries(1, 10) == es(1, 3)
+
+
+def test_crash_without_sync_loses_the_unsynced_batch_only():
+    disk = SimDisk()
+    writer = open_writer(disk)
+    log = writer.member("q")
+    log.append(es(1, 3))
+    writer.flush()
+    log.append(es(4, 6))
+    disk.crash()
+    assert open_writer(disk).logs["q"].last_index_term() == (3, 1)
+
+
+@pytest.mark.parametrize("sync_points", range(0, 9))
+def test_crash_anywhere_in_a_rollover_loses_nothing_that_was_written(sync_points):
+    disk = SimDisk(random.Random(sync_points))
+    writer = open_writer(disk, wal_max_size_bytes=300, segment_max_entries=3)
+    a, b = writer.member("a"), writer.member("b")
+    a.append(es(1, 4))
+    writer.flush()
+    a.append(es(5, 9))
+    b.append(es(1, 2))
+    disk.arm_crash(sync_points)
+    try:
+        writer.flush()
+        crashed_in_wal_sync = False
+    except SimCrash:
+        crashed_in_wal_sync = sync_points == 0
+    disk.crash(torn=True)
+    logs = open_writer(disk, wal_max_size_bytes=300, segment_max_entries=3).logs
+    if crashed_in_wal_sync:
+        assert logs["a"].entries(1, 20)[:4] == es(1, 4)
+    else:
+        assert logs["a"].entries(1, 20) == es(1, 9) and logs["b"].entries(1, 5) == es(1, 2)
+
+
+def test_a_missing_segment_file_is_a_gap_reported_clearly():
+    disk = SimDisk()
+    writer = open_writer(disk, wal_max_size_bytes=200, segment_max_entries=2)
+    log = writer.member("q")
+    log.append(es(1, 8))
+    writer.flush()
+    disk.remove("members/q/00000002.segment")
+    with capture_logs() as events, pytest.raises(LogGapError) as err:
+        open_writer(disk, wal_max_size_bytes=200, segment_max_entries=2)
+    assert err.value.gaps[0].missing_lo == 3 and err.value.gaps[0].missing_hi == 4
+    assert "member 'q': log indices 3..4 missing between segment files" in str(err.value)
+    assert [e["event"] for e in events if e["log_level"] == "error"] == ["raft_log_gap"]
+
+
+def test_a_wal_that_skips_past_the_segments_is_a_gap():
+    disk = SimDisk()
+    writer = open_writer(disk, wal_max_size_bytes=200, segment_max_entries=2)
+    log = writer.member("q")
+    log.append(es(1, 8))
+    writer.flush()
+    log.append(es(9, 9))
+    writer.flush()
+    for name in disk.listdir("members/q"):
+        if name.endswith(".segment") and name != "00000001.segment":
+            disk.remove(f"members/q/{name}")
+    with pytest.raises(LogGapError, match=r"indices 3\.\.8 missing before WAL entry 9"):
+        open_writer(disk, wal_max_size_bytes=200, segment_max_entries=2)
+
+
+@pytest.mark.parametrize("roll_between", [False, True])
+def test_truncate_then_higher_term_entries_win_on_recovery(disk, roll_between):
+    size = 250 if roll_between else 1 << 20
+    writer = open_writer(disk, wal_max_size_bytes=size, segment_max_entries=3)
+    log = writer.member("q")
+    log.append(es(1, 8, term=1))
+    writer.flush()
+    log.truncate_from(5)
+    log.append(es(5, 6, term=2))
+    writer.flush()
+    expected = es(1, 4) + es(5, 6, term=2)
+    assert log.entries(1, 10) == expected
+    recovered = open_writer(disk, wal_max_size_bytes=size, segment_max_entries=3).logs["q"]
+    assert recovered.entries(1, 10) == expected
+    assert recovered.last_index_term() == (6, 2)
+    recovered.append(es(7, 7, term=2))
+
+
+def test_truncation_alone_is_durable_after_flush():
+    disk = SimDisk()
+    writer = open_writer(disk, wal_max_size_bytes=150, segment_max_entries=3)
+    log = writer.member("q")
+    log.append(es(1, 8))
+    writer.flush()
+    assert writer.rollovers == 1
+    log.truncate_from(2)
+    writer.flush()
+    disk.crash()
+    recovered = open_writer(disk, wal_max_size_bytes=150, segment_max_entries=3).logs["q"]
+    assert recovered.entries(1, 10) == es(1, 1)
+
+
+def test_snapshot_compact_below_and_recovery(disk):
+    writer = open_writer(disk, wal_max_size_bytes=300, segment_max_entries=3)
+    log = writer.member("q")
+    log.append(es(1, 12))
+    writer.flush()
+    log.append(es(13, 14))
+    writer.flush()
+    log.install_snapshot(10, 1, b"state@10")  # the log holds (10, 1): the suffix is kept
+    assert log.snapshot_meta() == (10, 1) and log.entries(1, 3) == es(1, 2)
+    log.compact_below(8)
+    assert log.term_at(7) is None and log.term_at(8) == 1 and log.term_at(10) == 1
+    assert [f for f, lo, hi in log.segments.files][0] == "00000003.segment"  # 7..9
+    recovered = open_writer(disk, wal_max_size_bytes=300, segment_max_entries=3).logs["q"]
+    assert recovered.snapshot_meta() == (10, 1) and recovered.snapshot_data() == b"state@10"
+    assert recovered.first_index() == 8
+    assert recovered.entries(8, 20) == es(8, 14)
+    recovered.compact_below(50)  # clamped to snapshot index + 1
+    assert recovered.first_index() == 11 and recovered.term_at(10) == 1
+
+
+def test_snapshot_that_conflicts_discards_the_whole_log(disk):
+    writer = open_writer(disk, wal_max_size_bytes=300, segment_max_entries=3)
+    log = writer.member("q")
+    log.append(es(1, 12))
+    writer.flush()
+    log.install_snapshot(6, 3, b"s")
+    assert log.last_index_term() == (6, 3) and log.term_at(5) is None and log.written_index() == 6
+    log.append(es(7, 8, term=3))
+    writer.flush()
+    recovered = open_writer(disk, wal_max_size_bytes=300, segment_max_entries=3).logs["q"]
+    assert recovered.first_index() == 7 and recovered.entries(7, 20) == es(7, 8, term=3)
+    assert recovered.last_index_term() == (8, 3)
+
+
+def test_corrupt_snapshot_is_an_error_not_absence():
+    from persist.snapshots import CorruptStateFile
+    disk = SimDisk()
+    writer = open_writer(disk)
+    writer.member("q").install_snapshot(3, 1, b"state")
+    disk.flip_byte("members/q/snapshot", 30)
+    with pytest.raises(CorruptStateFile):
+        open_writer(disk)
