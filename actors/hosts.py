@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import random
 from typing import Any
 
 import structlog
@@ -29,7 +30,7 @@ subscribe_timeout_s = 30.0
 
 
 def node_host(runtime: Any, spec: Any) -> None:
-    node = NodeActor(runtime, NODE.name, Registry(), spec.config["queue_hosts"])
+    node = NodeActor(runtime, NODE.name, Registry(random.Random()), spec.config["queue_hosts"])
     runtime.spawn(NODE.name, node)
 
     async def control(op: str, args: dict) -> Any:

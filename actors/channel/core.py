@@ -33,6 +33,7 @@ from typing import Any, Callable, Hashable
 
 from actors.channel.acks import Outstanding, Unacked
 from actors.channel.confirms import ConfirmTracker
+from actors.channel.lazy_headers import LazyHeaders
 from actors.effects import Send
 from flow.qos import QosLedger
 from wire import methods as m
@@ -41,7 +42,6 @@ from wire.errors import (
 )
 from wire.frames import content_frames, method_frame
 from wire.inbound import Command
-from wire.properties import BasicProperties
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,10 +493,7 @@ class ChannelCore:
         if isinstance(exchange, AmqpError):
             self._error(exchange, x)
             return
-        headers = None
-        if self.router.needs_headers(self.vhost, x.exchange):
-            headers = BasicProperties.decode(cmd.header, 12).headers or {}
-        names = self.router.route(self.vhost, x.exchange, x.routing_key, headers)
+        names = self.router.route(self.vhost, x.exchange, x.routing_key, LazyHeaders(cmd.header))
         queues = [self.place(self.vhost, name) for name in names]
         if self.tx is not None:
             self.tx.append(("publish", queues, x, cmd.header, cmd.body))
