@@ -91,7 +91,7 @@ class ChannelCore:
         self._out: list = []                       # effects, in order
         self._frames: list = []                    # frames not yet wrapped in a Write
         self._pub: dict[Hashable, list] = {}       # queue -> publishes of this flush
-        self._settle: dict[Hashable, tuple[list, list, list]] = {}
+        self._settlements: dict[Hashable, tuple[list, list, list]] = {}
         self._touched: set[Hashable] = set()       # queues that may hold our consumers/unacked
         self._waiting: int | None = None           # request id of the call in progress
         self._then: Callable[[Reply], None] | None = None
@@ -161,10 +161,10 @@ class ChannelCore:
             for queue, batch in self._pub.items():
                 self._out.append(Send(queue, "publish", batch))
             self._pub = {}
-        if self._settle:
-            for queue, (acked, requeued, discarded) in self._settle.items():
+        if self._settlements:
+            for queue, (acked, requeued, discarded) in self._settlements.items():
                 self._out.append(Send(queue, "settle", (acked, requeued, discarded)))
-            self._settle = {}
+            self._settlements = {}
 
     def _send_method(self, method: m.Method) -> None:
         self._write(method_frame(self.number, method))
@@ -207,7 +207,7 @@ class ChannelCore:
     def _release(self) -> None:
         """Give back everything this channel holds in queues."""
         self._pub.clear()
-        self._settle.clear()
+        self._settlements.clear()
         self._backlog.clear()
         self.unacked.take_all()
         for tag in list(self.consumers):
@@ -433,7 +433,7 @@ class ChannelCore:
 
     # --- basic class: settlement
     def _settle_ids(self, queue: Hashable, *, acked=(), requeued=(), discarded=()) -> None:
-        a, r, d = self._settle.get(queue) or self._settle.setdefault(queue, ([], [], []))
+        a, r, d = self._settlements.get(queue) or self._settlements.setdefault(queue, ([], [], []))
         a.extend(acked)
         r.extend(requeued)
         d.extend(discarded)

@@ -21,13 +21,14 @@ from typing import Any, Callable
 
 import structlog
 
-from actors.channel.core import ChannelCore, CloseConnection, Finished, Write
+from actors.channel.core import CLOSED, ChannelCore, CloseConnection, Finished, Write
 from actors.effects import Send
 from actors.placement import NODE
 from actors.reader.connection import (
     ChannelsDown, CloseSocket, ConnectionCore, OpenChannel, Opened, SetFrameMax, Settings, ToChannel, WriteBytes,
 )
 from actors.runtime.address import Address
+from wire.errors import INTERNAL_ERROR, AmqpError
 from wire.inbound import InboundParser
 
 log = structlog.get_logger("warren.reader")
@@ -49,8 +50,11 @@ class ChannelActor:
         self.address = address
 
     def receive(self, sender: Address, kind: str, body: Any) -> None:
-        self.core.receive(sender, kind, body)
-        self.reader.flush_channel(self)
+        try:
+            self.core.receive(sender, kind, body)
+            self.reader.flush_channel(self)
+        except Exception:  # a bug must cost this connection only, never the host
+            self.reader._internal_error()
 
     def on_unblocked(self) -> None:
         self.reader.maybe_resume()
@@ -80,11 +84,24 @@ class Reader(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         core = self.core
-        for event in self.parser.receive_data(data):
-            self._apply(core.receive(event))
-            if self.closed:
-                return
-        self.flush_all()
+        try:
+            for event in self.parser.receive_data(data):
+                self._apply(core.receive(event))
+                if self.closed:
+                    return
+            self.flush_all()
+        except Exception:  # a bug must cost this connection only, never the host
+            self._internal_error()
+
+    def _internal_error(self) -> None:
+        log.exception("connection.internal_error", owner=self.owner)
+        if self.closed:
+            return
+        try:
+            self._apply(self.core.channel_error(AmqpError(INTERNAL_ERROR, "internal error", connection=True)))
+            self.flush_all()
+        finally:
+            self._shutdown("internal error")
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed:
@@ -110,6 +127,8 @@ class Reader(asyncio.Protocol):
                 ch = self.channels.get(e.number)
                 if ch is not None:
                     ch.core.command(e.command)
+                    if ch.core.state == CLOSED:  # free the number now: the client may reopen it next
+                        self.flush_channel(ch)
             elif isinstance(e, WriteBytes):
                 self._write([e.data])
             elif isinstance(e, OpenChannel):

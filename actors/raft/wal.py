@@ -1,0 +1,72 @@
+"""WalActor: the node's one WAL, shared by every Raft member in this host process.
+
+Group commit. A member's core appends to its `MemberLog`, which queues the records in the shared
+`WalWriter` at once; the member then calls `kick()`. The first kick of a loop turn schedules ONE
+`flush` for the next turn (`call_soon`), so everything every member appended while the runtime
+dispatched the current batch of frames goes out as one write and ONE sync. After the sync the
+actor tells each member in the batch how far it is written (`written(upto)` on its core).
+
+Ordering rules kept here: a member hears `written` only after the sync that covers the entries
+(so a follower's ack and a leader's commit count only durable entries), and the notification is
+delivered synchronously, before that member can truncate again (persist/wal.py requires it).
+
+Why method calls and not messages: `MemberLog` must live in the writer's process anyway, and a
+local message would cost each commit another loop turn.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable
+
+import structlog
+
+from persist.wal_writer import WalWriter
+
+log = structlog.get_logger("warren.raft.wal")
+
+slow_flush_s = 0.5  # log a warning when one write+sync takes this long
+
+
+class WalActor:
+    def __init__(self, writer: WalWriter, loop: asyncio.AbstractEventLoop) -> None:
+        self.writer = writer
+        self._loop = loop
+        self._members: dict[str, Callable[[int], None]] = {}
+        self._upto: dict[str, int] = {}
+        self._scheduled = False
+        self.flushes = 0
+        self.entries_flushed = 0
+
+    def register(self, member: str, on_written: Callable[[int], None], written: int) -> None:
+        """`written`: the member's durable last index at start (for the entry count only)."""
+        self._members[member] = on_written
+        self._upto[member] = written
+
+    def kick(self) -> None:
+        """Something may have been appended: flush on the next loop turn (once per turn)."""
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._scheduled = False
+        if not self.writer.core.pending_bytes():
+            return
+        started = time.monotonic()
+        written = self.writer.flush()
+        elapsed = time.monotonic() - started
+        if elapsed > slow_flush_s:
+            log.warning("wal.slow_flush", seconds=round(elapsed, 3), members=len(written))
+        self.flushes += 1
+        for member, upto in written.items():
+            # entries newly durable (a truncation-only batch reports less; it adds nothing)
+            self.entries_flushed += max(0, upto - self._upto.get(member, upto))
+            self._upto[member] = upto
+            on_written = self._members.get(member)
+            if on_written is not None:
+                on_written(upto)
+
+    def stats(self) -> dict:
+        return {"flushes": self.flushes, "entries": self.entries_flushed,
+                "syncs": getattr(self.writer.disk, "syncs", 0), "rollovers": self.writer.rollovers}
