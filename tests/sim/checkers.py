@@ -5,10 +5,15 @@
   committed prefixes are identical, and the same machine state results at the same index.
 - durability: every command acknowledged to a client is the entry committed at its index, and
   it is applied by every member by the end of the liveness phase.
+- crash recovery: a restarted member's log keeps everything its old log had promised - the hard
+  state, the snapshot, and every entry up to the written index the member had been told - which
+  is "ack a follower append only after the WAL said written" seen from the disk's side.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from tests.sim.storage import DurableView, StorageLog
 
 
 @dataclass
@@ -40,6 +45,25 @@ class Checker:
         entry = self.committed.get(index)
         if entry is None or entry[0] != term:
             self.violation(now, f"op {op_id} acked at ({index}, {term}) but committed is {entry!r}")
+
+    def recovered(self, now: int, node: str, before: DurableView, log: StorageLog) -> None:
+        after = DurableView.of(log)
+        if after.hard_state != before.hard_state:
+            self.violation(now, f"{node} recovered hard state {after.hard_state!r}, "
+                                f"it had saved {before.hard_state!r}")
+        if before.snapshot is not None and (after.snapshot is None
+                                            or after.snapshot[0] < before.snapshot[0]):
+            self.violation(now, f"{node} recovered snapshot {after.snapshot!r}, "
+                                f"it had written {before.snapshot!r}")
+        last = max(log.last_index_term()[0], (after.snapshot or (0, 0))[0])
+        if last < before.written:
+            self.violation(now, f"{node} recovered a log ending at {last}, "
+                                f"but {before.written} had been reported written")
+        for index in range(max(before.first, after.first), before.written + 1):
+            if log.term_at(index) != before.terms[index]:
+                self.violation(now, f"{node} recovered term {log.term_at(index)} at {index}, "
+                                    f"written was term {before.terms[index]}")
+                break
 
     def final(self, now: int, applied: dict[str, int]) -> None:
         """After the liveness phase: every member has applied every acknowledged command."""

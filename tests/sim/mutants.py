@@ -1,9 +1,10 @@
-"""Deliberately broken cores: the simulator must catch each of them for some seed."""
+"""Deliberately broken cores and disks: the simulator must catch each of them for some seed."""
 from __future__ import annotations
 
 from persist.raft import RaftCore
 from persist.raft.effects import Send
 from persist.raft.messages import AppendReply
+from tests.sim.simdisk import SimDisk
 
 
 class NoUpToDateCheck(RaftCore):
@@ -34,3 +35,15 @@ class IgnoresWal(AckBeforeWritten):
             super().maybe_commit(out)
         finally:
             self.log.written_index = written
+
+
+class SyncIgnoringDisk(SimDisk):
+    """A disk whose sync of WAL files makes nothing durable (a lying write cache): the WAL
+    reports entries written that a crash then loses, which the recovery checker must notice."""
+
+    def sync(self, path: str) -> None:
+        if not path.startswith("wal/"):
+            super().sync(path)
+            return
+        self._sync_point()
+        self.syncs += 1

@@ -98,6 +98,10 @@ class SimDisk:
             if _parent(name) == path:
                 self._durable[name] = f
 
+    def files(self) -> list[str]:
+        """Every file's path (tests compare whole disks with it)."""
+        return sorted(self._names)
+
     # -- faults --------------------------------------------------------------------------------
     def arm_crash(self, sync_points: int) -> None:
         """Let `sync_points` more syncs/fsync_dirs happen; the next one raises SimCrash instead.

@@ -1,12 +1,24 @@
 """The deterministic simulator (TigerBeetle VOPR style): real RaftCores, fake everything else.
 
 One seed drives one `random.Random`, from which come the network's delays, losses, duplicates
-and partitions, the simulated WAL's fsync delays, crashes and restarts, client proposals and
-every core's own election jitter. A crash loses whatever the member's MemoryLog had not synced;
-the restarted core rebuilds from the durable log, hard state and snapshot. The safety phase
-runs `steps` ticks with faults; the liveness phase heals the network, restarts every member,
-stops the faults and demands a leader that commits a fresh command and every member applying
-it within `liveness_ticks`. Effects are carried out in list order, as a real shell would.
+and partitions, the simulated WAL's flush schedule, crashes and restarts, client proposals and
+every core's own election jitter. Each node has its own storage (storage.py): by default the real
+WAL writer and MemberLogs over a SimDisk (`log="wal"`), or the MemoryLog model (`log="memory"`).
+
+The WAL actor, simulated: when a batch is pending it flushes after a seeded delay (one append and
+one sync; a rollover into segment files when the WAL is full), then each member gets
+`written(upto)` after a further seeded mailbox delay, in order, exactly as the real shell will
+deliver it. A crash (between ticks, or armed to hit the disk's next few sync points, i.e. inside a
+flush, a rollover, a hard-state or snapshot write) discards the core, the writer and every
+undelivered notification, and the disk loses what was not synced, sometimes keeping a torn tail.
+A restart recovers the log from the disk and builds a new core over it; the checker then compares
+the recovered log with what the old one had promised (DurableView). A snapshot of entries the
+log holds is written only once the WAL has written them (`defer_snapshots`, see SimOptions).
+
+The safety phase runs `steps` ticks with faults; the liveness phase heals the network, restarts
+every member (and any that an armed crash still stops), stops the faults and demands a leader
+that commits a fresh command and every member applying it within `liveness_ticks`. Effects are
+carried out in list order, as a real shell would.
 """
 from __future__ import annotations
 
@@ -15,13 +27,15 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
-from persist.raft import ClusterConfig, MemoryLog, RaftCore, RaftSettings
+from persist.raft import ClusterConfig, RaftCore, RaftSettings
 from persist.raft.effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState, Send,
                                   WriteSnapshot)
 from persist.raft.roles import LEADER
 from tests.sim import kvmachine
 from tests.sim.checkers import Checker
 from tests.sim.network import NetFaults, SimNetwork
+from tests.sim.simdisk import SimCrash, SimDisk
+from tests.sim.storage import DurableView, MemoryStorage, Storage, StorageLog, WalStorage
 
 SETTINGS = RaftSettings(election_ticks=10, heartbeat_ticks=2, max_inflight=4, max_batch_entries=8,
                         max_batch_bytes=512, snapshot_interval=25, snapshot_chunk_bytes=96,
@@ -40,29 +54,46 @@ class SimOptions:
     heal_rate: float = 0.05
     transfer_rate: float = 0.002
     max_fsync_ticks: int = 3
+    max_notify_ticks: int = 2           # WAL -> member mailbox delay of a written notification
+    sync_crash_rate: float = 0.004      # arm a crash at one of the disk's next few sync points
+    torn_rate: float = 0.5              # a crash keeps a torn prefix of the last unsynced append
+    log: str = "wal"                    # "wal" (WalWriter over SimDisk) or "memory" (MemoryLog)
+    # Write a snapshot of entries this log holds only once the WAL has written them. Without it
+    # a crash can leave a snapshot above the recovered log's last index, which MemberLog's
+    # recovery does not handle (test_known_bugs.py; `--no-defer-snapshots` reproduces it).
+    defer_snapshots: bool = True
+    wal_max_size_bytes: tuple[int, ...] = (600, 2000, 8000)   # each node picks one
+    segment_max_entries: tuple[int, ...] = (3, 16, 64)        # each node picks one
     faults: NetFaults = field(default_factory=NetFaults)
 
 
 @dataclass
 class Node:
     id: str
-    log: MemoryLog
+    storage: Storage
+    log: StorageLog | None = None
     core: RaftCore | None = None
     sync_at: int | None = None
+    notices: list[tuple[int, int]] = field(default_factory=list)  # (due tick, written upto)
+    promised: DurableView | None = None   # what the log had promised when the node crashed
+    deferred: list[WriteSnapshot] = field(default_factory=list)   # see defer_snapshots
 
 
 class Simulation:
     def __init__(self, seed: int, options: SimOptions = SimOptions(),
-                 core_class: Callable[..., RaftCore] = RaftCore) -> None:
+                 core_class: Callable[..., RaftCore] = RaftCore,
+                 disk_class: type[SimDisk] = SimDisk) -> None:
         self.seed = seed
         self.options = options
         self.core_class = core_class
+        self.disk_class = disk_class
         self.rng = random.Random(seed)
         self.net = SimNetwork(self.rng, NetFaults(**vars(options.faults)))
         self.checker = Checker()
         ids = [f"n{i + 1}" for i in range(options.nodes)]
         self.config = ClusterConfig(frozenset(ids))
-        self.nodes = {i: Node(i, MemoryLog()) for i in ids}
+        self.nodes = {i: Node(i, self.new_storage(i)) for i in ids}
+        self.crashes = 0
         self.now = 0
         self.next_op = 0
         self.leader_hint: str | None = None
@@ -70,18 +101,91 @@ class Simulation:
             self.start(node)
 
     # -- the world ----------------------------------------------------------------------------
+    def new_storage(self, node_id: str) -> Storage:
+        o = self.options
+        if o.log == "memory":
+            return MemoryStorage(node_id)
+        assert o.log == "wal", f"unknown log mode {o.log!r}"
+        return WalStorage(node_id, self.rng, self.rng.choice(o.wal_max_size_bytes),
+                          self.rng.choice(o.segment_max_entries), self.disk_class)
+
     def start(self, node: Node) -> None:
         def on_apply(meta, cmd, state, node_id=node.id):
             self.checker.applied(self.now, node_id, meta.index, meta.term, cmd, state["digest"])
+        try:
+            node.log = node.storage.open()
+        except SimCrash:  # an armed crash inside recovery: the node stays down
+            self.crash(node)
+            return
+        if node.promised is not None:
+            self.checker.recovered(self.now, node.id, node.promised, node.log)
+            node.promised = None
         node.core = self.core_class(node.id, self.config, node.log,
                                     kvmachine.KvMachine(on_apply),
                                     random.Random(self.rng.getrandbits(32)), SETTINGS)
         node.sync_at = None
 
     def crash(self, node: Node) -> None:
-        node.core = None
+        if node.log is not None and node.promised is None:
+            node.promised = DurableView.of(node.log)
+        self.crashes += 1
+        node.core = node.log = None
         node.sync_at = None
-        node.log.crash()
+        node.notices = []
+        node.deferred = []
+        node.storage.crash(torn=self.rng.random() < self.options.torn_rate)
+
+    def drive(self, node: Node, call: Callable[[RaftCore], list]) -> None:
+        """Give the node's core one input and carry out its effects; a SimCrash (an armed sync
+        point reached anywhere in there) stops the node on the spot, as a power cut would."""
+        if node.core is None:
+            return
+        try:
+            self.run_effects(node, call(node.core))
+        except SimCrash:
+            self.crash(node)
+
+    def flush(self, node: Node) -> None:
+        """The WAL actor's batch: write and sync, then queue each member's notification."""
+        node.sync_at = None
+        try:
+            written = node.storage.flush()
+        except SimCrash:
+            self.crash(node)
+            return
+        upto = written.get(node.id)
+        if upto is not None:
+            due = self.now + self.rng.randint(0, self.options.max_notify_ticks)
+            due = max([due] + [at for at, _ in node.notices])  # a mailbox keeps its order
+            node.notices.append((due, upto))
+        self.notify(node)
+
+    def notify(self, node: Node) -> None:
+        while node.core is not None and node.notices and node.notices[0][0] <= self.now:
+            _, upto = node.notices.pop(0)
+            self.drive(node, lambda core: core.written(upto))
+            self.write_deferred(node)
+
+    def must_defer(self, node: Node, snap: WriteSnapshot) -> bool:
+        """A snapshot of entries this log holds waits until the WAL has written them; one that
+        replaces the log (from a leader) never waits, and waiting ends: those entries are
+        committed, so no truncation can take them away."""
+        return (self.options.defer_snapshots and node.log.written_index() < snap.index
+                and node.log.term_at(snap.index) == snap.term)
+
+    def write_deferred(self, node: Node) -> None:
+        """Write the deferred snapshots the WAL now covers; drop those a newer snapshot (one
+        restored from the leader meanwhile) has superseded: writing them would regress it."""
+        while node.core is not None and node.deferred:
+            snap = node.deferred[0]
+            current = node.log.snapshot_meta()
+            if current is not None and current[0] >= snap.index:
+                node.deferred.pop(0)
+            elif snap.index <= node.log.written_index():
+                node.deferred.pop(0)
+                self.drive(node, lambda core: [snap])
+            else:
+                return
 
     def run_effects(self, node: Node, effects: list) -> None:
         for eff in effects:
@@ -100,6 +204,8 @@ class Simulation:
             elif isinstance(eff, LeaderChanged):
                 if eff.leader is not None:
                     self.leader_hint = eff.leader
+            elif isinstance(eff, WriteSnapshot) and self.must_defer(node, eff):
+                node.deferred.append(eff)
             elif isinstance(eff, WriteSnapshot):
                 node.log.install_snapshot(eff.index, eff.term, eff.data)
                 self.run_effects(node, node.core.snapshot_written(eff.index, eff.term))
@@ -107,7 +213,7 @@ class Simulation:
         if core is not None:
             if core.role == LEADER:
                 self.checker.leader(self.now, core.term, node.id)
-            if node.log.unsynced() and node.sync_at is None:
+            if node.storage.pending() and node.sync_at is None:
                 node.sync_at = self.now + self.rng.randint(1, self.options.max_fsync_ticks)
 
     def live(self) -> list[Node]:
@@ -116,17 +222,13 @@ class Simulation:
     def tick(self, faults: bool) -> None:
         self.now += 1
         for src, dst, msg in self.net.due(self.now):
-            node = self.nodes[dst]
-            if node.core is not None:
-                self.run_effects(node, node.core.step(msg))
+            self.drive(self.nodes[dst], lambda core: core.step(msg))
         for node in self.nodes.values():
             if node.core is not None and node.sync_at is not None and node.sync_at <= self.now:
-                node.sync_at = None
-                upto = node.log.sync()
-                self.run_effects(node, node.core.written(upto))
+                self.flush(node)
+            self.notify(node)
         for node in self.nodes.values():
-            if node.core is not None:
-                self.run_effects(node, node.core.tick())
+            self.drive(node, lambda core: core.tick())
         if faults:
             self.inject_faults()
         if self.rng.random() < self.options.propose_rate:
@@ -140,6 +242,8 @@ class Simulation:
                     self.start(node)
             elif self.rng.random() < o.crash_rate:
                 self.crash(node)
+            elif self.rng.random() < o.sync_crash_rate:
+                node.storage.arm_crash(self.rng.randint(0, 3))
         if not self.net.cut and self.rng.random() < o.partition_rate:
             ids = sorted(self.nodes)
             self.rng.shuffle(ids)
@@ -151,7 +255,7 @@ class Simulation:
             leaders = [n for n in self.live() if n.core.role == LEADER]
             if leaders:
                 target = self.rng.choice(sorted(self.nodes))
-                self.run_effects(leaders[0], leaders[0].core.transfer_leadership(target))
+                self.drive(leaders[0], lambda core: core.transfer_leadership(target))
 
     def propose(self) -> int | None:
         target = self.nodes.get(self.leader_hint) if self.leader_hint else None
@@ -163,7 +267,7 @@ class Simulation:
         self.next_op += 1
         op = "set" if self.rng.random() < 0.3 else "incr"
         cmd = kvmachine.command(op, self.rng.choice("abc"), self.rng.randint(1, 9), self.next_op)
-        self.run_effects(target, target.core.propose(cmd, self.next_op))
+        self.drive(target, lambda core: core.propose(cmd, self.next_op))
         return self.next_op
 
     # -- phases -------------------------------------------------------------------------------
@@ -186,14 +290,17 @@ class Simulation:
         start = self.now
         marker = None
         while self.now - start < self.options.liveness_ticks:
+            for node in self.nodes.values():
+                if node.core is None:  # an armed crash that struck after the faults stopped
+                    self.start(node)
             self.tick(faults=False)
             if marker is None and self.now % 5 == 0:
                 marker = self.propose_marker()
             if marker is not None and marker in self.checker.acked:
                 index = self.checker.acked[marker][0]
-                if all(n.core.applied >= index for n in self.nodes.values()) and \
-                        all(n.core.applied >= max((i for i, _ in self.checker.acked.values()),
-                                                  default=0) for n in self.nodes.values()):
+                top = max([index] + [i for i, _ in self.checker.acked.values()])
+                if all(n.core is not None and n.core.applied >= top
+                       for n in self.nodes.values()):
                     self.checker.final(self.now, {n.id: n.core.applied
                                                   for n in self.nodes.values()})
                     return
