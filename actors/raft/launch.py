@@ -110,18 +110,19 @@ class RaftCluster:
                 raise RuntimeError(f"node {node.name} did not start:\n{node.log()[-4000:]}")
             time.sleep(poll_s)  # polling a condition with a deadline
 
-    def kill(self, name: str) -> None:
-        """kill -9 every process of the node at once.
+    def kill(self, name: str) -> float | None:
+        """kill -9 every process of the node at once; time.monotonic() when the signals went.
 
         Thespian's admin daemonizes into its own session, so the node's process group is not
         enough; its processes are all forks of the launcher and share its command line.
         """
         node = self.procs[name]
         if node.proc is None:
-            return
+            return None
         marker = str(node.config_path)
         victims = [p for p in psutil.process_iter(["cmdline"])
                    if p.info["cmdline"] and marker in p.info["cmdline"]]
+        killed_at = time.monotonic()
         for p in victims:
             try:
                 p.kill()
@@ -130,6 +131,7 @@ class RaftCluster:
         psutil.wait_procs(victims, timeout=stop_timeout_s)
         node.proc.wait()
         node.proc = None
+        return killed_at
 
     def stop(self) -> None:
         """SIGTERM every node, then SIGKILL whatever is left of its session."""

@@ -21,6 +21,7 @@ Log appends are not effects: the core writes into its MemberLog, and every input
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import structlog
@@ -43,6 +44,7 @@ class MemberActor:
         self.wal = wal
         self._peers: dict[str, Address] = {}
         self.recovered = core.log.last_index_term()[0]  # what the WAL/segments held at start
+        self.leader_since: float | None = None  # time.monotonic() (system-wide) of taking over
         wal.register(core.id, self.written, core.log.written_index())
 
     # -- inputs --------------------------------------------------------------------------------
@@ -95,6 +97,8 @@ class MemberActor:
                 self.core.log.install_snapshot(eff.index, eff.term, eff.data)
                 self.run(self.core.snapshot_written(eff.index, eff.term))
             elif kind is LeaderChanged:
+                if eff.leader == self.core.id:
+                    self.leader_since = time.monotonic()
                 log.info("raft.leader_changed", member=self.core.id, leader=eff.leader,
                          term=self.core.term)
         if replies is not None:
@@ -115,4 +119,5 @@ class MemberActor:
         last, _ = core.log.last_index_term()
         return {"id": core.id, "role": core.role, "term": core.term, "leader": core.leader_id,
                 "commit": core.commit, "applied": core.applied, "last": last,
-                "written": core.log.written_index(), "recovered": self.recovered, "state": core.machine.snapshot(core.state)}
+                "written": core.log.written_index(), "recovered": self.recovered,
+                "leader_since": self.leader_since, "state": core.machine.snapshot(core.state)}
