@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import random
 from typing import Any
 
@@ -29,6 +30,13 @@ log = structlog.get_logger("warren.hosts")
 subscribe_timeout_s = 30.0
 
 
+def _host_info(op: str) -> Any:
+    """Control ops every host answers."""
+    if op == "pid":
+        return os.getpid()
+    return {"error": f"unknown op {op!r}"}
+
+
 def node_host(runtime: Any, spec: Any) -> None:
     node = NodeActor(runtime, NODE.name, Registry(random.Random()), spec.config["queue_hosts"])
     runtime.spawn(NODE.name, node)
@@ -38,7 +46,7 @@ def node_host(runtime: Any, spec: Any) -> None:
             return [repr(x) for x in node.registry.exchanges(args.get("vhost"))]
         if op == "list_bindings":
             return [repr(b) for b in node.registry.bindings(args.get("vhost"))]
-        return {"error": f"unknown op {op!r}"}
+        return _host_info(op)
     runtime.control = control
 
 
@@ -49,7 +57,7 @@ def queue_host(runtime: Any, spec: Any) -> None:
     async def control(op: str, args: dict) -> Any:
         if op == "list_queues":
             return manager.stats()
-        return {"error": f"unknown op {op!r}"}
+        return _host_info(op)
     runtime.control = control
 
 
@@ -81,7 +89,7 @@ async def connection_host(runtime: Any, spec: Any) -> None:
             return [{"name": r.owner, "user": r.opened.user if r.opened else "",
                      "vhost": r.opened.vhost if r.opened else "", "channels": len(r.channels),
                      "state": "flow" if r.paused else "running"} for r in ctx.readers]
-        return {"error": f"unknown op {op!r}"}
+        return _host_info(op)
     runtime.control = control
     log.info("listener.started", host=runtime.host, port=cfg["port"])
 
