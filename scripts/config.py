@@ -20,6 +20,18 @@ DEFAULTS: dict[str, Any] = {
     "connection_hosts": 2,
     "queue_hosts": 1,
     "admin_port": 0,
+    "consumer_timeout": 1800000,
+    "listeners.ssl.default": 0,
+    "ssl_options.certfile": "",
+    "ssl_options.keyfile": "",
+    "default_user": "guest",
+    "default_pass": "guest",
+    "loopback_users": "guest",
+    "queue_index_embed_msgs_below": 4096,
+    "msg_store_file_size_limit": 16777216,
+    "vm_memory_high_watermark": "0.4",
+    "vm_memory_high_watermark_paging_ratio": "0.5",
+    "disk_free_limit": 50000000,
 }
 
 

@@ -26,13 +26,20 @@ def free_port() -> int:
 
 def host_specs(conf: dict) -> list[HostSpec]:
     """Node first, then queue hosts, then connection hosts: a connection host waits for the node."""
-    common = {"queue_hosts": conf["queue_hosts"],
+    common = {"queue_hosts": conf["queue_hosts"], "data_dir": conf["data_dir_resolved"],
+              "consumer_timeout": conf["consumer_timeout"],
+              "default_user": conf["default_user"], "default_pass": conf["default_pass"],
+              "loopback_users": conf["loopback_users"],
+              "queue_index_embed_msgs_below": conf["queue_index_embed_msgs_below"],
+              "msg_store_file_size_limit": conf["msg_store_file_size_limit"],
               "credit_initial": conf["credit_flow_default_credit.initial"],
               "credit_more_after": conf["credit_flow_default_credit.more_after"]}
     specs = [HostSpec("node", "actors.hosts:node_host", dict(common))]
     specs += [HostSpec(f"queue{i}", "actors.hosts:queue_host", dict(common)) for i in range(conf["queue_hosts"])]
     conn = dict(common, port=conf["listeners.tcp.default"], frame_max=conf["frame_max"],
-                channel_max=conf["channel_max"], heartbeat=conf["heartbeat"])
+                channel_max=conf["channel_max"], heartbeat=conf["heartbeat"],
+                tls_port=conf["listeners.ssl.default"], tls_certfile=conf["ssl_options.certfile"],
+                tls_keyfile=conf["ssl_options.keyfile"])
     specs += [HostSpec(f"conn{i}", "actors.hosts:connection_host", dict(conn))
               for i in range(conf["connection_hosts"])]
     return specs
@@ -56,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
     data_dir = Path(conf["data_dir"] or Path("var") / conf["node_name"]).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
+    conf["data_dir_resolved"] = str(data_dir)
     admin_port = conf["admin_port"] or free_port()
     (data_dir / "admin_port").write_text(str(admin_port))
     specs = host_specs(conf)
