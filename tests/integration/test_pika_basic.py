@@ -282,3 +282,52 @@ def test_cancel_then_no_more_deliveries(conn, ch):
     ch.basic_publish("", q, b"2")
     assert ch.basic_get(q, auto_ack=True)[2] == b"2"
     assert got == [b"1"]
+
+
+def test_publish_and_ack_then_close_in_one_write_are_not_lost(node):
+    """Publishes and an ack sent right before channel.close reach the queue before the close."""
+    import socket as _s
+
+    from wire import methods as m
+    from wire.frames import PROTOCOL_HEADER, content_frames_bytes, method_frame
+    from wire.inbound import InboundParser
+    from wire.properties import BasicProperties, encode_content_header
+    q = qname()
+    c = pika.BlockingConnection(pika.URLParameters(node.url))
+    ch = c.channel()
+    ch.queue_declare(q)
+    ch.basic_publish("", q, b"to-ack")
+    s = _s.create_connection(("127.0.0.1", node.port), timeout=10)
+    p = InboundParser()
+    p.receive_data(PROTOCOL_HEADER)
+
+    def until(cls):
+        while True:
+            for ev in p.receive_data(s.recv(65536)):
+                if isinstance(ev.method, cls):
+                    return ev
+    s.sendall(PROTOCOL_HEADER)
+    until(m.ConnectionStart)
+    s.sendall(method_frame(0, m.ConnectionStartOk(client_properties={}, mechanism="PLAIN",
+                                                  response=b"\0guest\0guest", locale="en_US")))
+    until(m.ConnectionTune)
+    s.sendall(method_frame(0, m.ConnectionTuneOk(channel_max=2047, frame_max=131072, heartbeat=0))
+              + method_frame(0, m.ConnectionOpen(virtual_host="/")) + method_frame(1, m.ChannelOpen()))
+    until(m.ChannelOpenOk)
+    s.sendall(method_frame(1, m.BasicGet(queue=q)))
+    got = until(m.BasicGetOk)
+    header = encode_content_header(60, 3, BasicProperties())
+    burst = b"".join(content_frames_bytes(1, m.BasicPublish(routing_key=q), header, b"new", 131072)
+                     for _ in range(5))
+    s.sendall(burst + method_frame(1, m.BasicAck(delivery_tag=got.method.delivery_tag))
+              + method_frame(1, m.ChannelClose(reply_code=200, reply_text="bye")))
+    until(m.ChannelCloseOk)
+    s.close()
+    bodies = []
+    while True:
+        _, _, body = ch.basic_get(q, auto_ack=True)
+        if body is None:
+            break
+        bodies.append(body)
+    assert bodies == [b"new"] * 5  # the acked message is gone, all five publishes arrived
+    c.close()
