@@ -4,7 +4,10 @@ Theory of operation: a queue delivers to a consumer only against credit the chan
 credit per message). The channel turns RabbitMQ's prefetch rules into credit:
 
 - a consumer with a per-consumer limit L (basic.qos global=false before basic.consume) may hold at most
-  L unacknowledged deliveries: its credit is topped up to ``L - unacked - credit_out``;
+  L unacknowledged deliveries: its credit is topped up to ``L - unacked - credit_out`` once that room
+  is at least L/4, or whenever the queue holds no credit for it (so a client that waits for more
+  messages before acking is never starved). Batching the top-ups turns one grant and one delivery
+  message per ack into one per L/4 acks: the queue-channel round trip is paid per batch;
 - a channel-wide limit G (basic.qos global=true) bounds the sum over the channel's ack-requiring
   consumers of ``unacked + credit_out``; spare room is handed out round-robin, one credit at a time;
 - a consumer with no limit, and every no-ack consumer (RabbitMQ ignores prefetch for them), gets flow
@@ -23,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Hashable
+
+grant_batch_divisor = 4  # a limited consumer's credit is topped up once a quarter of its limit is free
 
 
 @dataclass(slots=True)
@@ -77,17 +82,28 @@ class QosLedger:
 
     def take_grants(self, writable: bool) -> list[tuple[Hashable, str, int]]:
         """Credit to send now, as (queue, consumer_tag, n)."""
+        return self._grant(self._consumers, writable)
+
+    def take_grant(self, tag: str, writable: bool) -> int:
+        """Credit for consumer `tag` alone (its first grant travels with basic.consume)."""
+        grants = self._grant({tag: self._consumers[tag]}, writable)
+        return grants[0][2] if grants else 0
+
+    def _grant(self, consumers: dict[str, ConsumerCredit], writable: bool) -> list[tuple[Hashable, str, int]]:
+        """Top up `consumers`, recording what is granted; the others keep what they hold."""
         grants: dict[str, int] = {}
-        for tag, c in self._consumers.items():
+        for tag, c in consumers.items():
             if self._limited(c):
                 if c.limit > 0:
                     room = c.limit - c.unacked - c.credit_out
-                    if room > 0 and self.channel_limit == 0:
+                    # batch top-ups while the queue still holds credit; never wait when it holds none
+                    due = room >= max(1, c.limit // grant_batch_divisor) or c.credit_out == 0
+                    if room > 0 and due and self.channel_limit == 0:
                         grants[tag] = room
             elif writable and c.credit_out <= self.flow_credit // 2:
                 grants[tag] = self.flow_credit - c.credit_out
         if self.channel_limit > 0:
-            self._share_channel_room(grants)
+            self._share_channel_room(grants, consumers)
         out = []
         for tag, n in grants.items():
             c = self._consumers[tag]
@@ -95,12 +111,12 @@ class QosLedger:
             out.append((c.queue, tag, n))
         return out
 
-    def _share_channel_room(self, grants: dict[str, int]) -> None:
+    def _share_channel_room(self, grants: dict[str, int], consumers: dict[str, ConsumerCredit]) -> None:
         held = sum(c.unacked + c.credit_out for c in self._consumers.values() if c.ack_required)
         room = self.channel_limit - held
         if room <= 0:
             return
-        eligible = [t for t in self._order if self._limited(self._consumers[t])]
+        eligible = [t for t in self._order if t in consumers and self._limited(self._consumers[t])]
         progressed = True
         while room > 0 and progressed:
             progressed = False

@@ -4,7 +4,9 @@ Theory of operation: every delivery that needs an ack gets an entry keyed by its
 increase by one per delivery on the channel, acked or not). Settling looks tags up one by one or, for
 `multiple`, pops from the oldest end up to the tag; an OrderedDict keeps both O(1) per tag. An entry
 records the queue and the queue's own message id, so settlements can be batched per queue, and the
-consumer tag (None for basic.get) so prefetch credit can be returned to the right consumer.
+consumer tag (None for basic.get) so prefetch credit can be returned to the right consumer, and
+the tick it was delivered at: tags grow with time, so the oldest entry is the first one, which is all
+the consumer timeout needs to look at.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ class Outstanding(NamedTuple):
     queue: Hashable
     msg_id: int
     consumer_tag: str | None
+    at: int = 0  # channel tick of the delivery
 
 
 class Unacked:
@@ -49,6 +52,11 @@ class Unacked:
             return out
         entry = d.pop(tag, None)
         return None if entry is None else [entry]
+
+    def oldest(self) -> Outstanding | None:
+        for entry in self._by_tag.values():
+            return entry
+        return None
 
     def take_all(self) -> list[Outstanding]:
         out = list(self._by_tag.values())

@@ -19,6 +19,17 @@ so a burst of publishes becomes one `Send` per destination queue and one `Write`
   a hard one is handed to the connection with `CloseConnection`.
 - When the channel ends, every queue it touched gets `channel_down`, which requeues its unacked
   messages there and drops its consumers.
+- Permissions (permissions.py) are checked before the resource is looked at, as rabbit_channel does;
+  publish checks are cached per exchange until the registry replica changes (`metadata_changed`).
+- Publish property rules (user-id, expiration, CC/BCC, reply-to) live in publish_checks.py and cost
+  nothing for messages that carry none of those properties.
+- Direct reply-to (reply_to.py): consuming "amq.rabbitmq.reply-to" sets the channel's one reply
+  consumer; a default-exchange publish to "amq.rabbitmq.reply-to.<channel>.<key>" is sent to that
+  channel as "direct_reply" and delivered there without a queue. As in RabbitMQ 3.10, such a key
+  never counts as a route, so a mandatory publish to it is also returned (312 NO_ROUTE).
+- Time is `tick()`: a delivery left unacked for more than consumer_timeout closes the channel (406).
+- A queue that refuses publishes (x-overflow reject-publish) sends "rejected" with their confirm seqs;
+  the tracker nacks exactly those.
 
 Ordering rule: all effects leave in the order they were produced; pending publish batches are emitted
 before any later message to a queue, so a queue sees publishes, settlements and calls in channel order.
@@ -26,15 +37,20 @@ before any later message to a queue, so a queue sees publishes, settlements and 
 from __future__ import annotations
 
 import base64
-import random
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable
+from typing import TYPE_CHECKING, Any, Callable, Hashable
 
+from actors.channel import permissions
 from actors.channel.acks import Outstanding, Unacked
 from actors.channel.confirms import ConfirmTracker
 from actors.channel.lazy_headers import LazyHeaders
+from actors.channel.permissions import CONFIGURE, EXCHANGE, QUEUE, READ, WRITE, PublishPermissions
+from actors.channel.publish_checks import REPLY_TO_PREFIX, REPLY_TO_QUEUE, inspect, needs_inspection
+from actors.channel.reply_to import new_key, parse_reply_name, reply_name
 from actors.effects import Send
+from actors.metadata import names, texts
+from actors.metadata.registry import EXCHANGE_TYPES
 from flow.qos import QosLedger
 from wire import methods as m
 from wire.errors import (
@@ -42,6 +58,9 @@ from wire.errors import (
 )
 from wire.frames import content_frames, method_frame
 from wire.inbound import Command
+
+if TYPE_CHECKING:
+    import random
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +85,9 @@ class Finished:
 OPEN, CLOSING, CLOSED = "open", "closing", "closed"
 
 Reply = tuple  # ("ok", value) | ("err", code, detail, connection)
+consumer_timeout_default_ms = 1_800_000
+CONSUMER_TIMEOUT_TEXT = ("delivery acknowledgement on channel {channel} timed out. Timeout value used: {ms} ms. "
+                         "This timeout value can be configured, see consumers doc guide to learn more")
 
 
 def new_tag(rng: random.Random, prefix: str) -> str:
@@ -77,9 +99,22 @@ def new_tag(rng: random.Random, prefix: str) -> str:
 class ChannelCore:
     def __init__(self, number: int, *, vhost: str, owner: Hashable, router: Any,
                  place: Callable[[str, str], Hashable], node: Hashable, frame_max: int,
-                 capabilities: dict, rng: random.Random, flow_credit: int = 400) -> None:
+                 capabilities: dict, rng: "random.Random", flow_credit: int = 400, user: str = "guest",
+                 address: Hashable = None, parse_address: Callable[[str], Hashable] = str,
+                 consumer_timeout_ms: int | None = consumer_timeout_default_ms,
+                 ticks_per_second: int = 4) -> None:
         self.number = number
         self.vhost = vhost
+        self.user = user
+        self.address = address            # this channel's runtime address: where direct replies come
+        self.parse_address = parse_address
+        self.consumer_timeout_ms = consumer_timeout_ms
+        # strictly more than the timeout must pass, so round up to whole ticks
+        self._timeout_ticks = (None if consumer_timeout_ms is None
+                               else -(-consumer_timeout_ms * ticks_per_second // 1000))
+        self.now = 0                       # ticks since the channel opened
+        self.publish_permissions = PublishPermissions(router, user, vhost)
+        self.reply_consumer: tuple[str, str] | None = None  # (consumer tag, key) of direct reply-to
         self.owner = owner
         self.router = router
         self.place = place
@@ -120,6 +155,10 @@ class ChannelCore:
                 self._deliver(sender, body[0], body[1])
         elif kind == "confirm":
             self._confirmed(sender, body)
+        elif kind == "rejected":
+            self._refused(sender, body)
+        elif kind == "direct_reply":
+            self._direct_reply(*body)
         elif kind == "reply":
             self._reply(body[0], body[1])
         elif kind == "cancelled":
@@ -129,6 +168,20 @@ class ChannelCore:
                 self._queue_gone(queue)
         else:
             raise ValueError(f"channel got unknown message kind {kind!r}")
+
+    def tick(self) -> None:
+        """One tick of time: close the channel if its oldest unacked delivery is past the timeout."""
+        self.now += 1
+        if self.state != OPEN or self._timeout_ticks is None:
+            return
+        oldest = self.unacked.oldest()
+        if oldest is not None and self.now - oldest.at > self._timeout_ticks:
+            self._error(AmqpError(PRECONDITION_FAILED, CONSUMER_TIMEOUT_TEXT.format(
+                channel=self.number, ms=self.consumer_timeout_ms)))
+
+    def metadata_changed(self) -> None:
+        """The registry replica applied changes: cached permission answers may be stale."""
+        self.publish_permissions.clear()
 
     def connection_closed(self) -> None:
         """The connection went away: release everything, send nothing to the client."""
@@ -205,9 +258,12 @@ class ChannelCore:
         self.state = CLOSING
 
     def _release(self) -> None:
-        """Give back everything this channel holds in queues."""
-        self._pub.clear()
-        self._settlements.clear()
+        """Give back everything this channel holds in queues.
+
+        Publishes and settlements the client sent before the close still reach their queues, ahead
+        of channel_down: a message published (or acked) and then the channel closed in one read
+        must not be lost (or requeued). Only commands after the closing one are dropped."""
+        self._emit_pending()
         self._backlog.clear()
         self.unacked.take_all()
         for tag in list(self.consumers):
@@ -218,6 +274,7 @@ class ChannelCore:
         self._touched.clear()
         self.confirm = None
         self.tx = None
+        self.reply_consumer = None
 
     def _while_closing(self, method: m.Method) -> None:
         if isinstance(method, m.ChannelCloseOk) and self.state == CLOSING:
@@ -253,6 +310,31 @@ class ChannelCore:
     def _channel_open(self, cmd: Command) -> None:
         self._error(AmqpError(CHANNEL_ERROR, "second 'channel.open' seen", connection=True), cmd.method)
 
+    # --- permissions
+    def _denied(self, method: m.Method, perm: str, kind: str, name: str) -> bool:
+        """Close the channel and say True when the user lacks `perm` on the resource."""
+        error = permissions.check(self.router, self.user, self.vhost, perm, kind, name)
+        if error is None:
+            return False
+        self._error(error, method)
+        return True
+
+    def _exists(self, kind: str, name: str) -> bool:
+        if kind == QUEUE:
+            found = self.router.check_queue_access(self.vhost, name, self.owner)
+        else:
+            found = self.router.exchange_for_publish(self.vhost, name)
+        return not (isinstance(found, AmqpError) and found.code == NOT_FOUND)
+
+    def _denied_via(self, method: m.Method, kind: str, name: str, target_kind: str, target: Any) -> bool:
+        """RabbitMQ's check for a new resource naming another (alternate or dead-letter exchange):
+        read on the new one, write on the one it names."""
+        if not isinstance(target, (str, bytes)) or self._exists(kind, name):
+            return False
+        target = target.decode("utf-8", "replace") if isinstance(target, bytes) else target
+        return (self._denied(method, READ, kind, name)
+                or self._denied(method, WRITE, target_kind, target))
+
     # --- exchange and queue classes (calls to the node)
     def _node_call(self, cmd: Command, op: str, args: tuple, ok: Callable[[Any], m.Method | None]) -> None:
         method = cmd.method
@@ -266,53 +348,106 @@ class ChannelCore:
 
     def _exchange_declare(self, cmd: Command) -> None:
         x = cmd.method
+        # type and default-exchange errors come first in RabbitMQ; the node reports those
+        if not x.passive and x.type in EXCHANGE_TYPES and x.exchange != "":
+            if self._denied(x, CONFIGURE, EXCHANGE, x.exchange):
+                return
+            if not names.is_reserved(x.exchange) and self._denied_via(
+                    x, EXCHANGE, x.exchange, EXCHANGE, dict(x.arguments).get("alternate-exchange")):
+                return
         self._node_call(cmd, "exchange.declare",
                         (self.vhost, x.exchange, x.type, x.passive, x.durable, x.auto_delete, x.internal,
                          dict(x.arguments)), lambda _: m.ExchangeDeclareOk())
 
     def _exchange_delete(self, cmd: Command) -> None:
         x = cmd.method
+        if x.exchange != "" and not names.is_reserved(x.exchange) and self._denied(x, CONFIGURE, EXCHANGE, x.exchange):
+            return
         self._node_call(cmd, "exchange.delete", (self.vhost, x.exchange, x.if_unused),
                         lambda _: m.ExchangeDeleteOk())
 
+    def _binding_denied(self, x: m.Method, kind: str, destination: str, source: str) -> bool:
+        """rabbit_channel:binding_action: write on the destination, then (unless the default exchange
+        is involved, which the node refuses) read on the source."""
+        if self._denied(x, WRITE, kind, destination):
+            return True
+        if source == "" or (kind == EXCHANGE and destination == ""):
+            return False
+        return self._denied(x, READ, EXCHANGE, source)
+
     def _exchange_bind(self, cmd: Command) -> None:
         x = cmd.method
+        if self._binding_denied(x, EXCHANGE, x.destination, x.source):
+            return
         self._node_call(cmd, "exchange.bind",
                         (self.vhost, x.destination, x.source, x.routing_key, dict(x.arguments)),
                         lambda _: m.ExchangeBindOk())
 
     def _exchange_unbind(self, cmd: Command) -> None:
         x = cmd.method
+        if self._binding_denied(x, EXCHANGE, x.destination, x.source):
+            return
         self._node_call(cmd, "exchange.unbind",
                         (self.vhost, x.destination, x.source, x.routing_key, dict(x.arguments)),
                         lambda _: m.ExchangeUnbindOk())
 
     def _queue_declare(self, cmd: Command) -> None:
         x = cmd.method
+        if x.queue.startswith(REPLY_TO_QUEUE):
+            self._reply_to_declare(x)
+            return
+        if not x.passive and not (x.queue and names.is_reserved(x.queue)):
+            # a server-named queue is checked under a name of the shape the node will pick
+            name = x.queue or new_tag(self.rng, "amq.gen-")
+            if self._denied(x, CONFIGURE, QUEUE, name) or self._denied_via(
+                    x, QUEUE, name, EXCHANGE, dict(x.arguments).get("x-dead-letter-exchange")):
+                return
         self._node_call(cmd, "queue.declare",
                         (self.vhost, x.queue, x.passive, x.durable, x.exclusive, x.auto_delete,
                          dict(x.arguments), self.owner),
                         lambda r: m.QueueDeclareOk(queue=r[0], message_count=r[1], consumer_count=r[2]))
 
+    def _reply_to_declare(self, x: m.QueueDeclare) -> None:
+        """The pseudo-queue exists; a reply name exists while its consumer does (as far as this
+        channel can tell: another channel's name is taken to exist if it decodes)."""
+        found = x.queue == REPLY_TO_QUEUE
+        parsed = None if found else parse_reply_name(x.queue)
+        if parsed is not None:
+            address, key = parsed
+            mine = self.address is not None and address == str(self.address)
+            found = not mine or (self.reply_consumer is not None and self.reply_consumer[1] == key)
+        if not found:
+            self._error(texts.not_found("queue", x.queue, self.vhost), x)
+        elif not x.nowait:
+            self._send_method(m.QueueDeclareOk(queue=x.queue, message_count=0, consumer_count=1))
+
     def _queue_delete(self, cmd: Command) -> None:
         x = cmd.method
+        if self._denied(x, CONFIGURE, QUEUE, x.queue):
+            return
         self._node_call(cmd, "queue.delete", (self.vhost, x.queue, x.if_unused, x.if_empty, self.owner),
                         lambda n: m.QueueDeleteOk(message_count=n))
 
     def _queue_bind(self, cmd: Command) -> None:
         x = cmd.method
+        if self._binding_denied(x, QUEUE, x.queue, x.exchange):
+            return
         self._node_call(cmd, "queue.bind",
                         (self.vhost, x.queue, x.exchange, x.routing_key, dict(x.arguments), self.owner),
                         lambda _: m.QueueBindOk())
 
     def _queue_unbind(self, cmd: Command) -> None:
         x = cmd.method
+        if self._binding_denied(x, QUEUE, x.queue, x.exchange):
+            return
         self._node_call(cmd, "queue.unbind",
                         (self.vhost, x.queue, x.exchange, x.routing_key, dict(x.arguments), self.owner),
                         lambda _: m.QueueUnbindOk())
 
     def _queue_for(self, method: m.Method, name: str) -> Hashable | None:
-        """The queue actor for `name`, after RabbitMQ's existence and exclusivity checks."""
+        """The queue actor for `name`, after RabbitMQ's read permission, existence and exclusivity checks."""
+        if self._denied(method, READ, QUEUE, name):
+            return None
         found = self.router.check_queue_access(self.vhost, name, self.owner)
         if isinstance(found, AmqpError):
             self._error(found, method)
@@ -340,19 +475,24 @@ class ChannelCore:
         self.qos.set_qos(x.prefetch_count, x.global_)
         self._send_method(m.BasicQosOk())
 
+    def _tag_in_use(self, tag: str) -> bool:
+        return tag in self.consumers or (self.reply_consumer is not None and self.reply_consumer[0] == tag)
+
     def _basic_consume(self, cmd: Command) -> None:
         x = cmd.method
+        if x.queue == REPLY_TO_QUEUE:
+            self._reply_to_consume(x)
+            return
         queue = self._queue_for(x, x.queue or "")
         if queue is None:
             return
         tag = x.consumer_tag or new_tag(self.rng, "amq.ctag-")
-        if tag in self.consumers:
+        if self._tag_in_use(tag):
             self._error(AmqpError(NOT_ALLOWED, f"attempt to reuse consumer tag '{tag}'", connection=True), x)
             return
         ack_required = not x.no_ack
         self.qos.add(tag, queue, ack_required)
-        grants = [g for g in self.qos.take_grants(True) if g[1] == tag]
-        credit = grants[0][2] if grants else 0
+        credit = self.qos.take_grant(tag, True)
         self.consumers[tag] = (queue, ack_required)
         self._touched.add(queue)
 
@@ -366,8 +506,53 @@ class ChannelCore:
                 self._send_method(m.BasicConsumeOk(consumer_tag=tag))
         self._call(queue, "consume", (tag, ack_required, credit, x.exclusive, dict(x.arguments)), then)
 
+    def _reply_to_consume(self, x: m.BasicConsume) -> None:
+        if self._tag_in_use(x.consumer_tag):
+            self._error(AmqpError(NOT_ALLOWED, f"attempt to reuse consumer tag '{x.consumer_tag}'",
+                                  connection=True), x)
+        elif not x.no_ack:
+            self._error(AmqpError(PRECONDITION_FAILED, "reply consumer cannot acknowledge"), x)
+        elif self.reply_consumer is not None:
+            self._error(AmqpError(PRECONDITION_FAILED, "reply consumer already set"), x)
+        else:
+            tag = x.consumer_tag or new_tag(self.rng, "amq.ctag-")
+            self.reply_consumer = (tag, new_key(self.rng))
+            if not x.nowait:
+                self._send_method(m.BasicConsumeOk(consumer_tag=tag))
+
+    def _reply_name(self) -> str | None:
+        if self.reply_consumer is None or self.address is None:
+            return None
+        return reply_name(str(self.address), self.reply_consumer[1])
+
+    def _direct_reply(self, key: str, exchange: str, routing_key: str, header: bytes, body: bytes) -> None:
+        """A reply sent to our reply name: deliver it if the name is still ours (else drop it)."""
+        if self.state != OPEN or self.reply_consumer is None or self.reply_consumer[1] != key:
+            return
+        self._delivery_tag += 1
+        deliver = m.BasicDeliver(consumer_tag=self.reply_consumer[0], delivery_tag=self._delivery_tag,
+                                 redelivered=False, exchange=exchange, routing_key=routing_key)
+        self._frames.extend(content_frames(self.number, deliver, header, body, self.frame_max))
+
+    def _send_direct_replies(self, keys: list[str], x: m.BasicPublish, header: bytes, body: bytes) -> None:
+        for key in dict.fromkeys(keys):
+            parsed = parse_reply_name(key) if key.startswith(REPLY_TO_PREFIX) else None
+            if parsed is None:
+                continue
+            address, reply_key = parsed
+            try:
+                to = self.parse_address(address)
+            except ValueError:
+                continue  # not a name we issued: nobody to deliver to, as RabbitMQ
+            self._emit(Send(to, "direct_reply", (reply_key, x.exchange, key, header, body)))
+
     def _basic_cancel(self, cmd: Command) -> None:
         x = cmd.method
+        if self.reply_consumer is not None and self.reply_consumer[0] == x.consumer_tag:
+            self.reply_consumer = None
+            if not x.nowait:
+                self._send_method(m.BasicCancelOk(consumer_tag=x.consumer_tag))
+            return
         found = self.consumers.get(x.consumer_tag)
         if found is None:  # RabbitMQ answers cancel-ok for an unknown tag
             if not x.nowait:
@@ -395,7 +580,7 @@ class ChannelCore:
             self._settle_ids(queue, requeued=[msg[0] for msg in messages])
             return
         ack_required = found[1]
-        number, frame_max, write = self.number, self.frame_max, self._frames.extend
+        number, frame_max, write, now = self.number, self.frame_max, self._frames.extend, self.now
         dtag = self._delivery_tag
         for msg_id, redelivered, exchange, routing_key, header, body in messages:
             dtag += 1
@@ -403,7 +588,7 @@ class ChannelCore:
                                      exchange=exchange, routing_key=routing_key)
             write(content_frames(number, deliver, header, body, frame_max))
             if ack_required:
-                self.unacked.add(dtag, Outstanding(queue, msg_id, tag))
+                self.unacked.add(dtag, Outstanding(queue, msg_id, tag, now))
         self._delivery_tag = dtag
         self.qos.delivered(tag, len(messages))
 
@@ -425,7 +610,7 @@ class ChannelCore:
             msg_id, redelivered, exchange, routing_key, header, body = got
             self._delivery_tag += 1
             if ack_required:
-                self.unacked.add(self._delivery_tag, Outstanding(queue, msg_id, None))
+                self.unacked.add(self._delivery_tag, Outstanding(queue, msg_id, None, self.now))
             ok = m.BasicGetOk(delivery_tag=self._delivery_tag, redelivered=redelivered, exchange=exchange,
                               routing_key=routing_key, message_count=remaining)
             self._frames.extend(content_frames(self.number, ok, header, body, self.frame_max))
@@ -450,7 +635,7 @@ class ChannelCore:
 
     def _apply_settle(self, entries: list[Outstanding], how: str) -> None:
         per_consumer: dict[str, int] = {}
-        for queue, msg_id, ctag in entries:
+        for queue, msg_id, ctag, _ in entries:
             if how == "ack":
                 self._settle_ids(queue, acked=(msg_id,))
             elif how == "requeue":
@@ -489,16 +674,38 @@ class ChannelCore:
         if x.immediate:
             self._error(AmqpError(NOT_IMPLEMENTED, "immediate=true", connection=True), x)
             return
+        denied = self.publish_permissions.check(x.exchange)
+        if denied is not None:
+            self._error(denied, x)
+            return
         exchange = self.router.exchange_for_publish(self.vhost, x.exchange)
         if isinstance(exchange, AmqpError):
             self._error(exchange, x)
             return
-        names = self.router.route(self.vhost, x.exchange, x.routing_key, LazyHeaders(cmd.header))
-        queues = [self.place(self.vhost, name) for name in names]
+        header, body = cmd.header, cmd.body
+        extra: list[str] = []
+        if needs_inspection(header):
+            inspected = inspect(header, self.user, self._reply_name)
+            if isinstance(inspected, AmqpError):
+                self._error(inspected, x)
+                return
+            header, extra = inspected
+        route, vhost, routing_key = self.router.route, self.vhost, x.routing_key
+        if not extra:
+            routed = route(vhost, x.exchange, routing_key, LazyHeaders(header))
+        else:  # CC/BCC: the union of the routes of every key
+            lazy = LazyHeaders(header)
+            routed = list(dict.fromkeys(name for key in (routing_key, *extra)
+                                        for name in route(vhost, x.exchange, key, lazy)))
+        if x.exchange == "" and (routing_key.startswith(REPLY_TO_PREFIX)
+                                 or any(key.startswith(REPLY_TO_PREFIX) for key in extra)):
+            # delivered at once even in tx mode: RabbitMQ does it while routing, before the tx buffer
+            self._send_direct_replies([routing_key, *extra], x, header, body)
+        queues = [self.place(vhost, name) for name in routed]
         if self.tx is not None:
-            self.tx.append(("publish", queues, x, cmd.header, cmd.body))
+            self.tx.append(("publish", queues, x, header, body))
             return
-        self._route(queues, x, cmd.header, cmd.body, self.confirm)
+        self._route(queues, x, header, body, self.confirm)
 
     def _route(self, queues: list, x: m.BasicPublish, header: bytes, body: bytes,
                tracker: ConfirmTracker | None) -> None:
@@ -524,6 +731,15 @@ class ChannelCore:
             self._finish_commit()
         elif self.confirm is not None:
             self.confirm.confirmed(queue, upto)
+            self._send_confirms()
+
+    def _refused(self, queue: Hashable, seqs: list[int]) -> None:
+        """`queue` refused these publishes (x-overflow reject-publish): nack exactly them."""
+        if self._commit is not None:
+            self._commit[0].refused(queue, seqs)
+            self._finish_commit()
+        elif self.confirm is not None:
+            self.confirm.refused(queue, seqs)
             self._send_confirms()
 
     def _queue_gone(self, queue: Hashable) -> None:

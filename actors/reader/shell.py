@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import structlog
 
-from actors.channel.core import CLOSED, ChannelCore, CloseConnection, Finished, Write
+from actors.channel.core import CLOSED, ChannelCore, CloseConnection, Finished, Write, consumer_timeout_default_ms
 from actors.effects import Send
 from actors.placement import NODE
 from actors.reader.connection import (
@@ -146,11 +146,15 @@ class Reader(asyncio.Protocol):
 
     def _open_channel(self, number: int) -> None:
         o = self.opened
-        core = ChannelCore(number, vhost=o.vhost, owner=self.owner, router=self.host.registry,
-                           place=self.host.place, node=NODE, frame_max=o.frame_max,
-                           capabilities=o.capabilities, rng=self.host.rng)
-        name = self.host.next_channel_name()
-        actor = ChannelActor(self, core, Address(self.host.runtime.host, name))
+        host = self.host
+        name = host.next_channel_name()
+        address = Address(host.runtime.host, name)
+        core = ChannelCore(number, vhost=o.vhost, owner=self.owner, router=host.registry,
+                           place=host.place, node=NODE, frame_max=o.frame_max,
+                           capabilities=o.capabilities, rng=host.rng, user=o.user, address=address,
+                           parse_address=Address.parse, consumer_timeout_ms=host.consumer_timeout_ms,
+                           ticks_per_second=host.settings.ticks_per_second)
+        actor = ChannelActor(self, core, address)
         self.host.runtime.spawn(name, actor)
         self.channels[number] = actor
 
@@ -203,6 +207,11 @@ class Reader(asyncio.Protocol):
     def tick(self) -> None:
         if self.core is not None and not self.closed:
             self._apply(self.core.tick())
+        for ch in list(self.channels.values()):
+            if self.closed:
+                return
+            ch.core.tick()
+            self.flush_channel(ch)
 
     def _shutdown(self, reason: str) -> None:
         if self.closed:
@@ -220,8 +229,10 @@ class ConnectionHostContext:
 
     def __init__(self, runtime: Any, registry: Any, place: Callable[[str, str], Address], settings: Settings,
                  check_login: Callable[[str, str], bool], vhost_exists: Callable[[str], bool],
-                 router_address: Address, seed: int | None = None) -> None:
+                 router_address: Address, seed: int | None = None,
+                 consumer_timeout_ms: int | None = consumer_timeout_default_ms) -> None:
         self.runtime = runtime
+        self.consumer_timeout_ms = consumer_timeout_ms
         self.registry = registry
         self.place = place
         self.settings = settings
@@ -260,6 +271,8 @@ class RouterActor:
         changes, gone = body
         self.ctx.registry.apply(changes)
         self.ready.set()
+        for ch in self.ctx.channels():
+            ch.core.metadata_changed()
         if gone:
             queues = [self.ctx.place(vhost, name) for vhost, name in gone]
             for ch in self.ctx.channels():

@@ -1,0 +1,242 @@
+"""Channel core, testing ladder step 2: the exact effects returned for each input."""
+from __future__ import annotations
+
+from actors.channel.core import CloseConnection, Finished, Write
+from actors.effects import Send
+from wire import methods as m
+from wire.errors import AmqpError
+
+from tests.channel.helpers import (
+    PermRegistry, close_frame, cmd, content, declare, frame, header, make, publish,
+)
+
+Q = ("q", "/", "q")
+Q2 = ("q", "/", "q2")
+
+
+def consuming(core, queue="q", tag="c1", no_ack=False, **qos):
+    """A consumer set up and answered; returns the credit it was granted with basic.consume."""
+    if qos:
+        core.command(cmd(m.BasicQos(**qos)))
+    core.command(cmd(m.BasicConsume(queue=queue, consumer_tag=tag, no_ack=no_ack)))
+    out = core.flush()
+    send = [e for e in out if isinstance(e, Send) and e.kind == "consume"][0]
+    core.receive(("q", "/", queue), "reply", (send.body[0], ("ok", None)))
+    core.flush()
+    return send.body[3]
+
+
+def delivered(core, n, queue=Q, tag="c1", first_id=100):
+    msgs = [(first_id + i, False, "", "q", header(), b"hi") for i in range(n)]
+    core.receive(queue, "deliver", (tag, msgs))
+    return core.flush()
+
+
+# ---------------------------------------------------------------- publish
+def test_publish_routed_is_one_send_per_queue_per_flush():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    p1, p2 = publish(body=b"a"), publish(body=b"b")
+    core.command(p1)
+    core.command(p2)
+    assert core.flush() == [Send(Q, "publish", [(0, "", "q", p1.header, b"a"), (0, "", "q", p2.header, b"b")])]
+
+
+def test_publish_unroutable_is_dropped():
+    core = make()
+    core.command(publish(routing_key="nowhere"))
+    assert core.flush() == []
+
+
+def test_mandatory_unroutable_is_returned_before_its_confirm():
+    core = make()
+    core.command(cmd(m.ConfirmSelect()))
+    p = publish(routing_key="nowhere", mandatory=True)
+    core.command(p)
+    ret = m.BasicReturn(reply_code=312, reply_text="NO_ROUTE", exchange="", routing_key="nowhere")
+    assert core.flush() == [Write([frame(m.ConfirmSelectOk()), *content(ret, p.header, p.body),
+                                   frame(m.BasicAck(delivery_tag=1, multiple=False))])]
+
+
+def test_confirms_coalesce_into_one_multiple_ack():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    core.command(cmd(m.ConfirmSelect()))
+    for _ in range(3):
+        core.command(publish())
+    out = core.flush()
+    assert [e.body[i][0] for e in out if isinstance(e, Send) for i in range(3)] == [1, 2, 3]
+    core.receive(Q, "confirm", 3)
+    assert core.flush() == [Write([frame(m.BasicAck(delivery_tag=3, multiple=True))])]
+
+
+def test_queue_refused_publishes_are_nacked_exactly():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    core.command(cmd(m.ConfirmSelect()))
+    for _ in range(3):
+        core.command(publish())
+    core.flush()
+    core.receive(Q, "rejected", [2])
+    assert core.flush() == [Write([frame(m.BasicNack(delivery_tag=2, multiple=False, requeue=False))])]
+    core.receive(Q, "confirm", 3)  # 2 is already nacked, so one multiple ack may cover it, as RabbitMQ's
+    assert core.flush() == [Write([frame(m.BasicAck(delivery_tag=3, multiple=True))])]
+
+
+def test_rejected_without_confirm_mode_is_ignored():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    core.command(publish())
+    core.flush()
+    core.receive(Q, "rejected", [1])
+    assert core.flush() == []
+
+
+# ---------------------------------------------------------------- deliveries and settlement
+def test_delivery_then_ack():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    core.command(cmd(m.BasicConsume(queue="q", consumer_tag="c1")))
+    assert core.flush() == [Send(Q, "consume", (1, "c1", True, 400, False, {}))]
+    core.receive(Q, "reply", (1, ("ok", None)))
+    assert core.flush() == [Write([frame(m.BasicConsumeOk(consumer_tag="c1"))])]
+    h = header()
+    core.receive(Q, "deliver", ("c1", [(100, False, "", "q", h, b"hi"), (101, True, "", "q", h, b"hi")]))
+    d1 = m.BasicDeliver(consumer_tag="c1", delivery_tag=1, redelivered=False, exchange="", routing_key="q")
+    d2 = m.BasicDeliver(consumer_tag="c1", delivery_tag=2, redelivered=True, exchange="", routing_key="q")
+    assert core.flush() == [Write([*content(d1, h, b"hi"), *content(d2, h, b"hi")])]
+    core.command(cmd(m.BasicAck(delivery_tag=2, multiple=True)))
+    assert core.flush() == [Send(Q, "settle", ([100, 101], [], []))]
+
+
+def test_nack_reject_single_and_multiple_and_tag_zero():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    consuming(core)
+    delivered(core, 5)
+    core.command(cmd(m.BasicReject(delivery_tag=1, requeue=True)))
+    core.command(cmd(m.BasicNack(delivery_tag=3, multiple=True, requeue=False)))
+    assert core.flush() == [Send(Q, "settle", ([], [100], [101, 102]))]
+    core.command(cmd(m.BasicNack(delivery_tag=0, multiple=True, requeue=True)))
+    assert core.flush() == [Send(Q, "settle", ([], [103, 104], []))]
+
+
+def test_unknown_delivery_tag_closes_the_channel_and_releases_queues():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    consuming(core)
+    core.command(cmd(m.BasicAck(delivery_tag=5)))
+    assert core.flush() == [Write([close_frame(406, "PRECONDITION_FAILED - unknown delivery tag 5", 60, 80)]),
+                            Send(Q, "channel_down", ())]
+
+
+def test_per_consumer_prefetch_is_credit():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    assert consuming(core, prefetch_count=2) == 2
+    delivered(core, 2)
+    core.command(cmd(m.BasicAck(delivery_tag=1)))
+    assert core.flush() == [Send(Q, "settle", ([100], [], [])), Send(Q, "grant", (("c1", 1),))]
+
+
+def test_consume_grants_only_the_new_consumer_and_keeps_others_due_credit():
+    reg = PermRegistry()
+    declare(reg, "q", "q2")
+    core = make(reg)
+    consuming(core, tag="a", no_ack=True)
+    # a is left with 150 credit, due for a top-up; the consume in the same batch must not swallow it
+    core.receive(Q, "deliver", ("a", [(i, False, "", "q", header(), b"hi") for i in range(250)]))
+    core.command(cmd(m.BasicConsume(queue="q2", consumer_tag="b", no_ack=True)))
+    out = [e for e in core.flush() if not isinstance(e, Write)]
+    assert out == [Send(Q2, "consume", (2, "b", False, 400, False, {})), Send(Q, "grant", (("a", 250),))]
+
+
+# ---------------------------------------------------------------- tx and confirm modes
+def test_tx_commit_and_rollback():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    core.command(cmd(m.TxSelect()))
+    core.command(publish(body=b"dropped"))
+    core.command(cmd(m.TxRollback()))
+    assert core.flush() == [Write([frame(m.TxSelectOk()), frame(m.TxRollbackOk())])]
+    p = publish(body=b"kept")
+    core.command(p)
+    core.command(cmd(m.TxCommit()))
+    assert core.flush() == [Send(Q, "publish", [(1, "", "q", p.header, b"kept")])]
+    core.receive(Q, "confirm", 1)
+    assert core.flush() == [Write([frame(m.TxCommitOk())])]
+
+
+def test_confirm_and_tx_refuse_each_other():
+    core = make()
+    core.command(cmd(m.ConfirmSelect()))
+    core.command(cmd(m.TxSelect()))
+    assert core.flush() == [Write([frame(m.ConfirmSelectOk()),
+                                   close_frame(406, "PRECONDITION_FAILED - cannot switch from confirm to tx mode",
+                                               90, 10)])]
+    core = make()
+    core.command(cmd(m.TxSelect()))
+    core.command(cmd(m.ConfirmSelect()))
+    assert core.flush() == [Write([frame(m.TxSelectOk()),
+                                   close_frame(406, "PRECONDITION_FAILED - cannot switch from tx to confirm mode",
+                                               85, 10)])]
+
+
+# ---------------------------------------------------------------- cancel and close
+def test_server_cancel_notifies_only_with_the_capability():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    consuming(core)
+    core.receive(Q, "cancelled", "c1")
+    assert core.flush() == [Write([frame(m.BasicCancel(consumer_tag="c1", nowait=True))])]
+    core = make(reg, capabilities={})
+    consuming(core)
+    core.receive(Q, "cancelled", "c1")
+    assert core.flush() == []
+    assert "c1" not in core.consumers
+
+
+def test_close_releases_every_touched_queue():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    consuming(core)
+    delivered(core, 1)
+    core.command(cmd(m.ChannelClose()))
+    assert core.flush() == [Send(Q, "channel_down", ()), Write([frame(m.ChannelCloseOk())]), Finished()]
+    assert len(core.unacked) == 0
+
+
+def test_reusing_a_consumer_tag_is_a_connection_error():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    consuming(core)
+    core.command(cmd(m.BasicConsume(queue="q", consumer_tag="c1")))
+    out = core.flush()
+    assert out[0] == CloseConnection(AmqpError(530, "attempt to reuse consumer tag 'c1'", 60, 20, True))
+
+
+def test_prefetch_top_ups_are_batched_but_never_starve_the_consumer():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    assert consuming(core, prefetch_count=8) == 8
+    delivered(core, 6)                      # the queue still holds 2 credit
+    core.command(cmd(m.BasicAck(delivery_tag=1)))
+    assert core.flush() == [Send(Q, "settle", ([100], [], []))]      # room 1 < 8/4: wait
+    core.command(cmd(m.BasicAck(delivery_tag=2)))
+    assert core.flush() == [Send(Q, "settle", ([101], [], [])), Send(Q, "grant", (("c1", 2),))]
+    delivered(core, 4, first_id=200)        # credit used up: any room is granted at once
+    core.command(cmd(m.BasicAck(delivery_tag=3)))
+    assert core.flush() == [Send(Q, "settle", ([102], [], [])), Send(Q, "grant", (("c1", 1),))]
