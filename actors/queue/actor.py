@@ -3,25 +3,36 @@ what its effects say. Message kinds (from channels unless noted):
 
 publish (batch) | consume (rid, tag, ack_required, credit, exclusive, args) | cancel (rid, tag) |
 grant ((tag, n), ...) | settle (acked, requeued, discarded) | get (rid, ack_required) |
-channel_down () | purge (rid,) | stats (rid,) and delete (rid, if_unused, if_empty) from the node.
+channel_down () | purge (rid,) | stats (rid,), delete (rid, if_unused, if_empty) and
+policy (settings dict, policy key names) from the node.
 
 Replies use actors/replies.py. A reply to a call is sent before the deliveries that call caused, so
-the channel has answered consume-ok before the first basic.deliver.
+the channel has answered consume-ok before the first basic.deliver. The shell owns the clock (wall
+clock ms, as RabbitMQ stamps expiry and x-death) and the timers the core asks for (asyncio
+call_later; one per name, a new StartTimer replaces the old). Dead-lettered messages leave as plain
+`publish` sends to the target queue actors, without credit or confirms (at-most-once).
 """
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any, Callable
 
 import structlog
 
-from actors.placement import NODE
+from actors.effects import CancelTimer, Send, StartTimer
+from actors.placement import NODE, queue_address
 from actors.queue.core import ClassicQueue
-from actors.queue.effects import AutoDelete, Confirmed, ConsumerCancelled, Deliver
+from actors.queue.effects import AutoDelete, Confirmed, ConsumerCancelled, Deliver, Rejected
 from actors.replies import err, ok
 from actors.runtime.address import Address
 from wire.errors import AmqpError
 
 log = structlog.get_logger("warren.queue")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 class QueueActor:
@@ -31,6 +42,8 @@ class QueueActor:
         self.name = f"q:{core.vhost}:{core.name}"
         self.address = Address(runtime.host, self.name)
         self._on_deleted = on_deleted
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._deleted = False
 
     def _send(self, to: Address, kind: str, body: Any) -> None:
         self.runtime.send(to, kind, body, sender=self.address)
@@ -41,25 +54,49 @@ class QueueActor:
                 self._send(e.channel, "deliver", (e.consumer_tag, e.messages))
             elif isinstance(e, Confirmed):
                 self._send(e.channel, "confirm", e.upto)
+            elif isinstance(e, Send):
+                self._send(e.to, e.kind, e.body)
+            elif isinstance(e, Rejected):
+                self._send(e.channel, "rejected", e.seqs)
             elif isinstance(e, ConsumerCancelled):
                 self._send(e.channel, "cancelled", e.consumer_tag)
             elif isinstance(e, AutoDelete):
                 self._send(NODE, "autodelete", (self.core.vhost, self.core.name))
+            elif isinstance(e, StartTimer):
+                self._cancel_timer(e.name)
+                self._timers[e.name] = asyncio.get_running_loop().call_later(
+                    max(e.ticks, 0) / 1000, self._fire, e.name)
+            elif isinstance(e, CancelTimer):
+                self._cancel_timer(e.name)
+
+    def _cancel_timer(self, name: str) -> None:
+        handle = self._timers.pop(name, None)
+        if handle is not None:
+            handle.cancel()
+
+    def _fire(self, name: str) -> None:
+        self._timers.pop(name, None)
+        if not self._deleted:
+            self._effects(self.core.on_timer(name, now_ms=now_ms()))
+
+    def start(self) -> None:
+        self._effects(self.core.start(now_ms=now_ms()))
 
     def receive(self, sender: Address, kind: str, body: Any) -> None:
         core = self.core
+        now = now_ms()
         if kind == "publish":
-            self._effects(core.publish(sender, body))
+            self._effects(core.publish(sender, body, now_ms=now))
         elif kind == "settle":
             acked, requeued, discarded = body
-            self._effects(core.settle(sender, acked=acked, requeued=requeued, discarded=discarded))
+            self._effects(core.settle(sender, acked=acked, requeued=requeued, discarded=discarded, now_ms=now))
         elif kind == "grant":
             for tag, n in body:
-                self._effects(core.grant(sender, tag, n))
+                self._effects(core.grant(sender, tag, n, now_ms=now))
         elif kind == "consume":
             rid, tag, ack_required, credit, exclusive, args = body
             res = core.consume(sender, tag, ack_required=ack_required, credit=credit, exclusive=exclusive,
-                               arguments=args)
+                               arguments=args, now_ms=now)
             if isinstance(res, AmqpError):
                 self._send(sender, "reply", (rid, err(res)))
                 return
@@ -67,18 +104,24 @@ class QueueActor:
             self._effects(res)
         elif kind == "cancel":
             rid, tag = body
-            effects = core.cancel(sender, tag)
+            effects = core.cancel(sender, tag, now_ms=now)
             self._send(sender, "reply", (rid, ok()))
             self._effects(effects)
         elif kind == "get":
             rid, ack_required = body
-            self._send(sender, "reply", (rid, ok(core.get(sender, ack_required=ack_required))))
+            message, remaining, effects = core.get(sender, ack_required=ack_required, now_ms=now)
+            self._send(sender, "reply", (rid, ok((message, remaining))))
+            self._effects(effects)
         elif kind == "channel_down":
-            self._effects(core.channel_down(sender))
+            self._effects(core.channel_down(sender, now_ms=now))
         elif kind == "purge":
             self._send(sender, "reply", (body[0], ok(core.purge())))
         elif kind == "stats":
+            effects = core.touch(now_ms=now)  # the node asks on every redeclare: a use, for x-expires
             self._send(sender, "reply", (body[0], ok((core.message_count, core.consumer_count))))
+            self._effects(effects)
+        elif kind == "policy":
+            self._effects(core.apply_policy(body, now_ms=now))
         elif kind == "delete":
             rid, if_unused, if_empty = body
             res = core.delete(if_unused=if_unused, if_empty=if_empty)
@@ -88,33 +131,47 @@ class QueueActor:
             count, effects = res
             self._effects(effects)
             self._send(sender, "reply", (rid, ok(count)))
+            self._deleted = True
+            for name in list(self._timers):
+                self._cancel_timer(name)
             self._on_deleted(self.name)
         else:
             log.warning("queue.unknown_kind", queue=self.name, kind=kind)
 
 
 class QueueManager:
-    """Creates queue actors on this host when the node asks (create (rid, vhost, name, auto_delete, args))."""
+    """Creates queue actors on this host when the node asks (create (rid, vhost, name, auto_delete, args)).
 
-    def __init__(self, runtime: Any, name: str) -> None:
+    `registry` is this host's replica (actors/queue/replica.py), used to route dead-lettered
+    messages; without one, dead-lettered messages are dropped.
+    """
+
+    def __init__(self, runtime: Any, name: str, registry: Any = None, queue_hosts: int = 1) -> None:
         self.runtime = runtime
         self.address = Address(runtime.host, name)
+        self.registry = registry
+        self.queue_hosts = queue_hosts
         self.queues: dict[str, QueueActor] = {}
 
     def _deleted(self, name: str) -> None:
         self.queues.pop(name, None)
         self.runtime.remove(name)
 
+    def _place(self, vhost: str, name: str) -> Address:
+        return queue_address(vhost, name, self.queue_hosts)
+
     def receive(self, sender: Address, kind: str, body: Any) -> None:
         if kind != "create":
             log.warning("qmgr.unknown_kind", kind=kind)
             return
         rid, vhost, name, auto_delete, arguments = body
-        actor = QueueActor(self.runtime, ClassicQueue(vhost, name, auto_delete=auto_delete,
-                                                      arguments=dict(arguments)), self._deleted)
+        core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=dict(arguments),
+                            router=self.registry, place=self._place, now_ms=now_ms())
+        actor = QueueActor(self.runtime, core, self._deleted)
         if actor.name not in self.queues:
             self.queues[actor.name] = actor
             self.runtime.spawn(actor.name, actor)
+            actor.start()
         self.runtime.send(sender, "reply", (rid, ok()), sender=self.address)
 
     def stats(self) -> list[dict]:

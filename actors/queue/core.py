@@ -1,55 +1,97 @@
 """The classic queue core (in memory): a pure state machine with RabbitMQ's delivery semantics.
 
 Theory of operation: channels publish batches of messages; the queue numbers each with its own
-increasing msg_id and keeps it in the ready list (`ready.py`) until a consumer with credit or a
-basic.get takes it. Ready messages leave in msg_id order; a requeued message returns to its original
-position and is flagged redelivered. Consumers are credit-based (`consumers.py`): the queue delivers
-to a consumer only while it has credit, round-robin, one Deliver per consumer per call. A message
-delivered with ack_required stays "unacknowledged", filed under the channel that holds it, until that
-channel settles it (ack / requeue / discard) or goes down (requeue). No-ack deliveries leave at once.
+increasing msg_id and keeps it in the ready list (`ready.py`, or `priority.py` for x-max-priority)
+until a consumer with credit or a basic.get takes it. Ready messages leave in msg_id order (highest
+priority first); a requeued message returns to its original position and is flagged redelivered.
+Consumers are credit-based (`consumers.py`): the queue delivers to a consumer only while it has
+credit, by consumer priority and round-robin, one Deliver per consumer per call. A message delivered
+with ack_required stays "unacknowledged", filed under the channel that holds it, until that channel
+settles it (ack / requeue / discard) or goes down (requeue). No-ack deliveries leave at once.
+
+Time enters as `now_ms` (wall-clock milliseconds, as RabbitMQ stamps expiry and x-death) on every
+call; an omitted `now_ms` means no time has passed. Features, all off unless configured
+(`settings.py`: x-arguments at declare, replaced whole by `apply_policy`):
+- TTL (x-message-ttl, per-message `expiration`; the lower wins): a message's expiry is stamped when
+  it is enqueued and kept across requeues. As RabbitMQ's classic queues, expiry is checked only at
+  the head: a message taken for delivery or basic.get that has expired is dead-lettered instead, and
+  after every call expired messages at the head are dropped; a `StartTimer("ttl")` asks the shell to
+  wake the queue when the head will expire. A published message that a consumer can take at once is
+  delivered without a check (so TTL 0 reaches a waiting consumer, as in RabbitMQ).
+- x-expires: while the queue has no consumers, every use (declare, which reaches the queue as the
+  node's `stats` call - see `touch`; basic.get; the last consumer leaving) restarts
+  `StartTimer("expires")`; when it fires with still no consumers the queue asks to be deleted.
+- Length limits count READY messages (x-max-length) and their body bytes (x-max-length-bytes).
+  drop-head: after enqueue/requeue the head is dropped (dead-lettered, reason maxlen) until within
+  limits. reject-publish(-dlx): each published message that would overflow is refused before
+  enqueueing, even if a consumer could take it; its confirm seq is reported in `Rejected`, and with
+  -dlx it is also dead-lettered.
+- Dead-lettering (`deadletter.py`): rejected (discarded by a settle), expired and maxlen messages go
+  to the dead-letter exchange as `Send` effects, routed with the registry replica given as `router`.
 
 Effect order within one call: Deliver effects first (one per consumer, in order of each consumer's
-first message), then Confirmed (one per publish call), then ConsumerCancelled / AutoDelete. Messages
-are confirmed as soon as they are enqueued, since this queue keeps nothing on disk; the store-backed
-queue will confirm only after the fsync that covers them.
+first message), then dead-letter Sends and timers, then Rejected and Confirmed (one each per publish
+call; Rejected first, since Confirmed's range covers refused seqs too), then AutoDelete and the
+x-expires timer. ConsumerCancelled only comes from delete. Messages are confirmed as soon as they are enqueued, since this queue keeps nothing on disk;
+the store-backed queue will confirm only after the fsync that covers them.
 
-Invariants: every message is in exactly one of ready, unacked (under one channel) or gone; when
-messages are ready, no consumer has credit, because delivery always runs until one side is exhausted
-(asserted in `_deliver`). The property tests check both against a list model after every step.
+Invariants: every message is in exactly one of ready, unacked (under one channel) or gone (acked,
+dead-lettered or dropped); when messages are ready, no consumer has credit, because delivery always
+runs until one side is exhausted (asserted in `_deliver`); after every call the ready list is within
+its drop-head limits and its head has not expired. The property tests check these against a model.
 
-Left out: dead-lettering (see `_dead_letter`), x-max-length / TTL / priorities, consumer priorities,
-persistence and paging.
+Left out: persistence and paging; at-least-once dead-lettering (3.10 classic queues are at-most-once);
+BCC keys of a dead-lettered message (see deadletter.py).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable, Mapping
 
+from actors.effects import CancelTimer, StartTimer
+from actors.queue import deadletter
 from actors.queue.consumers import Consumer, Consumers
-from actors.queue.effects import AutoDelete, Confirmed, ConsumerCancelled, Deliver, QueueEffect
+from actors.queue.effects import AutoDelete, Confirmed, ConsumerCancelled, Deliver, QueueEffect, Rejected
 from actors.queue.message import BODY, HEADER, MSG_ID, Message, size_bytes
+from actors.queue.priority import PriorityReady
+from actors.queue.properties import EXPIRATION_HIGH_BIT, expiration_ms
 from actors.queue.ready import ReadyList
+from actors.queue.settings import DROP_HEAD, REJECT_PUBLISH_DLX, QueueSettings
 from wire.errors import ACCESS_REFUSED, NOT_ALLOWED, PRECONDITION_FAILED, AmqpError
+from wire.properties import HEADER_PROPS_OFFSET
 
 Published = tuple[int, str, str, bytes, bytes]  # (confirm seq or 0, exchange, routing_key, header, body)
+
+TTL_TIMER = "ttl"
+EXPIRES_TIMER = "expires"
 
 
 class ClassicQueue:
     """One classic queue's messages, consumers and unacknowledged deliveries."""
 
     def __init__(self, vhost: str, name: str, *, auto_delete: bool = False,
-                 arguments: dict[str, Any] | None = None) -> None:
+                 arguments: dict[str, Any] | None = None, router: deadletter.Router | None = None,
+                 place: Callable[[str, str], Hashable] | None = None, now_ms: int = 0) -> None:
         self.vhost = vhost
         self.name = name
         self.auto_delete = auto_delete
         self.arguments = dict(arguments or {})
+        self._router = router
+        self._place = place
+        self._now = now_ms
         self._next_id = 1
-        self._ready = ReadyList()
-        self._consumers = Consumers()
+        max_priority = self.arguments.get("x-max-priority")
+        self._ready: ReadyList | PriorityReady = (
+            PriorityReady(max_priority) if isinstance(max_priority, int) and max_priority > 0 else ReadyList())
+        self._consumers = Consumers(single_active=self.arguments.get("x-single-active-consumer") is True)
         self._unacked: dict[Hashable, dict[int, Message]] = {}  # channel -> msg_id -> message
         self._unacked_count = 0
         self._unacked_bytes = 0
         self._had_consumers = False
+        self._expiry: dict[int, int] = {}  # msg_id -> expires at (ms), for messages with a TTL only
+        self._ttl_timer_at: int | None = None
+        self.settings = QueueSettings()
+        self._configure(QueueSettings.from_arguments(self.arguments))
 
     # -- counts ---------------------------------------------------------------------------------
 
@@ -82,34 +124,140 @@ class ClassicQueue:
             "memory": self._ready.bytes + self._unacked_bytes,
         }
 
+    # -- configuration and time -----------------------------------------------------------------
+
+    def _configure(self, settings: QueueSettings) -> None:
+        self.settings = settings
+        self._limited = settings.limited
+        self._refusing = settings.limited and settings.overflow != DROP_HEAD
+        self._queue_ttl = settings.message_ttl_ms
+
+    def _clock(self, now_ms: int | None) -> None:
+        if now_ms is not None and now_ms > self._now:
+            self._now = now_ms
+
+    def start(self, *, now_ms: int | None = None) -> list[QueueEffect]:
+        """The queue exists: arm the x-expires timer (the shell calls this once, after creating it)."""
+        self._clock(now_ms)
+        return self._touch()
+
+    def apply_policy(self, settings: Mapping[str, Any], *, now_ms: int | None = None) -> list[QueueEffect]:
+        """Replace the effective settings (policy key names, already merged with the arguments by the
+        node) and enforce them now: limits drop at once, the expiry timer restarts (RabbitMQ's
+        process_args_policy). A new message-ttl applies to messages enqueued from now on."""
+        self._clock(now_ms)
+        old = self.settings
+        self._configure(QueueSettings.from_policy(settings))
+        effects = self._housekeep()
+        if self.settings.expires_ms != old.expires_ms:
+            effects.extend(self._touch() if self.settings.expires_ms is not None else [CancelTimer(EXPIRES_TIMER)])
+        return effects
+
+    def touch(self, *, now_ms: int | None = None) -> list[QueueEffect]:
+        """The queue was used without consuming: the node's `stats` call, made on every redeclare
+        (queue.declare, passive or not), which RabbitMQ counts as use for x-expires."""
+        self._clock(now_ms)
+        return self._touch()
+
+    def on_timer(self, name: str, *, now_ms: int | None = None) -> list[QueueEffect]:
+        """A timer the core asked for fired."""
+        self._clock(now_ms)
+        if name == TTL_TIMER:
+            self._ttl_timer_at = None
+            return self._housekeep()
+        if name == EXPIRES_TIMER and self.settings.expires_ms is not None and not self._consumers:
+            return [AutoDelete()]
+        return []
+
     # -- publishing -----------------------------------------------------------------------------
 
-    def publish(self, channel: Hashable, messages: Sequence[Published]) -> list[QueueEffect]:
+    def publish(self, channel: Hashable, messages: Sequence[Published], *,
+                now_ms: int | None = None) -> list[QueueEffect]:
         """Enqueue `messages` in order, deliver what consumer credit allows, then confirm."""
+        if now_ms is not None and now_ms > self._now:  # inline _clock: the hot path
+            self._now = now_ms
+        refused: list[Published] = []
+        if self._refusing:
+            messages, refused = self._admit(messages)
         msg_id = self._next_id
         batch: list[Message] = []
         append = batch.append
-        nbytes = 0
+        body_bytes = 0
         upto = 0
+        expiring: list[Message] = []
         for seq, exchange, routing_key, header, body in messages:
-            append((msg_id, False, exchange, routing_key, header, body))
+            message = (msg_id, False, exchange, routing_key, header, body)
+            append(message)
             msg_id += 1
-            nbytes += len(header) + len(body)
+            body_bytes += len(body)
             if seq > upto:
                 upto = seq
+            if header[HEADER_PROPS_OFFSET] & EXPIRATION_HIGH_BIT:
+                expiring.append(message)
         self._next_id = msg_id
-        self._ready.extend(batch, nbytes)
-        effects = self._deliver()
+        if self._queue_ttl is not None or expiring:
+            self._stamp_expiry(batch if self._queue_ttl is not None else expiring)
+        self._ready.extend(batch, body_bytes)
+        effects = self._deliver(check_expiry=False)
+        if self._limited or self._expiry:
+            effects.extend(self._housekeep())
+        if refused:
+            if self.settings.overflow == REJECT_PUBLISH_DLX:
+                effects.extend(self._dead_letter(
+                    [(0, False, *p[1:]) for p in refused], deadletter.MAXLEN))
+            seqs = [p[0] for p in refused if p[0]]
+            if seqs:
+                effects.append(Rejected(channel, seqs))
+            for seq, *_ in refused:
+                if seq > upto:
+                    upto = seq
         if upto:
             effects.append(Confirmed(channel, upto))
         return effects
+
+    def _admit(self, messages: Sequence[Published]) -> tuple[list[Published], list[Published]]:
+        """reject-publish(-dlx): RabbitMQ's will_overflow, message by message, before enqueueing.
+
+        A message a consumer takes at once never counts as ready, so consumer credit is spent first.
+        """
+        settings = self.settings
+        max_length = settings.max_length if settings.max_length is not None else float("inf")
+        max_bytes = settings.max_length_bytes if settings.max_length_bytes is not None else float("inf")
+        credit = self._consumers.credit_total()
+        length, nbytes = len(self._ready), self._ready.body_bytes
+        admitted: list[Published] = []
+        refused: list[Published] = []
+        for published in messages:
+            size = len(published[4])
+            if length + 1 > max_length or nbytes + size > max_bytes:
+                refused.append(published)
+                continue
+            admitted.append(published)
+            if credit:
+                credit -= 1
+            else:
+                length += 1
+                nbytes += size
+        return admitted, refused
+
+    def _stamp_expiry(self, messages: list[Message]) -> None:
+        now, queue_ttl, expiry = self._now, self._queue_ttl, self._expiry
+        for message in messages:
+            ttl = queue_ttl
+            if message[HEADER][HEADER_PROPS_OFFSET] & EXPIRATION_HIGH_BIT:
+                own = expiration_ms(message[HEADER])
+                if own is not None and (ttl is None or own < ttl):
+                    ttl = own
+            if ttl is not None:
+                expiry[message[MSG_ID]] = now + ttl
 
     # -- consumers ------------------------------------------------------------------------------
 
     def consume(self, channel: Hashable, consumer_tag: str, *, ack_required: bool, credit: int,
                 exclusive: bool = False, arguments: dict[str, Any] | None = None,
-                ) -> list[QueueEffect] | AmqpError:
+                now_ms: int | None = None) -> list[QueueEffect] | AmqpError:
         """Add a consumer with `credit` and deliver to it at once what it can take."""
+        self._clock(now_ms)
         consumers = self._consumers
         if consumers.exclusive is not None or (exclusive and len(consumers)):
             return AmqpError(ACCESS_REFUSED, f"queue '{self.name}' in vhost '{self.vhost}' in exclusive use")
@@ -117,39 +265,66 @@ class ClassicQueue:
             return AmqpError(NOT_ALLOWED, f"attempt to reuse consumer tag '{consumer_tag}'")
         consumers.add(Consumer(channel, consumer_tag, ack_required, credit, exclusive, dict(arguments or {})))
         self._had_consumers = True
-        return self._deliver()
+        effects = self._deliver()
+        if self._expiry:
+            effects.extend(self._housekeep())
+        if self.settings.expires_ms is not None and len(consumers) == 1:
+            effects.append(CancelTimer(EXPIRES_TIMER))
+        return effects
 
-    def cancel(self, channel: Hashable, consumer_tag: str) -> list[QueueEffect]:
+    def cancel(self, channel: Hashable, consumer_tag: str, *, now_ms: int | None = None) -> list[QueueEffect]:
         """Remove a consumer; its unacknowledged messages stay with its channel."""
+        self._clock(now_ms)
         consumer = self._consumers.get(channel, consumer_tag)
         if consumer is None:
             return []
+        was_active = consumer is self._consumers.active
         self._consumers.remove(consumer)
-        return self._auto_delete_check()
+        effects = self._deliver() if was_active else []  # single active consumer: the next one takes over
+        effects.extend(self._auto_delete_check())
+        effects.extend(self._touch())
+        return effects
 
-    def grant(self, channel: Hashable, consumer_tag: str, credit: int) -> list[QueueEffect]:
+    def grant(self, channel: Hashable, consumer_tag: str, credit: int, *,
+              now_ms: int | None = None) -> list[QueueEffect]:
         """Add `credit` to a consumer and deliver what it allows."""
+        if now_ms is not None and now_ms > self._now:  # inline _clock: the hot path
+            self._now = now_ms
         consumer = self._consumers.get(channel, consumer_tag)
         if consumer is None or credit <= 0:
             return []
         self._consumers.grant(consumer, credit)
-        return self._deliver()
+        effects = self._deliver()
+        if self._expiry:
+            effects.extend(self._housekeep())
+        return effects
 
-    def get(self, channel: Hashable, *, ack_required: bool) -> tuple[Message | None, int]:
-        """basic.get: the next ready message (or None) and how many stay ready after it."""
-        taken = self._ready.take(1)
-        if not taken:
-            return None, 0
-        message = taken[0]
-        if ack_required:
-            self._hold(channel, taken)
-        return message, len(self._ready)
+    def get(self, channel: Hashable, *, ack_required: bool,
+            now_ms: int | None = None) -> tuple[Message | None, int, list[QueueEffect]]:
+        """basic.get: the next ready message (or None), how many stay ready after it, and effects
+        (expired messages dead-lettered on the way, the x-expires timer restarted)."""
+        self._clock(now_ms)
+        taken, effects = self._take(1)
+        if taken:
+            message = taken[0]
+            if ack_required:
+                self._hold(channel, taken)
+            elif self._expiry:
+                self._expiry.pop(message[MSG_ID], None)
+        else:
+            message = None
+        if self._expiry:
+            effects.extend(self._housekeep())
+        effects.extend(self._touch())
+        return message, (len(self._ready) if message is not None else 0), effects
 
     # -- settling -------------------------------------------------------------------------------
 
     def settle(self, channel: Hashable, *, acked: Sequence[int] = (), requeued: Sequence[int] = (),
-               discarded: Sequence[int] = ()) -> list[QueueEffect]:
+               discarded: Sequence[int] = (), now_ms: int | None = None) -> list[QueueEffect]:
         """Settle msg_ids that `channel` holds; ids it does not hold are ignored."""
+        if now_ms is not None and now_ms > self._now:  # inline _clock: the hot path
+            self._now = now_ms
         held = self._unacked.get(channel)
         if held is None:
             return []
@@ -161,6 +336,8 @@ class ClassicQueue:
             if message is not None:
                 acked_count += 1
                 gone_bytes += len(message[HEADER]) + len(message[BODY])
+        if self._expiry:
+            self._forget(acked)
         dropped = [m for msg_id in discarded if (m := pop(msg_id, None)) is not None]
         back = [m for msg_id in requeued if (m := pop(msg_id, None)) is not None]
         gone_bytes += sum([size_bytes(m) for m in dropped]) + sum([size_bytes(m) for m in back])
@@ -168,14 +345,17 @@ class ClassicQueue:
         self._unacked_bytes -= gone_bytes
         if not held:
             del self._unacked[channel]
-        effects = self._dead_letter(dropped, "rejected")
+        effects = self._dead_letter(dropped, deadletter.REJECTED)
         if back:
             self._ready.requeue(back)
             effects = self._deliver() + effects
+            if self._limited or self._expiry:
+                effects.extend(self._housekeep())
         return effects
 
-    def channel_down(self, channel: Hashable) -> list[QueueEffect]:
+    def channel_down(self, channel: Hashable, *, now_ms: int | None = None) -> list[QueueEffect]:
         """The channel closed: drop its consumers and requeue everything it held (redelivered)."""
+        self._clock(now_ms)
         lost = self._consumers.on_channel(channel)
         for consumer in lost:
             self._consumers.remove(consumer)
@@ -185,15 +365,21 @@ class ClassicQueue:
             self._unacked_count -= len(held)
             self._unacked_bytes -= sum([size_bytes(m) for m in held.values()])
             self._ready.requeue(held.values())
-            effects = self._deliver()
+        if held or lost:
+            effects = self._deliver()  # lost may have held the single-active role
+            if self._limited or self._expiry:
+                effects.extend(self._housekeep())
         if lost:
             effects.extend(self._auto_delete_check())
+            effects.extend(self._touch())
         return effects
 
     # -- queue-level operations -----------------------------------------------------------------
 
     def purge(self) -> int:
         """queue.purge: drop every READY message (unacknowledged ones stay); return how many."""
+        if self._expiry:
+            self._forget([m[MSG_ID] for m in self._ready.take(len(self._ready))])
         return self._ready.clear()
 
     def delete(self, *, if_unused: bool, if_empty: bool) -> tuple[int, list[QueueEffect]] | AmqpError:
@@ -212,11 +398,27 @@ class ClassicQueue:
         self._unacked.clear()
         self._unacked_count = 0
         self._unacked_bytes = 0
+        self._expiry.clear()
         return self._ready.clear(), effects
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _deliver(self) -> list[QueueEffect]:
+    def _take(self, n: int, check_expiry: bool = True) -> tuple[list[Message], list[QueueEffect]]:
+        """Up to `n` ready messages from the head; expired ones met on the way are dead-lettered."""
+        ready = self._ready
+        expiry = self._expiry
+        if not expiry or not check_expiry:
+            return ready.take(n), []
+        now = self._now
+        out: list[Message] = []
+        expired: list[Message] = []
+        while len(out) < n and ready:
+            for message in ready.take(n - len(out)):
+                at = expiry.get(message[MSG_ID])
+                (expired if at is not None and now >= at else out).append(message)
+        return out, self._dead_letter(expired, deadletter.EXPIRED)
+
+    def _deliver(self, check_expiry: bool = True) -> list[QueueEffect]:
         """Deliver ready messages while any consumer has credit: one Deliver per consumer."""
         ready = self._ready
         if not ready:
@@ -224,13 +426,58 @@ class ClassicQueue:
         credit = self._consumers.credit_total()
         if not credit:
             return []
+        taken, dead = self._take(credit, check_expiry)
         effects: list[QueueEffect] = []
-        for consumer, messages in self._consumers.distribute(ready.take(credit)):
+        expiry = self._expiry
+        for consumer, messages in self._consumers.distribute(taken) if taken else ():
             if consumer.ack_required:
                 self._hold(consumer.channel, messages)
+            elif expiry:
+                self._forget([m[MSG_ID] for m in messages])
             effects.append(Deliver(consumer.channel, consumer.tag, messages))
         assert not ready or not self._consumers.credit_total(), "delivery stopped with credit left"
+        return effects + dead
+
+    def _housekeep(self) -> list[QueueEffect]:
+        """After a change: drop-head down to the limits (maxlen), then drop expired messages at the
+        head (expired), as RabbitMQ's maybe_drop_head then drop_expired_msgs; arm the TTL timer."""
+        ready = self._ready
+        effects: list[QueueEffect] = []
+        settings = self.settings
+        if self._limited and settings.overflow == DROP_HEAD:
+            max_length, max_bytes = settings.max_length, settings.max_length_bytes
+            over: list[Message] = []
+            while ready and ((max_length is not None and len(ready) > max_length)
+                             or (max_bytes is not None and ready.body_bytes > max_bytes)):
+                over.extend(ready.take(1))
+            effects.extend(self._dead_letter(over, deadletter.MAXLEN))
+        expiry = self._expiry
+        if expiry:
+            now = self._now
+            expired: list[Message] = []
+            while ready:
+                at = expiry.get(ready.peek()[MSG_ID])
+                if at is None or now < at:
+                    break
+                expired.extend(ready.take(1))
+            effects.extend(self._dead_letter(expired, deadletter.EXPIRED))
+            head_at = expiry.get(ready.peek()[MSG_ID]) if ready else None
+            if head_at is not None and (self._ttl_timer_at is None or head_at < self._ttl_timer_at):
+                self._ttl_timer_at = head_at
+                effects.append(StartTimer(TTL_TIMER, head_at - now))
         return effects
+
+    def _touch(self) -> list[QueueEffect]:
+        """x-expires: (re)start the period while the queue has no consumers."""
+        expires = self.settings.expires_ms
+        if expires is None or self._consumers:
+            return []
+        return [StartTimer(EXPIRES_TIMER, expires)]
+
+    def _forget(self, msg_ids: Sequence[int]) -> None:
+        pop = self._expiry.pop
+        for msg_id in msg_ids:
+            pop(msg_id, None)
 
     def _hold(self, channel: Hashable, messages: list[Message]) -> None:
         """File delivered messages as unacknowledged under the channel that holds them."""
@@ -242,9 +489,17 @@ class ClassicQueue:
         self._unacked_bytes += sum([len(m[HEADER]) + len(m[BODY]) for m in messages])
 
     def _dead_letter(self, messages: list[Message], reason: str) -> list[QueueEffect]:
-        """Hook for dead-lettering rejected/expired messages; until x-dead-letter-exchange lands
-        (a later issue), they are simply dropped and nothing is emitted."""
-        return []
+        """Messages leaving for `reason`: republished to the dead-letter exchange if one is set
+        (and a router is known), else dropped."""
+        if not messages:
+            return []
+        if self._expiry:
+            self._forget([m[MSG_ID] for m in messages])
+        exchange = self.settings.dead_letter_exchange
+        if exchange is None or self._router is None or self._place is None:
+            return []
+        return list(deadletter.dead_letter(self._router, self._place, self.vhost, self.name, messages, reason,
+                                           exchange, self.settings.dead_letter_routing_key, self._now))
 
     def _auto_delete_check(self) -> list[QueueEffect]:
         if self.auto_delete and self._had_consumers and not self._consumers:

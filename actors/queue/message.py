@@ -19,6 +19,8 @@ Message: TypeAlias = tuple[int, bool, str, str, bytes, bytes]
 
 MSG_ID = 0
 REDELIVERED = 1
+EXCHANGE = 2
+ROUTING_KEY = 3
 HEADER = 4
 BODY = 5
 

@@ -7,10 +7,11 @@ the deque, and stays lower, since the deque only grows at the back. Requeued mes
 in a small min-heap that is drained before the deque: the heap front is always the lowest ready id.
 
 Invariants: every id in `_requeued` < every id in `_fresh`; `_fresh` is sorted; no id appears twice;
-`_bytes` is the sum of `size_bytes` over all held messages.
+`_body_bytes` is the sum of the body lengths of all held messages (what x-max-length-bytes limits).
+Header bytes are not tracked on the hot path; `bytes` (for stats only) adds them up on demand.
 
 Left out: paging to disk (the next issue replaces this class with a store-backed one of the same
-interface), priorities.
+interface). Priorities are `priority.PriorityReady`, one of these per priority.
 """
 from __future__ import annotations
 
@@ -24,25 +25,35 @@ from actors.queue.message import BODY, HEADER, MSG_ID, Message, requeued
 class ReadyList:
     """Ready messages in msg_id order: a deque of fresh ones behind a heap of requeued ones."""
 
-    __slots__ = ("_fresh", "_requeued", "_bytes")
+    __slots__ = ("_fresh", "_requeued", "_body_bytes")
 
     def __init__(self) -> None:
         self._fresh: deque[Message] = deque()
         self._requeued: list[Message] = []
-        self._bytes = 0
+        self._body_bytes = 0
 
     def __len__(self) -> int:
         return len(self._fresh) + len(self._requeued)
 
     @property
     def bytes(self) -> int:
-        """Payload bytes held (header + body of every ready message)."""
-        return self._bytes
+        """Payload bytes held (header + body of every ready message); O(n), for stats."""
+        return self._body_bytes + sum([len(m[HEADER]) for m in self._requeued]) \
+            + sum([len(m[HEADER]) for m in self._fresh])
 
-    def extend(self, messages: list[Message], nbytes: int) -> None:
-        """Append fresh messages (ids above everything held, ascending) weighing `nbytes` in total."""
+    @property
+    def body_bytes(self) -> int:
+        """Body bytes held: what RabbitMQ's message_bytes_ready and x-max-length-bytes count."""
+        return self._body_bytes
+
+    def peek(self) -> Message:
+        """The message `take(1)` would return; the list must not be empty."""
+        return self._requeued[0] if self._requeued else self._fresh[0]
+
+    def extend(self, messages: list[Message], body_bytes: int) -> None:
+        """Append fresh messages (ids above everything held, ascending) with `body_bytes` of bodies."""
         self._fresh.extend(messages)
-        self._bytes += nbytes
+        self._body_bytes += body_bytes
 
     def requeue(self, messages: Iterable[Message]) -> None:
         """Put previously delivered messages back at their original positions, flagged redelivered."""
@@ -51,7 +62,7 @@ class ReadyList:
         for message in messages:
             assert fresh_front is None or message[MSG_ID] < fresh_front, "requeue above fresh ids"
             heapq.heappush(heap, requeued(message))
-            self._bytes += len(message[HEADER]) + len(message[BODY])
+            self._body_bytes += len(message[BODY])
 
     def take(self, n: int) -> list[Message]:
         """Remove and return up to `n` messages from the front, lowest msg_id first."""
@@ -67,7 +78,7 @@ class ReadyList:
         else:
             popleft = fresh.popleft
             out.extend([popleft() for _ in range(k)])
-        self._bytes -= sum([len(m[HEADER]) + len(m[BODY]) for m in out])
+        self._body_bytes -= sum([len(m[BODY]) for m in out])
         return out
 
     def clear(self) -> int:
@@ -75,5 +86,5 @@ class ReadyList:
         n = len(self)
         self._fresh.clear()
         self._requeued.clear()
-        self._bytes = 0
+        self._body_bytes = 0
         return n

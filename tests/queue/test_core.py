@@ -6,8 +6,17 @@ from __future__ import annotations
 
 from actors.queue import AutoDelete, ClassicQueue, Confirmed, ConsumerCancelled, Deliver
 from wire.errors import AmqpError
+from wire.properties import BasicProperties, encode_content_header
 
-H = b"hdr"
+H = encode_content_header(60, 0, BasicProperties())  # a real header: the queue peeks at its flags
+HP = b"\x00\x3c" + b"\x00" * 10 + b"\x00\x00"    # the same, hand-built, 14 bytes
+
+
+def get(q: ClassicQueue, channel: str, *, ack_required: bool):
+    """basic.get for queues without TTL or x-expires: no effects, (message, remaining)."""
+    message, remaining, effects = q.get(channel, ack_required=ack_required)
+    assert effects == []
+    return message, remaining
 
 
 def pub(body: bytes, seq: int = 0, rk: str = "q") -> tuple[int, str, str, bytes, bytes]:
@@ -101,13 +110,13 @@ def test_no_ack_delivery_removes_at_once_but_spends_credit():
 
 def test_requeue_restores_original_position_and_sets_redelivered():
     q = queue_with(5)
-    assert q.get("G", ack_required=True) == (msg(1, b"m1"), 4)
-    assert q.get("G", ack_required=True) == (msg(2, b"m2"), 3)
-    assert q.get("G", ack_required=True) == (msg(3, b"m3"), 2)
+    assert get(q, "G", ack_required=True) == (msg(1, b"m1"), 4)
+    assert get(q, "G", ack_required=True) == (msg(2, b"m2"), 3)
+    assert get(q, "G", ack_required=True) == (msg(3, b"m3"), 2)
     assert q.settle("G", requeued=[3, 1]) == []
     assert (q.messages_ready, q.messages_unacknowledged) == (4, 1)
     # Same order RabbitMQ gives (checked with the oracle): m1 (redelivered), m3 (redelivered), m4, m5.
-    assert [q.get("G", ack_required=False) for _ in range(5)] == [
+    assert [get(q, "G", ack_required=False) for _ in range(5)] == [
         (msg(1, b"m1", True), 3), (msg(3, b"m3", True), 2), (msg(4, b"m4"), 1), (msg(5, b"m5"), 0),
         (None, 0)]
 
@@ -134,7 +143,7 @@ def test_channel_down_requeues_only_that_channels_messages():
     q = queue_with(4)
     q.consume("C", "t", ack_required=True, credit=2)   # holds 1, 2
     q.consume("D", "u", ack_required=True, credit=1)   # holds 3
-    assert q.get("D", ack_required=True) == (msg(4, b"m4"), 0)
+    assert get(q, "D", ack_required=True) == (msg(4, b"m4"), 0)
     assert q.channel_down("D") == []  # no consumer has credit left
     assert (q.messages_ready, q.messages_unacknowledged, q.consumer_count) == (2, 2, 1)
     # Channel C's own messages stay unacked; D's come back redelivered, at their original positions.
@@ -154,11 +163,11 @@ def test_channel_down_delivers_requeued_messages_to_others():
 
 def test_get_with_and_without_ack_and_remaining_count():
     q = queue_with(3)
-    assert q.get("G", ack_required=False) == (msg(1, b"m1"), 2)
-    assert q.get("G", ack_required=True) == (msg(2, b"m2"), 1)
+    assert get(q, "G", ack_required=False) == (msg(1, b"m1"), 2)
+    assert get(q, "G", ack_required=True) == (msg(2, b"m2"), 1)
     assert (q.messages_ready, q.messages_unacknowledged) == (1, 1)
-    assert q.get("G", ack_required=True) == (msg(3, b"m3"), 0)
-    assert q.get("G", ack_required=True) == (None, 0)
+    assert get(q, "G", ack_required=True) == (msg(3, b"m3"), 0)
+    assert get(q, "G", ack_required=True) == (None, 0)
     assert q.channel_down("G") == []
     assert (q.messages_ready, q.messages_unacknowledged) == (2, 0)
 
@@ -191,7 +200,7 @@ def test_reused_consumer_tag_on_same_channel_refused():
 
 def test_auto_delete_after_last_cancel_but_not_before_any_consumer():
     q = queue_with(1, auto_delete=True)
-    assert q.get("G", ack_required=True)[0] is not None
+    assert get(q, "G", ack_required=True)[0] is not None
     assert q.channel_down("G") == []  # never had a consumer: stays
     assert q.cancel("C", "nope") == []
     q.consume("C", "a", ack_required=True, credit=0)
@@ -238,7 +247,7 @@ def test_delete_returns_ready_count_and_cancels_consumers():
 
 def test_delete_if_empty_ignores_unacked_messages():
     q = queue_with(1)
-    q.get("G", ack_required=True)
+    get(q, "G", ack_required=True)
     assert q.delete(if_unused=True, if_empty=True) == (0, [])
 
 
@@ -248,16 +257,16 @@ def test_purge_leaves_unacked():
     assert q.purge() == 3
     assert (q.messages_ready, q.messages_unacknowledged) == (0, 1)
     assert q.settle("C", requeued=[1]) == []
-    assert q.get("G", ack_required=False) == (msg(1, b"m1", True), 0)
+    assert get(q, "G", ack_required=False) == (msg(1, b"m1", True), 0)
 
 
 def test_stats_counts_and_memory():
     q = ClassicQueue("/", "q")
-    q.publish("P", [(0, "", "q", b"12", b"345"), (0, "", "q", b"", b"6789")])
-    q.get("G", ack_required=True)
+    q.publish("P", [(0, "", "q", HP, b"345"), (0, "", "q", HP, b"6789")])
+    get(q, "G", ack_required=True)
     assert q.stats() == {"name": "q", "vhost": "/", "messages": 2, "messages_ready": 1,
-                         "messages_unacknowledged": 1, "consumers": 0, "memory": 9}
+                         "messages_unacknowledged": 1, "consumers": 0, "memory": 14 + 14 + 7}
     q.channel_down("G")
-    assert q.stats()["memory"] == 9
+    assert q.stats()["memory"] == 14 + 14 + 7
     q.purge()
     assert q.stats()["memory"] == 0

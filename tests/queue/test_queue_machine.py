@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from actors.queue import AutoDelete, ClassicQueue, Confirmed, Deliver
+from wire.properties import BasicProperties, encode_content_header
 
 CHANNELS = ("C1", "C2", "C3")
+H = encode_content_header(60, 0, BasicProperties())
 TAGS = ("a", "b")
 READY = "ready"
 
@@ -38,7 +40,7 @@ class QueueMachine(RuleBasedStateMachine):
         msg_id, redelivered, exchange, routing_key, header, body = message
         assert self.where.get(msg_id) == READY, f"{msg_id} delivered but not ready"
         assert redelivered == (msg_id in self.delivered_before)
-        assert (exchange, routing_key, header, body) == ("x", "rk", b"h", b"%d" % msg_id)
+        assert (exchange, routing_key, header, body) == ("x", "rk", H, b"%d" % msg_id)
         self.delivered_before.add(msg_id)
         if channel is None:
             del self.where[msg_id]
@@ -69,7 +71,7 @@ class QueueMachine(RuleBasedStateMachine):
         batch = []
         for _ in range(n):
             self.seq += 1
-            batch.append((self.seq if confirm else 0, "x", "rk", b"h", b"%d" % self.next_id))
+            batch.append((self.seq if confirm else 0, "x", "rk", H, b"%d" % self.next_id))
             self.where[self.next_id] = READY
             self.next_id += 1
         effects = self.queue.publish(channel, batch)
@@ -106,7 +108,8 @@ class QueueMachine(RuleBasedStateMachine):
     @rule(channel=st.sampled_from(CHANNELS), ack=st.booleans())
     def get(self, channel, ack):
         ready = self.ready_ids()
-        message, remaining = self.queue.get(channel, ack_required=ack)
+        message, remaining, effects = self.queue.get(channel, ack_required=ack)
+        assert effects == []
         if not ready:
             assert (message, remaining) == (None, 0)
             return
@@ -160,7 +163,7 @@ class QueueMachine(RuleBasedStateMachine):
         assert (q.messages_ready, q.message_count, q.messages_unacknowledged) == (ready, ready, unacked)
         assert q.consumer_count == len(self.consumers)
         assert q.stats()["messages"] == ready + unacked
-        assert q.stats()["memory"] == sum(len(b"h") + len(b"%d" % i) for i in self.where)
+        assert q.stats()["memory"] == sum(len(H) + len(b"%d" % i) for i in self.where)
 
     @invariant()
     def no_ready_message_waits_for_a_consumer_with_credit(self):

@@ -1,0 +1,62 @@
+"""Peeking into a message's raw content header for the two properties the queue acts on.
+
+Theory of operation: the queue never re-encodes a message it keeps (DESIGN.md section 5), and
+decoding the whole property list costs more than enqueueing. Both properties the queue needs sit
+behind flag bits in the first property-flag word (header payload offset 12), so the common case,
+neither flag set, costs one byte test. Only `expiration` (bit 8) and `priority` (bit 11) are read:
+priority by skipping the three properties before it, expiration by a full decode, since it comes
+after four variable-length ones and is rare.
+"""
+from __future__ import annotations
+
+import struct
+
+from wire.codec import DECODE_ERRORS
+from wire.properties import HEADER_PROPS_OFFSET, BasicProperties
+
+EXPIRATION_HIGH_BIT = 0x01  # property flag bit 8, in the high byte of the flag word
+PRIORITY_HIGH_BIT = 0x08    # property flag bit 11
+_CONTENT_TYPE_HIGH_BIT = 0x80
+_CONTENT_ENCODING_HIGH_BIT = 0x40
+_HEADERS_HIGH_BIT = 0x20
+_DELIVERY_MODE_HIGH_BIT = 0x10
+_LONG = struct.Struct(">I")
+
+
+def has_expiration(header: bytes) -> bool:
+    return bool(header[HEADER_PROPS_OFFSET] & EXPIRATION_HIGH_BIT)
+
+
+def expiration_ms(header: bytes) -> int | None:
+    """The per-message TTL in ms, or None when absent.
+
+    The channel refuses a malformed expiration before it reaches a queue (as RabbitMQ does); one
+    that slips through anyway is treated as absent rather than crashing the queue.
+    """
+    if not header[HEADER_PROPS_OFFSET] & EXPIRATION_HIGH_BIT:
+        return None
+    try:
+        value = BasicProperties.decode(header, HEADER_PROPS_OFFSET).expiration
+        ttl = int(value)
+    except (*DECODE_ERRORS, TypeError, ValueError):
+        return None
+    return ttl if ttl >= 0 else None
+
+
+def priority(header: bytes) -> int:
+    """The message's priority property, 0 when absent (as RabbitMQ treats it)."""
+    flags = header[HEADER_PROPS_OFFSET]
+    if not flags & PRIORITY_HIGH_BIT:
+        return 0
+    offset = HEADER_PROPS_OFFSET + 2
+    while header[offset - 1] & 1:  # continuation flag words carry no properties we know
+        offset += 2
+    if flags & _CONTENT_TYPE_HIGH_BIT:
+        offset += 1 + header[offset]
+    if flags & _CONTENT_ENCODING_HIGH_BIT:
+        offset += 1 + header[offset]
+    if flags & _HEADERS_HIGH_BIT:
+        offset += 4 + _LONG.unpack_from(header, offset)[0]
+    if flags & _DELIVERY_MODE_HIGH_BIT:
+        offset += 1
+    return header[offset]
