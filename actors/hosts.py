@@ -2,8 +2,9 @@
 
 - node: the NodeActor with the authoritative registry.
 - queueN: a QueueManager that creates the classic queue actors placed on this host.
-- connN: the AMQP listener (SO_REUSEPORT, so every connection host shares the port), a registry
-  replica, and the readers/channels of the connections this host accepted. It subscribes to the
+- connN: the AMQP listener (SO_REUSEPORT, so every connection host shares the port; plus an amqps
+  listener when tls_port is set), a registry replica (which also answers logins and vhost access),
+  and the readers/channels of the connections this host accepted. It subscribes to the
   node and starts listening only once it holds the registry snapshot, so it never routes with an
   empty table.
 """
@@ -18,12 +19,17 @@ from typing import Any
 import structlog
 
 from actors.metadata.registry import Registry
-from actors.node.actor import NodeActor
-from actors.placement import NODE, QUEUE_MANAGER_NAME, ROUTER_NAME, queue_address
+from actors.node.actor import CONNECTION_ADMIN_NAME, NodeActor
+from actors.placement import NODE, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME, ROUTER_NAME, queue_address
 from actors.queue.actor import QueueManager
-from actors.reader.connection import Settings
-from actors.reader.shell import ConnectionHostContext, Reader, RouterActor
+from actors.reader import admin as conn_admin
+from actors.reader import tls
+from actors.reader.admin import ConnectionAdmin
+from actors.reader.connection import Gatekeeper, Settings
+from actors.reader.shell import ConnectionHostContext, Reader, tell_channels
+from actors.replica import RegistryReplica
 from actors.runtime.address import Address
+from wire.errors import CONNECTION_FORCED
 
 log = structlog.get_logger("warren.hosts")
 
@@ -38,20 +44,33 @@ def _host_info(op: str) -> Any:
 
 
 def node_host(runtime: Any, spec: Any) -> None:
-    node = NodeActor(runtime, NODE.name, Registry(random.Random()), spec.config["queue_hosts"])
+    cfg = spec.config
+    node = NodeActor(runtime, NODE.name, Registry(random.Random()), cfg["queue_hosts"],
+                     data_dir=cfg.get("data_dir"), default_user=cfg.get("default_user", "guest"),
+                     default_pass=cfg.get("default_pass", "guest"))
     runtime.spawn(NODE.name, node)
+    admin_ops = {"add_user", "delete_user", "change_password", "set_user_tags", "set_permissions",
+                 "clear_permissions", "add_vhost", "delete_vhost", "set_policy", "clear_policy",
+                 "purge_queue", "delete_queue"}
+    listing_ops = {"list_vhosts", "list_users", "list_permissions", "list_policies", "list_operator_policies",
+                   "list_exchanges", "list_bindings", "queue_policies", "status"}
 
     async def control(op: str, args: dict) -> Any:
-        if op == "list_exchanges":
-            return [repr(x) for x in node.registry.exchanges(args.get("vhost"))]
-        if op == "list_bindings":
-            return [repr(b) for b in node.registry.bindings(args.get("vhost"))]
+        if op in admin_ops:
+            return await node.admin(op, args)
+        if op in listing_ops:
+            return node.listing(op, args)
         return _host_info(op)
     runtime.control = control
 
 
 def queue_host(runtime: Any, spec: Any) -> None:
-    manager = QueueManager(runtime, QUEUE_MANAGER_NAME)
+    # A registry replica, kept current by the node like a connection host's, routes dead-lettered
+    # messages. Queues are created only by the node, after it has answered this subscription.
+    replica = RegistryReplica(runtime, QUEUE_ROUTER_NAME, Registry())
+    runtime.spawn(QUEUE_ROUTER_NAME, replica)
+    replica.subscribe()
+    manager = QueueManager(runtime, QUEUE_MANAGER_NAME, replica.registry, spec.config["queue_hosts"])
     runtime.spawn(QUEUE_MANAGER_NAME, manager)
 
     async def control(op: str, args: dict) -> Any:
@@ -61,34 +80,43 @@ def queue_host(runtime: Any, spec: Any) -> None:
     runtime.control = control
 
 
-def check_login(user: str, password: str) -> bool:
-    """The built-in user until the user store arrives: guest/guest (loopback only, see ConnectionCore)."""
-    return user == "guest" and password == "guest"
-
-
 async def connection_host(runtime: Any, spec: Any) -> None:
     cfg = spec.config
     registry = Registry()
     settings = Settings(frame_max=cfg.get("frame_max", 131072), channel_max=cfg.get("channel_max", 2047),
                         heartbeat=cfg.get("heartbeat", 60))
+    # logins and vhost access are answered by this host's replica, fed with hashes by the node
+    loopback_users = frozenset(u.strip() for u in str(cfg.get("loopback_users", "guest")).split(",") if u.strip())
+    gatekeeper = Gatekeeper(registry.check_login, registry.vhost_access_error, loopback_users)
     ctx = ConnectionHostContext(
-        runtime, registry, functools.partial(_place, cfg["queue_hosts"]), settings, check_login,
-        vhost_exists=registry.vhost_exists, router_address=Address(runtime.host, ROUTER_NAME))
-    ready = asyncio.Event()
-    runtime.spawn(ROUTER_NAME, RouterActor(ctx, ready))
-    runtime.send(NODE, "subscribe", (), sender=ctx.router_address)
-    await asyncio.wait_for(ready.wait(), subscribe_timeout_s)
+        runtime, registry, functools.partial(_place, cfg["queue_hosts"]), settings, gatekeeper,
+        vhost_exists=registry.vhost_exists, router_address=Address(runtime.host, ROUTER_NAME),
+        consumer_timeout_ms=cfg.get("consumer_timeout", 1800000))
+    replica = RegistryReplica(runtime, ROUTER_NAME, registry, tell_channels(ctx))
+    runtime.spawn(ROUTER_NAME, replica)
+    runtime.spawn(CONNECTION_ADMIN_NAME, ConnectionAdmin(ctx))
+    replica.subscribe()
+    await asyncio.wait_for(replica.ready.wait(), subscribe_timeout_s)
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: Reader(ctx), cfg.get("bind", "127.0.0.1"), cfg["port"],
                                       reuse_port=True, backlog=1024)
     ctx.server = server
+    if cfg.get("tls_port"):
+        ctx.tls_server = await loop.create_server(
+            lambda: Reader(ctx), cfg.get("bind", "127.0.0.1"), cfg["tls_port"], reuse_port=True, backlog=1024,
+            ssl=tls.server_context(cfg["tls_certfile"], cfg["tls_keyfile"]))
+        log.info("tls_listener.started", host=runtime.host, port=cfg["tls_port"])
     loop.create_task(_tick(ctx))
 
+    listings = {"list_connections": conn_admin.list_connections, "list_channels": conn_admin.list_channels,
+                "list_consumers": conn_admin.list_consumers}
+
     async def control(op: str, args: dict) -> Any:
-        if op == "list_connections":
-            return [{"name": r.owner, "user": r.opened.user if r.opened else "",
-                     "vhost": r.opened.vhost if r.opened else "", "channels": len(r.channels),
-                     "state": "flow" if r.paused else "running"} for r in ctx.readers]
+        if op in listings:
+            return listings[op](ctx)
+        if op == "close_connection":
+            return {"closed": conn_admin.close_connections(ctx, None, args["name"], CONNECTION_FORCED,
+                                                           args.get("reason", "Closed via warrenctl"))}
         return _host_info(op)
     runtime.control = control
     log.info("listener.started", host=runtime.host, port=cfg["port"])

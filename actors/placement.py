@@ -12,6 +12,7 @@ from actors.runtime.address import Address
 
 NODE = Address("node", "meta")
 ROUTER_NAME = "router"        # the registry replica in each connection host
+QUEUE_ROUTER_NAME = "qrouter"  # the registry replica in each queue host (dead-letter routing)
 QUEUE_MANAGER_NAME = "qmgr"   # creates queue actors in each queue host
 
 

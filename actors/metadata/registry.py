@@ -1,4 +1,4 @@
-"""The registry of vhosts, exchanges, queues and bindings, and routing over it.
+"""The registry of vhosts, exchanges, queues, bindings, users, permissions and policies, and routing.
 
 Theory of operation: one class serves both roles. The authoritative copy (the node actor) runs
 commands; a command validates against the current state exactly as RabbitMQ 3.10 does (first
@@ -11,14 +11,18 @@ Change records are plain tuples (str/int/bool/bytes/dict/list), msgpack-able:
   ("exchange", vh, name, type, durable, auto_delete, internal, arguments)  ("exchange_deleted", vh, name)
   ("queue", vh, name, durable, exclusive_owner, auto_delete, arguments)    ("queue_deleted", vh, name)
   ("bound", vh, source, kind, destination, routing_key, arguments)         ("unbound", ...same)
+  ("vhost_deleted", vh): drops the vhost with its exchanges, queues and bindings in one step
+  users and permissions: see access.py; policies: see policies.py
 Ordering rule: a queue or exchange is deleted only after the records unbinding everything that
 names it, so every prefix of a change list leaves a consistent registry.
 Routing walks exchange-to-exchange bindings and alternate exchanges breadth-first with a seen set
 (RabbitMQ's route1/3): an exchange whose own bindings match nothing hands the message to its
 alternate exchange. Results of walks that touch no headers exchange are cached per (vhost,
 exchange, routing key); any applied change clears the cache (metadata changes are rare, routes are
-not). Out of scope here: policies, permissions, queue-level if-unused/if-empty (the queue actor
-checks those before calling delete_queue) and auto-deleting queues on last consumer.
+not). An exchange without an alternate-exchange argument takes one from the policy that applies to
+it. Admin commands (users, permissions, vhosts, policies) answer AdminError values with rabbitmqctl's
+texts; only password hashes reach this module. Out of scope here: queue-level if-unused/if-empty
+(the queue actor checks those before calling delete_queue) and auto-deleting queues on last consumer.
 """
 from __future__ import annotations
 
@@ -27,7 +31,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from actors.metadata import arguments as qargs
-from actors.metadata import names, texts
+from actors.metadata import names, policies, texts
+from actors.metadata.access import AccessControl, Permission, User, cleared_permissions, compile_pattern
+from actors.metadata.admin_errors import EX_NOUSER, EX_SOFTWARE, AdminError, no_user, no_vhost
+from actors.metadata.policies import Policy
 from actors.metadata.fieldvalues import MISSING, inequivalence, table_key, type_name
 from actors.metadata.headers import validate_binding
 from actors.metadata.matchers import MATCHERS, Matcher
@@ -72,6 +79,8 @@ class Registry:
         self._names_issued = 0
         self._vhosts: dict[str, _VHost] = {}
         self._route_cache: dict[tuple[str, str, str], tuple[str, ...]] = {}
+        self.access = AccessControl()
+        self._policies: dict[str, dict[tuple[str, bool], Policy]] = {}  # vhost -> (name, operator) -> policy
         self.add_vhost("/")
 
     # ---------------------------------------------------------------- replica side
@@ -87,6 +96,8 @@ class Registry:
             out.extend(_exchange_change(x) for x in sorted(vh.exchanges.values(), key=lambda x: x.name))
             out.extend(_queue_change(q) for q in sorted(vh.queues.values(), key=lambda q: q.name))
             out.extend(_binding_change("bound", b) for _, b in sorted(vh.bindings.items(), key=lambda kv: repr(kv[0])))
+        out.extend(self.access.snapshot())
+        out.extend(policies.policy_change(p) for p in self.policies())
         return out
 
     def _apply_one(self, change: tuple) -> None:
@@ -94,8 +105,21 @@ class Registry:
         op = change[0]
         if op == "reset":
             self._vhosts.clear()
+            self.access.reset()
+            self._policies.clear()
         elif op == "vhost":
             self._vhosts.setdefault(change[1], _VHost())
+        elif op == "vhost_deleted":
+            del self._vhosts[change[1]]
+            self._policies.pop(change[1], None)
+        elif op in ("user", "user_deleted", "permission", "permission_cleared"):
+            self.access.apply_one(change)
+        elif op == "policy":
+            p = policies.from_change(change)
+            self._policies.setdefault(p.vhost, {})[(p.name, p.operator)] = p
+        elif op == "policy_cleared":
+            _, vhost, name, operator = change
+            del self._policies[vhost][(name, operator)]
         elif op == "exchange":
             _, vhost, name, type_, durable, auto_delete, internal, args = change
             vh = self._vhosts[vhost]
@@ -374,6 +398,157 @@ class Registry:
             return [self._vhosts[v] for v in sorted(self._vhosts)]
         return [self._vhosts[vhost]] if vhost in self._vhosts else []
 
+    # ---------------------------------------------------------------- vhosts, users, permissions (admin)
+    def delete_vhost(self, vhost: str) -> tuple[list[QueueRecord] | AdminError, Changes]:
+        """The queues that went with the vhost (their actors must be deleted), or an error."""
+        vh = self._vhosts.get(vhost)
+        if vh is None:
+            return no_vhost(vhost), []
+        gone = sorted(vh.queues.values(), key=lambda q: q.name)
+        changes: Changes = []
+        for change in cleared_permissions(p for p in list(self.access.permissions.values()) if p.vhost == vhost):
+            self._emit(changes, change)
+        for (name, operator) in sorted(self._policies.get(vhost, {})):
+            self._emit(changes, ("policy_cleared", vhost, name, operator))
+        self._emit(changes, ("vhost_deleted", vhost))
+        return gone, changes
+
+    def load_definitions(self, records: Sequence[tuple]) -> Changes:
+        """Apply a definitions file's records; a vhost gets its predeclared exchanges as add_vhost gives."""
+        changes: Changes = []
+        for record in records:
+            if record[0] == "vhost":
+                changes += self.add_vhost(record[1])[1]
+            else:
+                self._emit(changes, record)
+        return changes
+
+    def vhosts(self) -> list[str]:
+        return sorted(self._vhosts)
+
+    def add_user(self, name: str, password_hash: str, tags: Sequence[str] = ()) -> tuple[AdminError | None, Changes]:
+        if name in self.access.users:
+            return AdminError(f'User "{name}" already exists', EX_SOFTWARE), []
+        changes: Changes = []
+        self._emit(changes, ("user", name, password_hash, list(tags)))
+        return None, changes
+
+    def delete_user(self, name: str) -> tuple[AdminError | None, Changes]:
+        if name not in self.access.users:
+            return no_user(name), []
+        changes: Changes = []
+        for change in cleared_permissions(self.access.permissions_of_user(name)):
+            self._emit(changes, change)
+        self._emit(changes, ("user_deleted", name))
+        return None, changes
+
+    def change_password(self, name: str, password_hash: str) -> tuple[AdminError | None, Changes]:
+        return self._replace_user(name, password_hash=password_hash)
+
+    def set_user_tags(self, name: str, tags: Sequence[str]) -> tuple[AdminError | None, Changes]:
+        return self._replace_user(name, tags=list(tags))
+
+    def _replace_user(self, name: str, **fields: Any) -> tuple[AdminError | None, Changes]:
+        u = self.access.users.get(name)
+        if u is None:
+            return no_user(name), []
+        changes: Changes = []
+        self._emit(changes, ("user", name, fields.get("password_hash", u.password_hash),
+                             list(fields.get("tags", u.tags))))
+        return None, changes
+
+    def users(self) -> list[User]:
+        return [u for _, u in sorted(self.access.users.items())]
+
+    def set_permissions(self, user: str, vhost: str, configure: str, write: str,
+                        read: str) -> tuple[AdminError | None, Changes]:
+        """rabbit_auth_backend_internal:set_permissions: regexes first, then the user, then the vhost."""
+        for pattern in (configure, write, read):
+            compiled = compile_pattern(pattern)
+            if isinstance(compiled, str):
+                return AdminError(f"invalid regular expression '{pattern}': {compiled}"), []
+        if user not in self.access.users:
+            return AdminError(f"User {user} does not exist", EX_NOUSER), []
+        if vhost not in self._vhosts:
+            return AdminError(f"Virtual host {vhost} does not exist"), []
+        changes: Changes = []
+        self._emit(changes, ("permission", user, vhost, configure, write, read))
+        return None, changes
+
+    def clear_permissions(self, user: str, vhost: str) -> tuple[AdminError | None, Changes]:
+        if user not in self.access.users:
+            return AdminError(f"User {user} does not exist", EX_NOUSER), []
+        if vhost not in self._vhosts:
+            return AdminError(f"Virtual host {vhost} does not exist"), []
+        changes: Changes = []
+        if (user, vhost) in self.access.permissions:
+            self._emit(changes, ("permission_cleared", user, vhost))
+        return None, changes
+
+    def permissions(self, vhost: str | None = None, user: str | None = None) -> list[Permission]:
+        return [p for _, p in sorted(self.access.permissions.items())
+                if (vhost is None or p.vhost == vhost) and (user is None or p.user == user)]
+
+    def check_login(self, user: str, password: str) -> bool:
+        return self.access.check_login(user, password)
+
+    def vhost_access_error(self, user: str, vhost: str) -> AmqpError | None:
+        return self.access.vhost_access_error(user, vhost)
+
+    def check_permission(self, user: str, vhost: str, perm: str, kind: str, name: str) -> AmqpError | None:
+        """None when `user` may `perm` ("configure"/"write"/"read") the queue or exchange `name`, else 403."""
+        return self.access.check_permission(user, vhost, perm, kind, name)
+
+    # ---------------------------------------------------------------- policies (admin)
+    def set_policy(self, vhost: str, name: str, pattern: str, definition: dict[str, Any], *, priority: int = 0,
+                   apply_to: str = "all", operator: bool = False) -> tuple[AdminError | None, Changes]:
+        if vhost not in self._vhosts:
+            return no_vhost(vhost), []
+        error = policies.validate(pattern, apply_to, definition, operator=operator)
+        if error is not None:
+            return error, []
+        changes: Changes = []
+        self._emit(changes, policies.policy_change(Policy(vhost, name, pattern, apply_to, dict(definition),
+                                                          priority, operator)))
+        return None, changes
+
+    def clear_policy(self, vhost: str, name: str, *, operator: bool = False) -> tuple[AdminError | None, Changes]:
+        if vhost not in self._vhosts:
+            return no_vhost(vhost), []
+        if (name, operator) not in self._policies.get(vhost, {}):
+            return AdminError("Parameter does not exist"), []
+        changes: Changes = []
+        self._emit(changes, ("policy_cleared", vhost, name, operator))
+        return None, changes
+
+    def policies(self, vhost: str | None = None, *, operator: bool | None = None) -> list[Policy]:
+        """By vhost, then priority (highest first), then name, as list_policies shows them."""
+        return [p for v in sorted(self._policies) if vhost is None or v == vhost
+                for p in sorted(self._policies[v].values(), key=lambda p: (-p.priority, p.name))
+                if operator is None or p.operator == operator]
+
+    def queue_policy(self, q: QueueRecord) -> tuple[str, str, dict[str, Any]]:
+        """(policy name, operator policy name, effective settings) for a queue; names "" when none."""
+        pols = list(self._policies.get(q.vhost, {}).values())
+        policy = policies.select([p for p in pols if not p.operator], "queue", q.name)
+        operator = policies.select([p for p in pols if p.operator], "queue", q.name)
+        values = policies.merged(policy, operator)
+        return (policy.name if policy else "", operator.name if operator else "",
+                policies.queue_settings(q.arguments, values))
+
+    def _exchange_policy(self, vhost: str, exchange: str) -> Policy | None:
+        pols = [p for p in self._policies.get(vhost, {}).values() if not p.operator]
+        return policies.select(pols, "exchange", exchange) if pols else None
+
+    def exchange_policy_name(self, vhost: str, exchange: str) -> str:
+        policy = self._exchange_policy(vhost, exchange)
+        return policy.name if policy is not None else ""
+
+    def _policy_alternate(self, vhost: str, exchange: str) -> str | None:
+        policy = self._exchange_policy(vhost, exchange)
+        value = policy.definition.get("alternate-exchange") if policy is not None else None
+        return value if isinstance(value, str) else None
+
     # ---------------------------------------------------------------- routing (hot path)
     def exchange_for_publish(self, vhost: str, name: str) -> ExchangeRecord | AmqpError:
         vh = self._vhosts.get(vhost)
@@ -415,8 +590,9 @@ class Registry:
                     queues[name] = None
                 else:
                     next_exchanges.append(name)
-            if not matched and x.alternate is not None:
-                next_exchanges.append(x.alternate)
+            alternate = x.alternate if x.alternate is not None else self._policy_alternate(vhost, x.name)
+            if not matched and alternate is not None:
+                next_exchanges.append(alternate)
             for name in next_exchanges:
                 if name not in seen:
                     seen.add(name)

@@ -15,13 +15,20 @@ else; a client's connection.close is answered with close-ok and the socket close
 Heartbeats: with a negotiated interval H > 0 the core asks for a heartbeat frame when nothing was
 sent for H/2 seconds and drops the connection when nothing at all was received for 2*H seconds.
 
-Deliberately left to others: what a channel does (actors/channel/core.py), users beyond the built-in
-`guest` (the caller injects `check_login`), alarms and connection.blocked (flow issue).
+Users and vhost access: a `Gatekeeper` (backed by the host's registry replica, which holds users and
+permissions as password hashes) answers the login and, at connection.open, whether the user has
+permissions on the vhost (530 "access to vhost 'v' refused for user 'u'", as RabbitMQ 3.10). A user in
+`loopback_users` that connects from elsewhere is refused like a wrong password (RabbitMQ sends the
+same "Login was refused..." text and logs the reason). A plain `check_login` callable (no vhost
+check) is still accepted, for tests and for shells that predate the Gatekeeper.
+
+Deliberately left to others: what a channel does (actors/channel/core.py), alarms and
+connection.blocked (flow issue).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 from wire import methods as m
 from wire.codec import DecodeError, decode_table
@@ -43,6 +50,19 @@ class Settings:
     product: str = "warren"
     version: str = "0.1.0"
     cluster_name: str = "warren"
+
+
+@dataclass(frozen=True, slots=True)
+class Gatekeeper:
+    """What the core asks about who may connect. Callable as a plain `check_login` too, so a shell
+    that passes it as `check_login=` gets the vhost and loopback checks without changing its call."""
+
+    check_login: Callable[[str, str], bool]
+    vhost_access_error: Callable[[str, str], Optional[AmqpError]]
+    loopback_users: frozenset[str] = frozenset({"guest"})
+
+    def __call__(self, user: str, password: str) -> bool:
+        return self.check_login(user, password)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,12 +144,16 @@ def parse_credentials(mechanism: str, response: bytes) -> tuple[str, str] | None
 class ConnectionCore:
     def __init__(self, settings: Settings, *, check_login: Callable[[str, str], bool],
                  peer_is_loopback: bool, vhost_exists: Callable[[str], bool],
-                 loopback_users: frozenset[str] = frozenset({"guest"})) -> None:
+                 loopback_users: frozenset[str] = frozenset({"guest"}),
+                 gatekeeper: Gatekeeper | None = None) -> None:
+        if gatekeeper is None and isinstance(check_login, Gatekeeper):
+            gatekeeper = check_login
         self.settings = settings
         self.check_login = check_login
+        self.gatekeeper = gatekeeper
         self.peer_is_loopback = peer_is_loopback
         self.vhost_exists = vhost_exists
-        self.loopback_users = loopback_users
+        self.loopback_users = gatekeeper.loopback_users if gatekeeper is not None else loopback_users
         self.state = START
         self.user = ""
         self.vhost = ""
@@ -280,8 +304,9 @@ class ConnectionCore:
             return [CloseSocket(f"unknown authentication mechanism '{x.mechanism}'")]
         creds = parse_credentials(x.mechanism, bytes(x.response))
         ok = creds is not None and self.check_login(*creds)
+        reason = "invalid credentials"  # for the log only: the client gets RabbitMQ's safe text
         if ok and creds[0] in self.loopback_users and not self.peer_is_loopback:
-            ok = False
+            ok, reason = False, f"user '{creds[0]}' can only connect via localhost"
         if not ok:
             self.state = CLOSED
             text = (f"Login was refused using authentication mechanism {x.mechanism}. "
@@ -289,8 +314,8 @@ class ConnectionCore:
             if self.capabilities.get("authentication_failure_close"):
                 err = AmqpError(ACCESS_REFUSED, text)
                 return [*self._send(m.ConnectionClose(reply_code=err.code, reply_text=err.text)),
-                        CloseSocket(text)]
-            return [CloseSocket(text)]
+                        CloseSocket(f"{x.mechanism} login refused: {reason}")]
+            return [CloseSocket(f"{x.mechanism} login refused: {reason}")]
         self.user = creds[0]
         s = self.settings
         return self._send(m.ConnectionTune(channel_max=s.channel_max, frame_max=s.frame_max,
@@ -316,10 +341,14 @@ class ConnectionCore:
         if not self.vhost_exists(x.virtual_host):
             self.state = OPEN  # RabbitMQ reports this one with connection.close 530
             return self._connection_error(AmqpError(NOT_ALLOWED, f"vhost {x.virtual_host} not found", 10, 40))
+        refused = self.gatekeeper.vhost_access_error(self.user, x.virtual_host) if self.gatekeeper else None
+        if refused is not None:
+            self.state = OPEN  # reported with connection.close 530 too
+            return self._connection_error(refused)
         self.vhost = x.virtual_host
         self.state = OPEN
         return [Opened(self.vhost, self.user, self.frame_max, self.capabilities), *self._send(m.ConnectionOpenOk())]
 
 
-__all__ = ["ConnectionCore", "Settings", "WriteBytes", "CloseSocket", "Opened", "OpenChannel", "ToChannel",
+__all__ = ["ConnectionCore", "Gatekeeper", "Settings", "WriteBytes", "CloseSocket", "Opened", "OpenChannel", "ToChannel",
            "ChannelsDown", "SetFrameMax", "FRAME_ERROR"]

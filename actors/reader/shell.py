@@ -257,23 +257,14 @@ class ConnectionHostContext:
             yield from list(reader.channels.values())
 
 
-class RouterActor:
-    """This host's registry replica: applies the node's change records, tells channels of deleted queues."""
-
-    def __init__(self, ctx: ConnectionHostContext, ready: asyncio.Event) -> None:
-        self.ctx = ctx
-        self.ready = ready
-
-    def receive(self, sender: Address, kind: str, body: Any) -> None:
-        if kind != "meta":
-            log.warning("router.unknown_kind", kind=kind)
-            return
-        changes, gone = body
-        self.ctx.registry.apply(changes)
-        self.ready.set()
-        for ch in self.ctx.channels():
+def tell_channels(ctx: ConnectionHostContext) -> Callable[[Address, list, list], None]:
+    """The replica's on_change for a connection host: channels drop cached permissions and learn of
+    deleted queues (their pending confirms for those queues are settled)."""
+    def on_change(sender: Address, changes: list, gone: list) -> None:
+        for ch in ctx.channels():
             ch.core.metadata_changed()
         if gone:
-            queues = [self.ctx.place(vhost, name) for vhost, name in gone]
-            for ch in self.ctx.channels():
+            queues = [ctx.place(vhost, name) for vhost, name in gone]
+            for ch in ctx.channels():
                 ch.receive(sender, "queues_gone", queues)
+    return on_change

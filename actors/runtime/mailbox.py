@@ -236,6 +236,11 @@ class Runtime:
                 # copied: capnp needs word-aligned data and zmq's inline small frames are not
                 frame = pull.recv(zmq.NOBLOCK)
             except zmq.Again:
+                # ZMQ_FD is edge-triggered, and zmq may take in new input while it processes its
+                # internal commands (a peer's pipe attaching, say) without a fresh edge; ZMQ_EVENTS
+                # says whether anything arrived meanwhile, so nothing waits for unrelated traffic.
+                if pull.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                    self._loop.call_soon(self._drain)
                 return
             self.frames_received += 1
             try:

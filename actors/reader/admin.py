@@ -1,0 +1,94 @@
+"""A connection host's admin face: listings of its connections, channels and consumers for
+warrenctl, and the actor that closes connections when told (vhost deleted, close_connection).
+
+A shell helper: it reads the readers' state (`ctx.readers`, each reader's `.channels`, each channel's
+`.core`) and never changes it except to force a close, which goes through the connection core like
+any connection error: connection.close with the given code, then the socket closes on close-ok.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from wire.errors import AmqpError
+
+log = structlog.get_logger("warren.conn_admin")
+
+
+def connection_state(reader: Any) -> str:
+    """running / flow (reading paused by credit back-pressure) / blocked (alarm), as rabbitmqctl shows."""
+    if getattr(reader, "blocked", False):
+        return "blocked"
+    return "flow" if reader.paused else "running"
+
+
+def list_connections(ctx: Any) -> list[dict]:
+    out = []
+    for r in sorted(ctx.readers, key=lambda r: r.owner):
+        peer = r.transport.get_extra_info("peername") if r.transport is not None else None
+        out.append({"name": r.owner, "user": r.opened.user if r.opened else "",
+                    "vhost": r.opened.vhost if r.opened else "", "channels": len(r.channels),
+                    "state": connection_state(r), "peer_host": peer[0] if peer else "",
+                    "peer_port": peer[1] if peer else 0,
+                    "ssl": r.transport is not None and r.transport.get_extra_info("ssl_object") is not None})
+    return out
+
+
+def list_channels(ctx: Any) -> list[dict]:
+    out = []
+    for r in sorted(ctx.readers, key=lambda r: r.owner):
+        for number, ch in sorted(r.channels.items()):
+            core = ch.core
+            out.append({"connection": r.owner, "name": f"{r.owner} ({number})", "number": number,
+                        "user": r.opened.user if r.opened else "", "vhost": r.opened.vhost if r.opened else "",
+                        "consumer_count": len(core.consumers), "messages_unacknowledged": len(core.unacked),
+                        "confirm": core.confirm is not None,
+                        "prefetch_count": getattr(core.qos, "channel_limit", 0) or 0})
+    return out
+
+
+def list_consumers(ctx: Any) -> list[dict]:
+    out = []
+    for r in sorted(ctx.readers, key=lambda r: r.owner):
+        for number, ch in sorted(r.channels.items()):
+            for tag, (queue, ack_required) in sorted(ch.core.consumers.items()):
+                vhost = r.opened.vhost if r.opened else ""
+                out.append({"queue_name": _queue_name(queue, vhost), "channel_pid": f"{r.owner} ({number})",
+                            "consumer_tag": tag, "ack_required": ack_required, "vhost": vhost})
+    return out
+
+
+def _queue_name(queue: Any, vhost: str) -> str:
+    """A consumer's queue is held as the queue actor's address, named "q:<vhost>:<name>"."""
+    name = getattr(queue, "name", str(queue))
+    prefix = f"q:{vhost}:"
+    return name[len(prefix):] if name.startswith(prefix) else name
+
+
+def close_connections(ctx: Any, vhost: str | None, owner: str | None, code: int, detail: str) -> int:
+    """Close every connection on `vhost` (or the one named `owner`) with connection.close `code`."""
+    closed = 0
+    for r in list(ctx.readers):
+        if r.closed or r.core is None:
+            continue
+        if (owner is not None and r.owner != owner) or (vhost is not None and (r.opened is None or r.opened.vhost != vhost)):
+            continue
+        r._apply(r.core.channel_error(AmqpError(code, detail, connection=True)))
+        r.flush_all()
+        closed += 1
+        log.info("connection.force_closed", owner=r.owner, code=code, detail=detail)
+    return closed
+
+
+class ConnectionAdmin:
+    """Mailbox kind close_connections (vhost, owner, code, detail) from the node."""
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+
+    def receive(self, sender: Any, kind: str, body: Any) -> None:
+        if kind == "close_connections":
+            close_connections(self.ctx, *body)
+        else:
+            log.warning("conn_admin.unknown_kind", kind=kind)

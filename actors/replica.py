@@ -1,0 +1,47 @@
+"""A host's registry replica: the actor that keeps a read copy of the node's registry current.
+
+A shell only. It subscribes to the node, applies the `("meta", (changes, gone))` records the node
+publishes (the first one is the snapshot), and answers the node's `("sync", (rid,))` once everything
+sent before it is applied — the node waits for that before it answers an admin command, because
+that command's client may act on any host at once. Connection hosts route publishes with the
+replica and pass `on_change` to tell their channels; queue hosts route dead-lettered messages.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+import structlog
+
+from actors.placement import NODE
+from actors.replies import ok
+from actors.runtime.address import Address
+
+log = structlog.get_logger("warren.replica")
+
+OnChange = Callable[[Address, list, list], None]
+
+
+class RegistryReplica:
+    def __init__(self, runtime: Any, name: str, registry: Any, on_change: OnChange | None = None) -> None:
+        self.runtime = runtime
+        self.registry = registry
+        self.address = Address(runtime.host, name)
+        self.on_change = on_change
+        self.ready = asyncio.Event()  # set once the snapshot is applied
+
+    def subscribe(self) -> None:
+        """Ask the node for the snapshot and every later change."""
+        self.runtime.send(NODE, "subscribe", (), sender=self.address)
+
+    def receive(self, sender: Address, kind: str, body: Any) -> None:
+        if kind == "sync":
+            self.runtime.send(sender, "reply", (body[0], ok()), sender=self.address)
+        elif kind == "meta":
+            changes, gone = body
+            self.registry.apply(changes)
+            self.ready.set()
+            if self.on_change is not None:
+                self.on_change(sender, changes, gone)
+        else:
+            log.warning("replica.unknown_kind", host=self.runtime.host, kind=kind)

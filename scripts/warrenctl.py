@@ -1,0 +1,270 @@
+"""warrenctl: rabbitmqctl for warren. `warrenctl [-n DATA_DIR | --admin-port N] [--formatter json] COMMAND ...`
+
+Finds the node through `<data_dir>/admin_port` (default data dir var/warren) and talks to its
+hosts with actors.runtime.control.control: admin changes go to the node host (which runs them in
+turn with the channels' requests and persists them), queue statistics come from every queue host,
+connections/channels/consumers from every connection host. Output is a tab-separated table with a
+header row, or with `--formatter json` a JSON list of objects. Every failure prints one line,
+"Error: ...", on stderr and exits non-zero with rabbitmqctl's codes (64 usage, 65 no such vhost,
+67 no such user, 69 node unreachable or validation failed, 70 already exists / internal error).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from actors.metadata.policies import parse_definition
+
+EX_USAGE, EX_UNAVAILABLE, EX_SOFTWARE = 64, 69, 70
+default_node_dir = Path("var/warren")
+control_timeout_s = 10.0
+
+QUEUE_COLUMNS = ("name", "vhost", "messages", "messages_ready", "messages_unacknowledged", "consumers", "memory",
+                 "state", "policy", "operator_policy", "effective_policy_definition", "durable", "auto_delete",
+                 "exclusive", "arguments")
+LISTINGS: dict[str, tuple[str, tuple[str, ...]]] = {  # command -> (where, default columns)
+    "list_queues": ("queues", ("name", "messages")),
+    "list_exchanges": ("node", ("name", "type")),
+    "list_bindings": ("node", ("source_name", "source_kind", "destination_name", "destination_kind",
+                               "routing_key", "arguments")),
+    "list_connections": ("connections", ("name", "user", "peer_host", "peer_port", "state")),
+    "list_channels": ("connections", ("name", "user", "consumer_count", "messages_unacknowledged")),
+    "list_consumers": ("connections", ("queue_name", "channel_pid", "consumer_tag", "ack_required")),
+    "list_users": ("node", ("user", "tags")),
+    "list_vhosts": ("node", ("name",)),
+    "list_permissions": ("node", ("user", "configure", "write", "read")),
+    "list_policies": ("node", ("vhost", "name", "pattern", "apply-to", "definition", "priority")),
+    "list_operator_policies": ("node", ("vhost", "name", "pattern", "apply-to", "definition", "priority")),
+}
+
+
+class Failure(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2; rabbitmqctl's usage errors exit 64
+        raise Failure(f"{message} (see warrenctl --help)", EX_USAGE)
+
+
+class Node:
+    """The hosts of one node, reached through its Thespian admin port."""
+
+    def __init__(self, admin_port: int, data_dir: Path | None) -> None:
+        self.admin_port = admin_port
+        self.data_dir = data_dir
+        self._status: dict | None = None
+
+    def ask(self, host: str, op: str, args: dict | None = None) -> Any:
+        from actors.runtime.control import control
+        try:
+            answer = control(self.admin_port, host, op, args or {}, timeout=control_timeout_s)
+        except ConnectionError as e:
+            raise Failure(f"unable to reach the node: {e}", EX_UNAVAILABLE) from None
+        except (TimeoutError, RuntimeError) as e:
+            raise Failure(f"{host}: {e}", EX_SOFTWARE) from None
+        if isinstance(answer, dict) and "error" in answer:
+            raise Failure(answer["error"], answer.get("exit", EX_SOFTWARE))
+        return answer
+
+    def status(self) -> dict:
+        if self._status is None:
+            self._status = self.ask("node", "status")
+        return self._status
+
+    def queue_hosts(self) -> list[str]:
+        return [f"queue{i}" for i in range(self.status()["queue_hosts"])]
+
+    def connection_hosts(self) -> list[str]:
+        return list(self.status()["connection_hosts"])
+
+
+def find_node(a: argparse.Namespace) -> Node:
+    if a.admin_port:
+        return Node(a.admin_port, None)
+    data_dir = Path(a.node_dir)
+    try:
+        port = int((data_dir / "admin_port").read_text().strip())
+    except (OSError, ValueError):
+        raise Failure(f"no warren node in {data_dir} (no readable admin_port file; is it running?)",
+                      EX_UNAVAILABLE) from None
+    return Node(port, data_dir)
+
+
+# ---------------------------------------------------------------- listings
+def _rows(node: Node, command: str, a: argparse.Namespace) -> list[dict]:
+    vhost = getattr(a, "vhost", None)
+    if command == "list_queues":
+        stats = {(s.get("vhost", "/"), s["name"]): s for host in node.queue_hosts()
+                 for s in node.ask(host, "list_queues")}
+        rows = []
+        for q in node.ask("node", "queue_policies", {"vhost": vhost}):
+            s = stats.get((q["vhost"], q["name"]), {})
+            rows.append({"messages": 0, "messages_ready": 0, "messages_unacknowledged": 0, "consumers": 0,
+                         "memory": 0, **s, **q, "state": "running" if s else "down"})
+        return rows
+    where, _ = LISTINGS[command]
+    if where == "connections":
+        rows = [r for host in node.connection_hosts() for r in node.ask(host, command)]
+        return [r for r in rows if vhost is None or r.get("vhost") == vhost]
+    args = {"vhost": vhost} if vhost is not None else {}
+    if command == "list_permissions":
+        args = {"vhost": vhost or "/"}
+    return node.ask("node", command, args)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return str(value)
+
+
+def render(rows: list[dict], columns: list[str], formatter: str) -> str:
+    if formatter == "json":
+        return json.dumps([{c: r.get(c) for c in columns} for r in rows], indent=1)
+    lines = ["\t".join(columns)] + ["\t".join(_cell(r.get(c)) for c in columns) for r in rows]
+    return "\n".join(lines)
+
+
+def run_listing(node: Node, a: argparse.Namespace) -> str:
+    command = a.command
+    columns = list(a.columns) or list(LISTINGS[command][1])
+    known = QUEUE_COLUMNS if command == "list_queues" else None
+    rows = _rows(node, command, a)
+    if known is None and rows:
+        known = tuple(rows[0])
+    bad = [c for c in columns if known is not None and c not in known]
+    if bad:
+        raise Failure(f"Info key(s) {','.join(bad)} are not supported", EX_USAGE)
+    return render(rows, columns, a.formatter)
+
+
+# ---------------------------------------------------------------- changes
+def _ok(node: Node, host: str, op: str, args: dict, formatter: str, done: str) -> str:
+    answer = node.ask(host, op, args)
+    if formatter == "json":
+        return json.dumps(answer)
+    return done.format(**answer) if isinstance(answer, dict) else done
+
+
+def run_change(node: Node, a: argparse.Namespace) -> str:
+    c, f = a.command, a.formatter
+    vh = getattr(a, "vhost", None) or "/"
+    if c == "add_user":
+        return _ok(node, "node", c, {"name": a.user, "password": a.password, "tags": a.tags}, f,
+                   f'Added user "{a.user}"')
+    if c in ("delete_user",):
+        return _ok(node, "node", c, {"name": a.user}, f, f'Deleted user "{a.user}"')
+    if c == "change_password":
+        return _ok(node, "node", c, {"name": a.user, "password": a.password}, f,
+                   f'Changed password for user "{a.user}"')
+    if c == "set_user_tags":
+        return _ok(node, "node", c, {"name": a.user, "tags": a.tags}, f, f'Set tags for user "{a.user}"')
+    if c == "set_permissions":
+        return _ok(node, "node", c, {"user": a.user, "vhost": vh, "configure": a.conf, "write": a.write,
+                                     "read": a.read}, f, f'Set permissions for user "{a.user}" in vhost "{vh}"')
+    if c == "clear_permissions":
+        return _ok(node, "node", c, {"user": a.user, "vhost": vh}, f,
+                   f'Cleared permissions for user "{a.user}" in vhost "{vh}"')
+    if c in ("add_vhost", "delete_vhost"):
+        return _ok(node, "node", c, {"name": a.name}, f, f'{"Added" if c == "add_vhost" else "Deleted"} vhost "{a.name}"')
+    if c in ("set_policy", "set_operator_policy"):
+        definition = parse_definition(a.definition)
+        if not isinstance(definition, dict):
+            raise Failure(definition.message, definition.exit_code)
+        return _ok(node, "node", "set_policy", {"vhost": vh, "name": a.name, "pattern": a.pattern,
+                                                "definition": definition, "priority": a.priority,
+                                                "apply_to": a.apply_to, "operator": c == "set_operator_policy"},
+                   f, f'Set policy "{a.name}" for pattern "{a.pattern}" in vhost "{vh}"')
+    if c in ("clear_policy", "clear_operator_policy"):
+        return _ok(node, "node", "clear_policy", {"vhost": vh, "name": a.name,
+                                                  "operator": c == "clear_operator_policy"},
+                   f, f'Cleared policy "{a.name}" in vhost "{vh}"')
+    if c == "purge_queue":
+        return _ok(node, "node", c, {"vhost": vh, "name": a.queue}, f,
+                   f'Purged queue "{a.queue}" in vhost "{vh}": {{messages}} messages')
+    if c == "delete_queue":
+        return _ok(node, "node", c, {"vhost": vh, "name": a.queue, "if_unused": a.if_unused,
+                                     "if_empty": a.if_empty}, f,
+                   f'Deleted queue "{a.queue}" in vhost "{vh}": {{messages}} messages')
+    if c == "close_connection":
+        closed = sum(node.ask(host, c, {"name": a.name, "reason": a.reason})["closed"]
+                     for host in node.connection_hosts())
+        if not closed:
+            raise Failure(f"no connection named {a.name!r} (see list_connections name)", EX_UNAVAILABLE)
+        return json.dumps({"closed": closed}) if f == "json" else f'Closed connection "{a.name}"'
+    if c == "status":
+        st = node.status()
+        if f == "json":
+            return json.dumps(st)
+        return "\n".join(f"{k}\t{_cell(v)}" for k, v in st.items())
+    raise AssertionError(c)
+
+
+# ---------------------------------------------------------------- arguments
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="warrenctl", description="Administer a running warren node (rabbitmqctl style).")
+    p.add_argument("-n", "--node-dir", default=str(default_node_dir), help="the node's data directory")
+    p.add_argument("--admin-port", type=int, help="the node's Thespian admin port (instead of --node-dir)")
+    p.add_argument("--formatter", choices=("table", "json"), default="table")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def cmd(name: str, *, vhost: bool = False, help: str = "") -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help)
+        # accepted after the command too, as rabbitmqctl accepts it
+        sp.add_argument("--formatter", choices=("table", "json"), default=argparse.SUPPRESS)
+        if vhost:
+            sp.add_argument("-p", "--vhost")
+        return sp
+
+    cmd("status", help="node summary")
+    for name in LISTINGS:
+        cmd(name, vhost=name not in ("list_users", "list_vhosts")).add_argument("columns", nargs="*")
+    sp = cmd("add_user"); sp.add_argument("user"); sp.add_argument("password"); sp.add_argument("--tags", nargs="*", default=[])  # noqa: E702
+    cmd("delete_user").add_argument("user")
+    sp = cmd("change_password"); sp.add_argument("user"); sp.add_argument("password")  # noqa: E702
+    sp = cmd("set_user_tags"); sp.add_argument("user"); sp.add_argument("tags", nargs="*")  # noqa: E702
+    sp = cmd("set_permissions", vhost=True)
+    for arg in ("user", "conf", "write", "read"):
+        sp.add_argument(arg)
+    cmd("clear_permissions", vhost=True).add_argument("user")
+    cmd("add_vhost").add_argument("name")
+    cmd("delete_vhost").add_argument("name")
+    for name in ("set_policy", "set_operator_policy"):
+        sp = cmd(name, vhost=True)
+        sp.add_argument("name"); sp.add_argument("pattern"); sp.add_argument("definition")  # noqa: E702
+        sp.add_argument("--priority", type=int, default=0)
+        sp.add_argument("--apply-to", dest="apply_to", default="all")
+    for name in ("clear_policy", "clear_operator_policy"):
+        cmd(name, vhost=True).add_argument("name")
+    cmd("purge_queue", vhost=True).add_argument("queue")
+    sp = cmd("delete_queue", vhost=True); sp.add_argument("queue")  # noqa: E702
+    sp.add_argument("--if-unused", action="store_true"); sp.add_argument("--if-empty", action="store_true")  # noqa: E702
+    sp = cmd("close_connection"); sp.add_argument("name"); sp.add_argument("reason")  # noqa: E702
+    return p
+
+
+def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> int:
+    try:
+        a = parser().parse_args(argv)
+        node = find_node(a)
+        text = run_listing(node, a) if a.command in LISTINGS else run_change(node, a)
+    except Failure as e:
+        print("Error: " + " ".join(str(e).replace("\n\n", ": ").split()), file=sys.stderr)
+        return e.code
+    if text:
+        out(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

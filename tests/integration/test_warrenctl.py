@@ -1,0 +1,119 @@
+"""warrenctl as a subprocess against a real node: output in both formatters, exit codes, one-line errors."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pika
+import pytest
+
+from tests.integration.admin_support import connect, ok, warrenctl
+from tests.integration.nodes import REPO, start_node
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    n = start_node(tmp_path_factory.mktemp("ctl") / "data")
+    yield n
+    n.stop()
+
+
+def fails(node, code, *args):
+    r = warrenctl(node, *args)
+    assert r.returncode == code, (args, r.returncode, r.stderr)
+    assert r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1, r.stderr
+    return r.stderr
+
+
+def test_status(node):
+    st = json.loads(ok(node, "status", "--formatter", "json"))
+    assert st["users"] >= 1 and st["queue_hosts"] >= 1 and st["connection_hosts"]
+    assert "queue_hosts\t" in ok(node, "status")
+
+
+def test_list_queues_table_and_json(node):
+    with connect(node) as conn:
+        ch = conn.channel()
+        ch.queue_declare("ctl.q")
+        for _ in range(3):
+            ch.basic_publish("", "ctl.q", b"m")
+        ch.basic_get("ctl.q")  # one unacked until the connection closes
+        table = ok(node, "list_queues", "name", "messages", "messages_ready", "messages_unacknowledged", "state")
+        assert table.splitlines()[0] == "name\tmessages\tmessages_ready\tmessages_unacknowledged\tstate"
+        assert "ctl.q\t3\t2\t1\trunning" in table.splitlines()
+        rows = json.loads(ok(node, "--formatter", "json", "list_queues"))
+        assert {"name": "ctl.q", "messages": 3} in rows
+        conns = json.loads(ok(node, "list_connections", "user", "state", "channels", "--formatter", "json"))
+        assert {"user": "guest", "state": "running", "channels": 1} in conns
+        chans = json.loads(ok(node, "list_channels", "user", "messages_unacknowledged", "--formatter", "json"))
+        assert {"user": "guest", "messages_unacknowledged": 1} in chans
+
+
+def test_list_exchanges_bindings_consumers(node):
+    assert "amq.topic\ttopic" in ok(node, "list_exchanges").splitlines()
+    with connect(node) as conn:
+        ch = conn.channel()
+        ch.queue_declare("ctl.c")
+        ch.queue_bind("ctl.c", "amq.direct", "rk")
+        ch.basic_consume("ctl.c", lambda *a: None, consumer_tag="tag1")
+        bindings = json.loads(ok(node, "list_bindings", "--formatter", "json"))
+        assert {"source_name": "amq.direct", "source_kind": "exchange", "destination_name": "ctl.c",
+                "destination_kind": "queue", "routing_key": "rk", "arguments": {}} in bindings
+        consumers = json.loads(ok(node, "list_consumers", "--formatter", "json"))
+        assert any(c["consumer_tag"] == "tag1" and c["queue_name"] == "ctl.c" for c in consumers)
+
+
+def test_user_commands_and_their_errors(node):
+    ok(node, "add_user", "dan", "pw")
+    assert "User \"dan\" already exists" in fails(node, 70, "add_user", "dan", "pw")
+    ok(node, "change_password", "dan", "pw2")
+    assert "does not exist" in fails(node, 67, "change_password", "nobody", "x")
+    assert "does not exist" in fails(node, 67, "delete_user", "nobody")
+    assert "Virtual host nov does not exist" in fails(node, 69, "set_permissions", "-p", "nov", "dan", ".*", ".*", ".*")
+    ok(node, "set_permissions", "dan", ".*", ".*", ".*")
+    with connect(node, "dan", "pw2"):
+        pass
+    assert "dan\t.*\t.*\t.*" in ok(node, "list_permissions").splitlines()
+    ok(node, "delete_user", "dan")
+    assert "dan" not in ok(node, "list_users")
+
+
+def test_policy_commands(node):
+    ok(node, "set_policy", "--priority", "3", "--apply-to", "queues", "ttl", "^t", '{"message-ttl": 5000}')
+    rows = json.loads(ok(node, "list_policies", "--formatter", "json"))
+    assert {"vhost": "/", "name": "ttl", "pattern": "^t", "apply-to": "queues", "definition": '{"message-ttl":5000}',
+            "priority": 3} in rows
+    assert fails(node, 69, "set_policy", "bad", "^q", '{"max-length": -1}') == \
+        "Error: Validation failed: -1 is not a valid maximum length\n"
+    assert "JSON decoding error" in fails(node, 69, "set_policy", "bad", "^q", "notjson")
+    assert "Parameter does not exist" in fails(node, 69, "clear_policy", "nope")
+    assert "does not exist" in fails(node, 65, "set_policy", "-p", "nov", "p", "^q", '{"max-length": 1}')
+    ok(node, "clear_policy", "ttl")
+
+
+def test_purge_delete_and_close_connection(node):
+    conn = connect(node)
+    ch = conn.channel()
+    ch.queue_declare("ctl.p")
+    ch.basic_publish("", "ctl.p", b"m")
+    ch.basic_publish("", "ctl.p", b"m")
+    assert "2 messages" in ok(node, "purge_queue", "ctl.p")
+    ok(node, "delete_queue", "ctl.p")
+    assert "does not exist" in fails(node, 69, "purge_queue", "ctl.p")
+    names = [r["name"] for r in json.loads(ok(node, "list_connections", "name", "--formatter", "json"))]
+    for name in names:
+        ok(node, "close_connection", name, "go away")
+    with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as e:
+        conn.process_data_events(time_limit=10)
+        conn.channel()
+    assert (e.value.reply_code, e.value.reply_text) == (320, "CONNECTION_FORCED - go away")
+    fails(node, 69, "close_connection", "conn9:999", "x")
+
+
+def test_usage_errors_and_no_node(node, tmp_path):
+    fails(node, 64, "no_such_command")
+    fails(node, 64, "add_user", "only-name")
+    fails(node, 64, "list_queues", "no_such_column")
+    r = subprocess.run([str(REPO / "scripts" / "warrenctl"), "-n", str(tmp_path / "nothing"), "status"],
+                       capture_output=True, text=True)
+    assert r.returncode == 69 and r.stderr.startswith("Error: no warren node in")

@@ -1,0 +1,102 @@
+"""Policies: validation texts (rabbitmqctl 3.10), matching, precedence, effective settings, routing."""
+import pytest
+
+from actors.metadata import policies
+from actors.metadata.policies import Policy
+from actors.metadata.registry import Registry
+
+VALIDATION = [  # (definition, pattern, apply_to, operator, rabbitmqctl's reason)
+    ({"max-priority": 5}, "^q", "all", False, '[{<<"max-priority">>,5}] are not recognised policy settings'),
+    ({"max-length": -1}, "^q", "all", False, "-1 is not a valid maximum length"),
+    ({"max-length": True}, "^q", "all", False, "true is not a valid maximum length"),
+    ({"bogus": 1}, "^q", "all", False, '[{<<"bogus">>,1}] are not recognised policy settings'),
+    ({"max-length": 1}, "(", "all", False, "pattern should be regular expression but is invalid: "),
+    ({"overflow": "bad"}, "^q", "all", False, '<<"bad">> is not a valid overflow value'),
+    ({"message-ttl": "x"}, "^q", "all", False, '<<"x">> is not a valid message TTL'),
+    ({"message-ttl": 1.5}, "^q", "all", False, "1.5 is not a valid message TTL"),
+    ({"max-length": 5}, "^q", "foo", False, "apply-to 'foo' unrecognised; should be 'queues', 'exchanges' or 'all'"),
+    ({"max-length-bytes": "x", "expires": 0}, "^q", "all", False, "0 is not a valid queue expiry"),
+    ({"dead-letter-exchange": 5}, "^q", "all", False, "5 is not a valid dead letter exchange name"),
+    ({"queue-mode": "bad"}, "^q", "all", False, '<<"bad">> is not a valid queue-mode value'),
+    ({}, "^q", "all", False, "no policy provided"),
+    ({"dead-letter-exchange": "x"}, "^q", "all", True,
+     '[{<<"dead-letter-exchange">>,<<"x">>}] are not recognised policy settings'),
+]
+
+
+@pytest.mark.parametrize("definition,pattern,apply_to,operator,reason", VALIDATION)
+def test_validation_errors_read_as_rabbitmqctl_prints_them(definition, pattern, apply_to, operator, reason):
+    error = policies.validate(pattern, apply_to, definition, operator=operator)
+    assert error is not None and error.exit_code == 69
+    assert error.message.startswith("Validation failed\n\n" + reason)
+
+
+@pytest.mark.parametrize("definition", [{"max-length": 5}, {"queue-mode": "lazy", "expires": 1},
+                                        {"alternate-exchange": "ae", "dead-letter-routing-key": "k"}])
+def test_valid_definitions(definition):
+    assert policies.validate("^q", "all", definition, operator=False) is None
+
+
+def test_json_errors():
+    assert policies.parse_definition("notjson").message == "JSON decoding error. Reason: badarg"
+
+
+def P(name, pattern=".*", priority=0, apply_to="all", operator=False, **d):
+    return Policy("/", name, pattern, apply_to, {k.replace("_", "-"): v for k, v in d.items()}, priority, operator)
+
+
+def test_highest_priority_wins_then_the_first_name():
+    pols = [P("zz", max_length=1), P("aa", max_length=2), P("mm", max_length=3)]
+    assert policies.select(pols, "queue", "tq").name == "aa"  # the oracle picked aa among equal priorities
+    pols.append(P("low", priority=-3))
+    pols.append(P("high", priority=2, pattern="^t"))
+    assert policies.select(pols, "queue", "tq").name == "high"
+    assert policies.select(pols, "queue", "xq").name == "aa"
+
+
+def test_apply_to_and_unanchored_patterns():
+    pols = [P("ex", pattern="q", apply_to="exchanges")]
+    assert policies.select(pols, "queue", "aqa") is None
+    assert policies.select(pols, "exchange", "aqa").name == "ex"
+
+
+def test_operator_policy_merges_by_minimum_and_arguments_win_as_rabbitmq_decides():
+    values = policies.merged(P("p", max_length=2, overflow="reject-publish"), P("o", operator=True, max_length=7,
+                                                                                 message_ttl=100))
+    assert values == {"max-length": 2, "overflow": "reject-publish", "message-ttl": 100}
+    settings = policies.queue_settings({"x-max-length": 4, "x-overflow": "drop-head", "x-message-ttl": 50}, values)
+    assert settings == {"max-length": 2, "overflow": "drop-head", "message-ttl": 50}
+
+
+def test_registry_reports_effective_policy_per_queue():
+    r = Registry()
+    r.set_policy("/", "aa", "^t", {"max-length": 2})
+    r.set_policy("/", "op", "^t", {"max-length": 7, "message-ttl": 100}, operator=True)
+    q, _ = r.declare_queue("/", "tq", arguments={"x-max-length": 4})
+    assert r.queue_policy(q) == ("aa", "op", {"max-length": 2, "message-ttl": 100})
+    other, _ = r.declare_queue("/", "other")
+    assert r.queue_policy(other) == ("", "", {})
+
+
+def test_clear_policy_errors_and_vhost_checks():
+    r = Registry()
+    assert r.clear_policy("/", "nope")[0].message == "Parameter does not exist"
+    assert r.set_policy("nov", "p", ".*", {"max-length": 1})[0].message == "Virtual host 'nov' does not exist"
+    assert r.set_policy("nov", "p", ".*", {"max-length": 1})[0].exit_code == 65
+
+
+def test_policy_alternate_exchange_routes_unroutable_messages():
+    r = Registry()
+    r.declare_exchange("/", "x", "direct")
+    r.declare_exchange("/", "ae", "fanout")
+    r.declare_queue("/", "unrouted")
+    r.bind_queue("/", "unrouted", "ae", "", None, None)
+    assert r.route("/", "x", "k") == []
+    r.set_policy("/", "aepol", "^x$", {"alternate-exchange": "ae"}, apply_to="exchanges")
+    assert r.route("/", "x", "k") == ["unrouted"]
+    r.declare_exchange("/", "ae2", "fanout")
+    r.declare_exchange("/", "x2", "direct", arguments={"alternate-exchange": "ae2"})
+    r.set_policy("/", "aepol2", "^x2$", {"alternate-exchange": "ae"})
+    assert r.route("/", "x2", "k") == []  # the exchange's own argument wins
+    r.clear_policy("/", "aepol")
+    assert r.route("/", "x", "k") == []
