@@ -166,8 +166,24 @@ class ChannelCore:
         elif kind == "queues_gone":
             for queue in body:
                 self._queue_gone(queue)
+        elif kind == "undelivered":
+            self._undelivered(sender, body[0], body[1])
         else:
             raise ValueError(f"channel got unknown message kind {kind!r}")
+
+    def _undelivered(self, queue: Hashable, kind: str, body: Any) -> None:
+        """A message to `queue` found no queue actor (its host is restarting): as RabbitMQ does for
+        a queue that went down, nack what is waiting for it and fail a call that waits for it."""
+        if kind == "publish":
+            for tracker in (self.confirm, self._commit and self._commit[0]):
+                if tracker:
+                    tracker.queue_gone(queue, abnormal=True)
+            self._send_confirms()
+            self._finish_commit()
+        elif kind in ("consume", "cancel", "get", "purge") and body and body[0] == self._waiting:
+            name = getattr(queue, "name", str(queue)).split(":", 2)[-1]
+            self._reply(body[0], ("err", NOT_FOUND, f"queue '{name}' in vhost '{self.vhost}' is down or "
+                                  "inaccessible", False))
 
     def tick(self) -> None:
         """One tick of time: close the channel if its oldest unacked delivery is past the timeout."""

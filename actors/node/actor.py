@@ -36,7 +36,7 @@ from actors.metadata import definitions, passwords
 from actors.metadata.admin_errors import EX_SOFTWARE, AdminError
 from actors.metadata.policies import definition_json
 from actors.node import definitions_file
-from actors.placement import ROUTER_NAME, queue_address, queue_host, queue_manager
+from actors.placement import QUEUE_ROUTER_NAME, ROUTER_NAME, queue_address, queue_host, queue_manager
 from actors.replies import err, is_ok, ok
 from actors.runtime.address import Address
 from wire.errors import CONNECTION_FORCED, AmqpError
@@ -55,6 +55,9 @@ def new_hash(password: str) -> str:
     return passwords.hash_password(password, os.urandom(passwords.salt_bytes))
 
 
+TOPOLOGY_CHANGES = frozenset({"exchange", "exchange_deleted", "queue", "queue_deleted", "bound", "unbound"})
+
+
 class NodeActor:
     def __init__(self, runtime: Any, name: str, registry: Any, queue_hosts: int, *,
                  data_dir: str | None = None, default_user: str = "guest", default_pass: str = "guest") -> None:
@@ -65,6 +68,7 @@ class NodeActor:
         self.subscribers: set[Address] = set()
         self._definitions = Path(data_dir) / DEFINITIONS_FILE if data_dir else None
         self._queue_settings: dict[tuple[str, str], dict] = {}  # what each queue was last sent
+        self._saved: bytes | None = None  # the definitions file's current bytes
         self._load_definitions(default_user, default_pass)
         self._pending: dict[int, asyncio.Future] = {}
         self._rid = 0
@@ -80,6 +84,8 @@ class NodeActor:
         elif kind == "subscribe":
             self.subscribers.add(sender)
             self._send(sender, "meta", (self.registry.snapshot(), ()))
+            if sender.name == QUEUE_ROUTER_NAME:
+                self._recreate_queues(sender.host)
         elif kind == "call":
             rid, op, args = body
             self._work.put_nowait((sender, rid, op, tuple(args)))
@@ -87,8 +93,23 @@ class NodeActor:
             self._work.put_nowait((None, 0, "queue.autodelete", tuple(body)))
         elif kind == "connection_closed":
             self._work.put_nowait((None, 0, "connection.closed", tuple(body)))
+        elif kind == "undelivered":  # a call to a queue whose host is restarting: fail it, don't wait
+            _, call = body
+            fut = self._pending.pop(call[0], None) if call else None
+            if fut is not None and not fut.done():
+                name = sender.name.split(":", 2)[-1]
+                fut.set_result(("err", 404, f"queue '{name}' is down or inaccessible", False))
         else:
             log.warning("node.unknown_kind", kind=kind)
+
+    def _recreate_queues(self, host: str) -> None:
+        """A queue host (re)started: give it an actor for every queue placed on it — durable queues
+        after a node restart, all queues after a crash of that host alone."""
+        for rec in self.registry.queues():
+            if queue_host(rec.vhost, rec.name, self.queue_hosts) == host:
+                self._send(queue_manager(host), "create", (0, rec.vhost, rec.name, rec.auto_delete, rec.arguments))
+                self._queue_settings.pop((rec.vhost, rec.name), None)  # the new actor knows no policy yet
+                self._send_policy(rec)
 
     def _load_definitions(self, default_user: str, default_pass: str) -> None:
         if self._definitions is None:
@@ -106,8 +127,14 @@ class NodeActor:
         self.registry.load_definitions(records)
 
     def _save(self) -> None:
-        if self._definitions is not None:
-            definitions_file.write_atomic(self._definitions, definitions.encode(self.registry.snapshot()))
+        """Write the definitions file if what it holds changed (a declare of a transient queue does
+        not touch the disk; a durable one is on disk before declare-ok leaves)."""
+        if self._definitions is None:
+            return
+        data = definitions.encode(self.registry.snapshot())
+        if data != self._saved:
+            definitions_file.write_atomic(self._definitions, data)
+            self._saved = data
 
     async def admin(self, op: str, args: dict) -> Any:
         """Run admin `op` in turn with the channels' requests; a value, or {"error", "exit"}."""
@@ -141,6 +168,8 @@ class NodeActor:
             await asyncio.gather(*(self._call(sub, "sync") for sub in list(self.subscribers)))
 
     def _publish(self, changes: list, gone: list[tuple[str, str]] = ()) -> None:
+        if any(c[0] in TOPOLOGY_CHANGES for c in changes):
+            self._save()
         if changes or gone:
             for sub in self.subscribers:
                 self._send(sub, "meta", (changes, list(gone)))
@@ -210,6 +239,8 @@ class NodeActor:
             return ok((rec.name, 0, 0))
         self._publish(changes)
         stats = await self._call(queue_address(vhost, rec.name, self.queue_hosts), "stats")
+        if not is_ok(stats):
+            return stats
         messages, consumers = stats[1]
         return ok((rec.name, messages, consumers))
 

@@ -27,6 +27,8 @@ actor had received but not yet granted are credited back to their senders.
 
 A `receive` (or `on_unblocked`) that raises is logged with its traceback and the actor is removed;
 the host keeps running.
+A message for an actor that does not exist is answered with an `undelivered` message carrying
+its kind and body, so a sender waiting for a reply or a confirm learns that it will not come.
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ from flow.state import FlowState
 log = structlog.get_logger("warren.runtime")
 
 CREDIT_KIND = "$credit"
+UNDELIVERED_KIND = "undelivered"  # (kind, body) of a message whose target actor does not exist
 recv_frames_max = 256  # frames drained per loop iteration before yielding to other callbacks
 close_linger_ms = 1000  # how long close() waits for queued frames to leave
 ticks_per_second = 1000  # flow-state ticks are milliseconds of the monotonic clock
@@ -266,6 +269,8 @@ class Runtime:
                         sender=str(sender))
             if credit:
                 self._send_credit(me, sender, credit)
+            if kind != UNDELIVERED_KIND:  # tell the sender, so nothing waits for a dead actor's answer
+                self._enqueue(sender.host, (target, sender.name, UNDELIVERED_KIND, 0, (kind, body)))
             return
         try:
             actor.receive(sender, kind, body)

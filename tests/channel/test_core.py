@@ -240,3 +240,16 @@ def test_prefetch_top_ups_are_batched_but_never_starve_the_consumer():
     delivered(core, 4, first_id=200)        # credit used up: any room is granted at once
     core.command(cmd(m.BasicAck(delivery_tag=3)))
     assert core.flush() == [Send(Q, "settle", ([102], [], [])), Send(Q, "grant", (("c1", 1),))]
+
+
+def test_publishes_to_a_missing_queue_actor_are_nacked():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    core.command(cmd(m.ConfirmSelect()))
+    for _ in range(2):
+        core.command(publish())
+    [send] = [e for e in core.flush() if isinstance(e, Send)]
+    core.receive(Q, "undelivered", ("publish", send.body))  # the runtime found no queue actor
+    assert core.flush() == [Write([frame(m.BasicNack(delivery_tag=1, multiple=False, requeue=False)),
+                                   frame(m.BasicNack(delivery_tag=2, multiple=False, requeue=False))])]
