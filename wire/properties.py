@@ -142,10 +142,14 @@ def parse_content_header(payload: Buffer) -> tuple[int, int, int]:
     return class_id, body_size, HEADER_PROPS_OFFSET
 
 
-def read_delivery_mode(payload: Buffer) -> int:
-    """delivery-mode of a content header payload, 0 when absent, decoding only what precedes it."""
+PRIORITY_FLAG = 1 << 11
+
+
+def _leading_octet(payload: Buffer, flag: int) -> int:
+    """delivery-mode or priority (octets behind content-type, content-encoding, headers and, for
+    priority, delivery-mode), 0 when absent, decoding only the lengths of what precedes them."""
     flags = _FLAGS.unpack_from(payload, HEADER_PROPS_OFFSET)[0]
-    if not flags & DELIVERY_MODE_FLAG:
+    if not flags & flag:
         return 0
     offset = HEADER_PROPS_OFFSET + 2
     while _FLAGS.unpack_from(payload, offset - 2)[0] & 1:  # skip continuation flag words
@@ -156,4 +160,16 @@ def read_delivery_mode(payload: Buffer) -> int:
         offset += 1 + payload[offset]
     if flags & _HEADERS_FLAG:
         offset += 4 + _LONG.unpack_from(payload, offset)[0]
+    if flag == PRIORITY_FLAG and flags & DELIVERY_MODE_FLAG:
+        offset += 1
     return payload[offset]
+
+
+def read_delivery_mode(payload: Buffer) -> int:
+    """delivery-mode of a content header payload, 0 when absent (hot path: is it persistent?)."""
+    return _leading_octet(payload, DELIVERY_MODE_FLAG)
+
+
+def read_priority(payload: Buffer) -> int:
+    """priority of a content header payload, 0 when absent (as RabbitMQ treats it)."""
+    return _leading_octet(payload, PRIORITY_FLAG)

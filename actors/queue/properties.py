@@ -4,23 +4,16 @@ Theory of operation: the queue never re-encodes a message it keeps (DESIGN.md se
 decoding the whole property list costs more than enqueueing. Both properties the queue needs sit
 behind flag bits in the first property-flag word (header payload offset 12), so the common case,
 neither flag set, costs one byte test. Only `expiration` (bit 8) and `priority` (bit 11) are read:
-priority by skipping the three properties before it, expiration by a full decode, since it comes
+priority with wire's fast reader, expiration by a full decode, since it comes
 after four variable-length ones and is rare.
 """
 from __future__ import annotations
 
-import struct
-
 from wire.codec import DECODE_ERRORS
-from wire.properties import HEADER_PROPS_OFFSET, BasicProperties
+from wire.properties import HEADER_PROPS_OFFSET, BasicProperties, read_priority
 
 EXPIRATION_HIGH_BIT = 0x01  # property flag bit 8, in the high byte of the flag word
 PRIORITY_HIGH_BIT = 0x08    # property flag bit 11
-_CONTENT_TYPE_HIGH_BIT = 0x80
-_CONTENT_ENCODING_HIGH_BIT = 0x40
-_HEADERS_HIGH_BIT = 0x20
-_DELIVERY_MODE_HIGH_BIT = 0x10
-_LONG = struct.Struct(">I")
 
 
 def has_expiration(header: bytes) -> bool:
@@ -45,18 +38,4 @@ def expiration_ms(header: bytes) -> int | None:
 
 def priority(header: bytes) -> int:
     """The message's priority property, 0 when absent (as RabbitMQ treats it)."""
-    flags = header[HEADER_PROPS_OFFSET]
-    if not flags & PRIORITY_HIGH_BIT:
-        return 0
-    offset = HEADER_PROPS_OFFSET + 2
-    while header[offset - 1] & 1:  # continuation flag words carry no properties we know
-        offset += 2
-    if flags & _CONTENT_TYPE_HIGH_BIT:
-        offset += 1 + header[offset]
-    if flags & _CONTENT_ENCODING_HIGH_BIT:
-        offset += 1 + header[offset]
-    if flags & _HEADERS_HIGH_BIT:
-        offset += 4 + _LONG.unpack_from(header, offset)[0]
-    if flags & _DELIVERY_MODE_HIGH_BIT:
-        offset += 1
-    return header[offset]
+    return read_priority(header) if header[HEADER_PROPS_OFFSET] & PRIORITY_HIGH_BIT else 0

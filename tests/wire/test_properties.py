@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from tests.wire.strategies import BY_TYPE
 from wire import codec, spec
-from wire.properties import (BasicProperties, encode_content_header, parse_content_header,
+from wire.properties import (BasicProperties, encode_content_header, parse_content_header, read_priority,
                              read_delivery_mode)
 
 properties = st.builds(BasicProperties, **{
@@ -77,3 +77,15 @@ def test_continuation_flag_words_are_skipped():
 def test_malformed_properties(octets):
     with pytest.raises(codec.DECODE_ERRORS):
         BasicProperties.decode(octets)
+
+
+@pytest.mark.parametrize("props", [
+    BasicProperties(), BasicProperties(priority=7), BasicProperties(delivery_mode=2, priority=3),
+    BasicProperties(content_type="text/plain", content_encoding="gzip", headers={"a": [1, "x"]},
+                    delivery_mode=2, priority=9, expiration="100"),
+    BasicProperties(headers={"k": "v"}, priority=0),
+])
+def test_fast_readers_agree_with_the_full_decode(props):
+    payload = encode_content_header(60, 0, props)
+    assert read_delivery_mode(payload) == (props.delivery_mode or 0)
+    assert read_priority(payload) == (props.priority or 0)
