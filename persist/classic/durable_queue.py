@@ -1,0 +1,246 @@
+"""DurableBacking: the message bodies of one classic queue, in RAM and on disk.
+
+Theory of operation: the queue core keeps consumers, credit and who holds what unacked; the backing
+keeps the messages. It glues the queue index (one per queue), the node's two message stores and the
+variable queue (paging.py) together and is the `paging.Backend` that does the variable queue's IO.
+
+Publishing: a message is persistent when the queue is durable and its delivery-mode is 2. Its index
+record (with the message embedded when header + body < `embed_below`, else naming a store guid) and
+its store record are appended at `publish`; transient messages stay in RAM until paging writes them
+(to the index and the transient store, never synced). `flush()` is the group commit:
+
+    ORDERING RULE: store.sync() THEN index.sync() THEN return the confirms. A persistent message is
+    confirmable only after the sync that covers BOTH its body and its index entry; an index entry
+    synced before its body (the OS may write back early) is dropped at recovery as "body missing",
+    and it was never confirmed.
+
+Transient messages published since the last flush are confirmed by the same flush (they are "safe"
+as soon as the queue holds them, as in RabbitMQ). `fetch` hands messages out in seq order and writes
+DEL records; `ack` writes ACK records and drops store references (the store turns them into
+garbage); `requeue` puts messages back at their original place, redelivered. Acks are durable at the
+next flush: after kill -9 only the acks of the last interval come back (redelivered).
+
+Message ids: the backing's seq ids ARE the queue's msg_ids; after `recover()` the queue must number
+new messages from `Recovered.next_msg_id` on. Store guids are `guids[i]` when the publisher gives
+them (a message routed to several queues is then stored once), else this queue's tag + seq.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from actors.queue.message import Message
+from persist.classic.msg_store import MsgStore
+from persist.classic.paging import Entry, PagingStats, VariableQueue
+from persist.classic.queue_index import SEGMENT_ENTRIES, PubRecord, QueueIndex
+from persist.classic.records import decode_message, message_parts
+from persist.disk import Disk
+from wire.properties import read_delivery_mode
+
+QUEUE_INDEX_EMBED_MSGS_BELOW = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    ready: int
+    next_msg_id: int
+    clean: bool
+    torn_bytes: int
+    dropped: int  # index entries whose body was missing from the store
+
+
+@dataclass(frozen=True, slots=True)
+class BackingStats:
+    ready: int
+    unacked: int
+    ram_messages: int
+    ram_bytes: int
+    ram_index_entries: int
+    disk_only_messages: int  # ready messages whose body is not in RAM
+    lazy: bool
+
+
+class DurableBacking:
+    def __init__(self, disk: Disk, directory: str, store: MsgStore, transient_store: MsgStore, *,
+                 durable: bool = True, lazy: bool = False,
+                 embed_below: int = QUEUE_INDEX_EMBED_MSGS_BELOW,
+                 segment_entries: int = SEGMENT_ENTRIES, index_ram_max: int | None = None,
+                 ram_max_messages: int | None = None, ram_max_bytes: int | None = None) -> None:
+        self.durable = durable
+        self.store = store
+        self.transient_store = transient_store
+        self.embed_below = embed_below
+        self.index = QueueIndex(disk, directory, segment_entries)
+        self.vq = VariableQueue(self, index_ram_max=max(index_ram_max or 0, segment_entries),
+                                lazy=lazy, ram_max_messages=ram_max_messages,
+                                ram_max_bytes=ram_max_bytes)
+        self._tag = hashlib.blake2b(directory.encode(), digest_size=8).digest()
+        self._unacked: dict[int, Entry] = {}
+        self._unconfirmed: list[int] = []
+        self.next_msg_id = 0
+
+    # -- start and stop --------------------------------------------------------------------------
+    def recover(self) -> Recovered:
+        """Load from disk. Call after the stores' `open()` and before their `finish_recovery()`."""
+        if not self.durable:
+            self.index.delete()
+            self.index.recover()
+            return Recovered(0, 0, True, 0, 0)
+        if self.store.recovering:
+            r = self.index.recover(self.store.add_ref, must_scan=True)
+        else:
+            r = self.index.recover(self.store.contains)
+        self.vq.recover_delta(r.lo, r.next_seq, r.messages)
+        self.next_msg_id = r.next_seq
+        return Recovered(r.messages, r.next_seq, r.clean, r.torn_bytes, r.dropped)
+
+    def close(self) -> None:
+        """Clean stop: everything synced, recovery terms written. Close the stores after this."""
+        self.store.sync()
+        self.index.close()
+
+    def delete(self) -> None:
+        """The queue is deleted: drop every message and every file of its index."""
+        self.purge()
+        self.ack(list(self._unacked))
+        self.index.delete()
+        self._unconfirmed.clear()
+
+    # -- the data path ---------------------------------------------------------------------------
+    def publish(self, msgs: list[Message], guids: list[bytes] | None = None) -> None:
+        """Enqueue messages (msg_ids ascending, from next_msg_id on). Confirm them at `flush`."""
+        entries = []
+        to_disk = []
+        for i, m in enumerate(msgs):
+            header, body = m[4], m[5]
+            persistent = self.durable and read_delivery_mode(header) == 2
+            e = Entry(m[0], m, persistent, len(header) + len(body),
+                      guid=guids[i] if guids is not None else None)
+            entries.append(e)
+            if persistent:
+                to_disk.append(e)
+        if not entries:
+            return
+        assert entries[0].seq >= self.next_msg_id, "msg_ids must grow"
+        self._write_out(to_disk)
+        self._unconfirmed.extend([e.seq for e in entries])
+        self.next_msg_id = entries[-1].seq + 1
+        self.vq.push(entries)
+
+    def flush(self) -> list[int]:
+        """Group commit (see the ordering rule); return the msg_ids now confirmable, ascending."""
+        self.store.sync()
+        self.index.sync()
+        done, self._unconfirmed = self._unconfirmed, []
+        return done
+
+    def fetch(self, n: int) -> list[Message]:
+        """Up to `n` ready messages in order; they stay unacked here until ack or requeue."""
+        entries = self.vq.take(n)
+        unacked = self._unacked
+        out = []
+        delivered = []
+        for e in entries:
+            unacked[e.seq] = e
+            out.append(e.message)
+            if e.indexed:
+                delivered.append(e.seq)
+        if delivered:
+            self.index.deliver(delivered)
+        return out  # type: ignore[return-value]
+
+    def ack(self, ids: Iterable[int]) -> None:
+        self._forget([self._unacked.pop(i) for i in ids])
+
+    def requeue(self, ids: Iterable[int]) -> None:
+        self.vq.requeue([self._unacked.pop(i) for i in ids])
+
+    def purge(self) -> int:
+        """Drop every ready message; return how many."""
+        n = 0
+        for batch in self.vq.drain():
+            self._forget(batch)
+            n += len(batch)
+        return n
+
+    def _forget(self, entries: list[Entry]) -> None:
+        """These messages left the queue for good: ACK records, store references dropped."""
+        acks = []
+        bodies: list[bytes] = []
+        transient_bodies: list[bytes] = []
+        for e in entries:
+            if not e.indexed:
+                continue
+            acks.append((e.seq, e.persistent, e.size))
+            if e.loc is None:
+                assert e.guid is not None
+                (bodies if e.persistent else transient_bodies).append(e.guid)
+        if acks:
+            self.index.ack(acks)
+        if bodies:
+            self.store.remove(bodies)
+        if transient_bodies:
+            self.transient_store.remove(transient_bodies)
+
+    # -- paging ----------------------------------------------------------------------------------
+    def set_ram_target(self, max_messages: int | None, max_bytes: int | None = None) -> None:
+        self.vq.set_ram_target(max_messages, max_bytes)
+
+    def set_lazy(self, lazy: bool) -> None:
+        self.vq.set_lazy(lazy)
+
+    # -- paging.Backend --------------------------------------------------------------------------
+    def _write_out(self, entries: list[Entry]) -> None:
+        """Append index records (and store records for big bodies); no sync."""
+        if not entries:
+            return
+        records: list[PubRecord] = []
+        items: list[tuple[bytes, tuple[bytes, ...]]] = []
+        transient_items: list[tuple[bytes, tuple[bytes, ...]]] = []
+        for e in entries:
+            m = e.message
+            assert m is not None
+            payload = message_parts(m[2], m[3], m[4], m[5])
+            if e.size < self.embed_below:
+                e.guid = None
+                records.append((e.seq, e.persistent, None, e.size, payload))
+                continue
+            if e.guid is None:
+                e.guid = self._tag + e.seq.to_bytes(8, "little")
+            (items if e.persistent else transient_items).append((e.guid, payload))
+            records.append((e.seq, e.persistent, e.guid, e.size, None))
+        if items:
+            self.store.write(items)
+        if transient_items:
+            self.transient_store.write(transient_items)
+        for e, loc in zip(entries, self.index.publish(records)):
+            e.loc = loc
+            e.indexed = True
+
+    def page_out(self, entries: list[Entry]) -> None:
+        self._write_out([e for e in entries if not e.indexed])
+
+    def read_delta(self, lo: int, hi: int) -> tuple[list[Entry], int]:
+        found, upto = self.index.read(lo, hi)
+        return [Entry(seq, None, persistent, size, guid, loc, True, delivered)
+                for seq, persistent, guid, size, loc, delivered in found], upto
+
+    def load(self, entries: list[Entry]) -> None:
+        embedded = [e for e in entries if e.loc is not None]
+        stored = [e for e in entries if e.loc is None and e.persistent]
+        transient = [e for e in entries if e.loc is None and not e.persistent]
+        for group, payloads in (
+                (embedded, self.index.read_bodies([e.loc for e in embedded]) if embedded else []),
+                (stored, self.store.read([e.guid for e in stored]) if stored else []),
+                (transient, self.transient_store.read([e.guid for e in transient])
+                 if transient else [])):
+            for e, payload in zip(group, payloads):
+                exchange, routing_key, header, body = decode_message(payload)
+                e.message = (e.seq, e.redelivered, exchange, routing_key, header, body)
+
+    # -- inspection ------------------------------------------------------------------------------
+    def stats(self) -> BackingStats:
+        p: PagingStats = self.vq.stats()
+        return BackingStats(p.ready, len(self._unacked), p.ram_messages, p.ram_bytes,
+                            p.ram_index_entries, p.ready - p.ram_messages, p.lazy)

@@ -1,0 +1,94 @@
+"""The queue index on real files: embedding, segments, recovery terms, torn tails."""
+import random
+
+import pytest
+
+from persist.classic.queue_index import TERMS_FILE, QueueIndex
+from tests.classic_store.crashdisk import CrashDisk
+
+N = 4  # entries per segment
+
+
+@pytest.fixture
+def disk(tmp_path):
+    d = CrashDisk(str(tmp_path))
+    yield d
+    d.close()
+
+
+def opened(disk, **kw) -> tuple[QueueIndex, object]:
+    index = QueueIndex(disk, "q", segment_entries=N)
+    return index, index.recover(**kw)
+
+
+def pub(seq, persistent=True, payload=b"m"):
+    return (seq, persistent, None if payload else b"guid%d" % seq, 10,
+            (payload[:1], payload[1:]) if payload else None)
+
+
+def read_all(index, lo, hi):
+    out = []
+    while lo < hi:
+        found, lo = index.read(lo, hi)
+        out += found
+    return out
+
+
+def test_segments_are_files_of_n_entries_and_embedded_bodies_read_back(disk):
+    index, _ = opened(disk)
+    locs = index.publish([pub(s, payload=b"body%d" % s) for s in range(10)])
+    assert disk.listdir("q") == ["0.idx", "1.idx", "2.idx"]
+    assert index.read_bodies([locs[9], locs[0]]) == [b"body9", b"body0"]
+    found, nxt = index.read(2, 10)
+    assert [f[0] for f in found] == [2, 3] and nxt == 4
+    assert found[0][4] == locs[2]
+
+
+def test_a_fully_acked_segment_is_deleted_at_sync(disk):
+    index, _ = opened(disk)
+    index.publish([pub(s) for s in range(6)])
+    index.ack([(s, True, 10) for s in range(4)] + [(4, True, 10)])
+    index.sync()
+    assert disk.listdir("q") == ["1.idx"]
+    assert [f[0] for f in read_all(index, 0, 6)] == [5]
+
+
+def test_clean_stop_uses_recovery_terms_and_keeps_delivered_flags(disk):
+    index, _ = opened(disk)
+    index.publish([pub(s) for s in range(6)] + [pub(6, persistent=False)])
+    index.deliver([1, 2])
+    index.ack([(2, True, 10)])
+    index.close()
+    again, r = opened(disk)
+    assert r.clean and (r.messages, r.bytes, r.next_seq) == (5, 50, 7)
+    assert not disk.exists(f"q/{TERMS_FILE}")
+    found = read_all(again, r.lo, r.next_seq)
+    assert [(f[0], f[5]) for f in found] == [(0, False), (1, True), (3, False), (4, False),
+                                              (5, False)]  # the transient 6 is gone
+
+
+def test_crash_cuts_a_torn_tail_and_marks_everything_delivered(disk, capsys):
+    index, _ = opened(disk)
+    index.publish([pub(s) for s in range(3)])
+    index.sync()
+    index.publish([pub(s) for s in range(3, 6)])
+    index.ack([(0, True, 10)])
+    disk.crash(random.Random(3), torn=True)
+    again, r = opened(disk)
+    assert not r.clean
+    found = read_all(again, r.lo, r.next_seq)
+    seqs = [f[0] for f in found]
+    assert seqs[:3] == [0, 1, 2]  # synced ones survive; the unsynced ack was lost
+    assert seqs == list(range(len(seqs))) and all(f[5] for f in found)
+    if r.torn_bytes:
+        assert "queue_index_torn_tail_cut" in capsys.readouterr().out
+
+
+def test_entries_whose_store_body_is_missing_are_dropped(disk):
+    index, _ = opened(disk)
+    index.publish([pub(0, payload=None), pub(1, payload=None), pub(2)])
+    index.sync()
+    disk.crash(random.Random(0))
+    again, r = opened(disk, check_guid=lambda g: g != b"guid1")
+    assert (r.messages, r.dropped) == (2, 1)
+    assert [f[0] for f in read_all(again, r.lo, r.next_seq)] == [0, 2]
