@@ -14,6 +14,7 @@ import os
 from typing import Protocol
 
 SYNC_METHODS = ("fdatasync", "fsync", "none")
+iov_max = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # pieces per writev
 
 
 class Disk(Protocol):
@@ -22,6 +23,9 @@ class Disk(Protocol):
 
     def append(self, path: str, data: bytes) -> int:
         """Append `data`; return the offset it starts at."""
+
+    def append_parts(self, path: str, parts: list[bytes]) -> int:
+        """Append the pieces back to back (a gathered write); return the offset they start at."""
 
     def read(self, path: str, offset: int = 0, size: int | None = None) -> bytes: ...
 
@@ -97,6 +101,18 @@ class RealDisk:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
+        return offset
+
+    def append_parts(self, path: str, parts: list[bytes]) -> int:
+        fd = self._fd(path)
+        offset = os.fstat(fd).st_size
+        for k in range(0, len(parts), iov_max):
+            chunk = parts[k:k + iov_max]
+            done = os.writev(fd, chunk)
+            if done < sum(map(len, chunk)):  # a short write: finish it plainly
+                rest = memoryview(b"".join(chunk))[done:]
+                while rest:
+                    rest = rest[os.write(fd, rest):]
         return offset
 
     def read(self, path: str, offset: int = 0, size: int | None = None) -> bytes:

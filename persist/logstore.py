@@ -9,8 +9,12 @@ Durability (the contract in persist/raft/log.py): `append` and `truncate_from` a
 WAL and durable once a flush covers them. The writer calls `_synced(upto)` right after the sync
 that covers them; `set_written(upto)` (the core's view) never passes that, and truncation lowers
 both, so a stale written notification cannot mark a replacement entry written.
-`save_hard_state`, `install_snapshot` and `compact_below` are durable when they return (small
-files replaced atomically, see persist/snapshots.py).
+`save_hard_state` queues a HARD_STATE record in the same group commit as the entries (a vote must
+not cost a file and its fsyncs of its own: 100 members electing at once did that); it is durable
+once the flush that carries it has synced, which the writer reports with `_hard_synced`, and
+`durable_hard_state()` says what that covers. The shell holds back every message that follows a
+PersistHardState until then (actors/raft/member.py). `install_snapshot` and `compact_below` are
+durable when they return (small files replaced atomically, see persist/snapshots.py).
 
 Known window, deliberately accepted: an `install_snapshot` that discards the log also queues a
 WAL truncation for the entries above the snapshot; if the node crashes before the next flush,
@@ -32,7 +36,8 @@ if TYPE_CHECKING:
 
 class MemberLog:
     def __init__(self, member: str, writer: WalWriter, segments: SegmentSet,
-                 snapshots: SnapshotStore, meta: MemberMeta, last: int) -> None:
+                 snapshots: SnapshotStore, meta: MemberMeta, last: int,
+                 hard_state: tuple[int, str | None] = (0, None)) -> None:
         self.member = member
         self._writer = writer
         self.segments = segments
@@ -42,6 +47,7 @@ class MemberLog:
         self._last = last
         self._synced_upto = last
         self._written = last
+        self._hard = self._hard_durable = hard_state
 
     @property
     def _mem(self) -> MemTable:
@@ -93,7 +99,10 @@ class MemberLog:
         return self._written
 
     def hard_state(self) -> tuple[int, str | None]:
-        return self._meta.term, self._meta.voted_for
+        return self._hard
+
+    def durable_hard_state(self) -> tuple[int, str | None]:
+        return self._hard_durable
 
     def snapshot_meta(self) -> tuple[int, int] | None:
         return self._snapshots.meta
@@ -129,7 +138,11 @@ class MemberLog:
         self._synced_upto = max(self._synced_upto, min(upto, self._last))
 
     def save_hard_state(self, term: int, voted_for: str | None) -> None:
-        self._meta.save(term, voted_for, self._meta.floor)
+        self._hard = (term, voted_for)
+        self._writer.core.save_hard_state(self.member, term, voted_for)
+
+    def _hard_synced(self, hard_state: tuple[int, str | None]) -> None:
+        self._hard_durable = hard_state
 
     def install_snapshot(self, index: int, term: int, data: bytes) -> None:
         snap = self._snapshots.meta
@@ -153,7 +166,7 @@ class MemberLog:
         index = min(index, (snap[0] if snap else 0) + 1)
         if index <= self._floor:
             return
-        self._meta.save(self._meta.term, self._meta.voted_for, index)
+        self._meta.save(*self._hard_durable, index)
         self._floor = index
         self.segments.compact_below(index)
         self._mem.drop_below(index)

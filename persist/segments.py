@@ -154,11 +154,18 @@ class SegmentSet:
         return k
 
     # -- changes -------------------------------------------------------------------------------
-    def write(self, entries: list[Entry]) -> None:
-        """Make `entries` (starting at limit + 1, or anywhere when empty) durable in segments."""
+    def write(self, entries: list[Entry], floor: int) -> None:
+        """Make `entries` durable in segments. They start at limit + 1, or anywhere when the
+        segments are empty, or at the log's `floor` when everything the segments validly hold
+        lies below it: a truncation lowered `limit`, then a compaction or a snapshot raised the
+        floor above it and released the memtable up to there. Those files are then dropped
+        first, so the set stays contiguous (no file may be followed by a hole)."""
         self._apply_limit()
         if not entries:
             return
+        if self._segs and entries[0].index > self.limit + 1:
+            assert entries[0].index <= floor, "segment write leaves a hole above the floor"
+            self._remove_from(0)
         if self._segs:
             assert entries[0].index == self.last + 1, "segment write not contiguous"
         pos = 0
@@ -189,13 +196,8 @@ class SegmentSet:
         Whole files go first (and that is made durable) so that a crash can never leave a
         shortened file followed by the files after it: that would look like a gap.
         """
-        removed = False
-        while self._segs and self._segs[-1].first > self.limit:
-            self.disk.remove(f"{self.dir}/{self._segs.pop().name}")
-            self._firsts.pop()
-            removed = True
-        if removed:
-            self.disk.fsync_dir(self.dir)
+        self._remove_from(next((k for k, s in enumerate(self._segs) if s.first > self.limit),
+                               len(self._segs)))
         if self._segs and self._segs[-1].last > self.limit:
             seg = self._segs[-1]
             keep = self.limit - seg.first + 1
@@ -204,6 +206,15 @@ class SegmentSet:
             self.disk.sync(path)
             del seg.offsets[keep + 1:]
             del seg.terms[keep:]
+
+    def _remove_from(self, k: int) -> None:
+        """Remove files k and after, last first, and make that durable."""
+        if k >= len(self._segs):
+            return
+        while len(self._segs) > k:
+            self.disk.remove(f"{self.dir}/{self._segs.pop().name}")
+            self._firsts.pop()
+        self.disk.fsync_dir(self.dir)
 
     def compact_below(self, index: int) -> int:
         """Delete files whose every entry is below `index`; return how many."""

@@ -1,15 +1,18 @@
 """The shared write-ahead log's pure core: memtables, batches, written notifications, rollover.
 
 Theory of operation (Ra's WAL, DESIGN.md §7). One WAL per node serves every Raft member on it.
-A member's `submit` (entries) or `truncate` (follower conflict) is encoded as WAL records at once and
-applied at once to that member's memtable, so the member can serve what it appended before it is
-durable (Raft lets a leader send entries it has not yet written). `take_batch` hands the shell every
-record queued since the last batch as ONE byte string; the shell appends it to the current WAL file
-and syncs once, then calls `written(batch)`, which returns for each member in the batch the highest
-index now durable for it: its last index as of the batch (a truncation-only batch reports the index
-below the cut). Ordering rule: a member may report an append as written (to a leader, or count it
-towards commit) only after that notification; the notification must reach the member before its
-next truncation, because it carries no term (the shell delivers it synchronously).
+A member's `submit` (entries: one RUN record), `truncate` (follower conflict) or `save_hard_state`
+(term and vote: a HARD_STATE record in the same group commit, no file of its own) is encoded at
+once and applied at once to that member's memtable, so the member can serve what it appended before
+it is durable (Raft lets a leader send entries it has not yet written). `take_batch` hands the
+shell every record queued since the last batch as one run of byte pieces (no copy of the commands);
+the shell appends them to the current WAL file with one gathered write and syncs once, then calls
+`written(batch)`, which returns for each member in the batch the highest index now durable for it:
+its last index as of the batch (a truncation-only batch reports the index below the cut);
+`Batch.hard` says whose hard state the batch made durable. Ordering rule: a member may report an
+append as written (to a leader, or count it towards commit) only after that notification; the
+notification must reach the member before its next truncation, because it carries no term (the
+shell delivers it synchronously).
 
 Rollover: once the WAL files written since the last rollover hold `max_size_bytes`, `should_roll()`
 says so. The shell then starts a new WAL file, writes each member's memtable into its segment files,
@@ -28,7 +31,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from persist.raft.log import Entry
-from persist.records import ENTRY, TRUNCATE, Record, encode, encode_entries
+from persist.records import (ENTRY, HARD_STATE, RUN, TRUNCATE, Record, decode_hard_state,
+                             encode, encode_hard_state, encode_run, newer_hard_state, run_entries)
 
 
 class MemTable:
@@ -78,9 +82,15 @@ class MemTable:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    data: bytes
-    written: dict[str, int]  # member -> highest index durable once `data` is synced
+    parts: list[bytes]  # the records, written back to back
+    nbytes: int
+    written: dict[str, int]  # member -> highest index durable once the parts are synced
     records: int
+    hard: dict[str, tuple[int, str | None]]  # member -> hard state durable once synced
+
+    @property
+    def data(self) -> bytes:
+        return b"".join(self.parts)
 
 
 class WalCore:
@@ -93,6 +103,7 @@ class WalCore:
         self._pending_bytes = 0
         self._pending_records = 0
         self._last: dict[str, int] = {}  # member -> last index as of the records queued so far
+        self._hard: dict[str, tuple[int, str | None]] = {}  # member -> latest hard state queued
         self._member_bytes: dict[str, bytes] = {}
 
     def memtable(self, member: str) -> MemTable:
@@ -105,7 +116,10 @@ class WalCore:
         if not entries:
             return
         self.memtable(member).append(entries)
-        self._queue(encode_entries(entries, self._mid(member)), len(entries))
+        parts = encode_run(entries, self._mid(member))
+        self._pending.extend(parts)
+        self._pending_bytes += sum(map(len, parts))
+        self._pending_records += len(entries)
         self._last[member] = entries[-1].index
 
     def truncate(self, member: str, index: int) -> None:
@@ -114,21 +128,28 @@ class WalCore:
         self._queue(encode(TRUNCATE, index, 0, b"", self._mid(member)), 1)
         self._last[member] = index - 1
 
+    def save_hard_state(self, member: str, term: int, voted_for: str | None) -> None:
+        """Queue a member's term and vote; durable with the batch that carries it."""
+        self._queue(encode_hard_state(term, voted_for, self._mid(member)), 1)
+        self._hard[member] = (term, voted_for)
+
     def pending_bytes(self) -> int:
         return self._pending_bytes
 
     def take_batch(self) -> Batch | None:
         if not self._pending:
             return None
-        batch = Batch(b"".join(self._pending), dict(self._last), self._pending_records)
-        self._pending.clear()
+        batch = Batch(self._pending, self._pending_bytes, dict(self._last), self._pending_records,
+                      dict(self._hard))
+        self._pending = []
         self._last.clear()
+        self._hard.clear()
         self._pending_bytes = self._pending_records = 0
         return batch
 
     def written(self, batch: Batch) -> dict[str, int]:
         """The batch is durable: what to tell each member."""
-        self.bytes_since_roll += len(batch.data)
+        self.bytes_since_roll += batch.nbytes
         return batch.written
 
     def should_roll(self) -> bool:
@@ -186,6 +207,7 @@ class MemberReplay:
         self.seg_limit = seg_last  # segments are valid up to here (a replayed cut lowers it)
         self._entries: dict[int, Entry] = {}
         self._top = 0  # the highest index in _entries (0 if none)
+        self.hard_state: tuple[int, str | None] = (0, None)  # the newest HARD_STATE replayed
 
     def check_segments(self) -> Gap | None:
         if self.seg_first is not None and self.floor < self.seg_first <= self.seg_limit:
@@ -194,7 +216,14 @@ class MemberReplay:
         return None
 
     def apply(self, rec: Record) -> None:
-        if rec.type == ENTRY:
+        if rec.type == RUN:
+            entries = [e for e in run_entries(rec) if e.index >= self.floor]
+            if entries:
+                self._cut(entries[0].index)
+                for e in entries:
+                    self._entries[e.index] = e
+                self._top = entries[-1].index
+        elif rec.type == ENTRY:
             if rec.index < self.floor:
                 return
             self._cut(rec.index)
@@ -202,6 +231,8 @@ class MemberReplay:
             self._top = rec.index
         elif rec.type == TRUNCATE:
             self._cut(max(rec.index, self.floor))
+        elif rec.type == HARD_STATE:
+            self.hard_state = newer_hard_state(self.hard_state, decode_hard_state(rec))
 
     def _cut(self, index: int) -> None:
         self.seg_limit = min(self.seg_limit, index - 1)

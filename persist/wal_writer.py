@@ -4,18 +4,25 @@ Layout under the disk's root:
     wal/<seq:016d>.wal                 the WAL files; the highest is current, older ones await rollover
     members/<quoted id>/NNNNNNNN.segment, snapshot, meta    per member (persist/segments.py, snapshots.py)
 
-`flush()` appends everything submitted since the last flush to the current WAL file as one write,
-syncs once, tells each in-process MemberLog how far it is durable, and returns that as
-{member: written_upto} for the WAL actor to notify the members with. When the WAL files hold
-`wal_max_size_bytes`, the same flush rolls over, in this order (each step durable before the next):
-start a new WAL file; write every member's memtable into its segments (synced); delete the old WAL
-files. A crash at any point leaves the old WAL files in place, and replaying them over segments that
-already hold their result is harmless (see persist.wal.MemberReplay).
+`flush()` appends everything submitted since the last flush to the current WAL file as one
+(gathered) write, syncs once, tells each in-process MemberLog how far it is durable, and returns
+that as {member: written_upto} for the WAL actor to notify the members with. When the WAL files
+hold `wal_max_size_bytes`, the same flush rolls over, in this order (each step durable before the
+next): start a new WAL file and write into it every member's durable hard state (HARD_STATE records
+live only in the WAL, so they must outlive the files being deleted; one append and one sync); write
+every member's memtable into its segments (synced); delete the old WAL files. A crash at any point
+leaves the old WAL files in place, and replaying them over segments that already hold their result
+is harmless (see persist.wal.MemberReplay); hard states merge by "newest wins"
+(records.newer_hard_state), so the order files are replayed in does not matter for them.
 
-`recover()` loads each member's meta, snapshot and segments, replays every WAL file in order (cutting
-a torn tail: the file is truncated at the last valid record and the cut is logged), raises
+`recover()` loads each member's meta, snapshot and segments, replays every WAL file in order
+(cutting a torn tail: the file is truncated at the last valid record and the cut is logged), raises
 `LogGapError` if any member's log has a hole, and starts a fresh WAL file. Nothing is appended to a
-file recovery cut, and nothing below a member's floor is trusted.
+file recovery cut, and nothing below a member's floor is trusted. A log that recovers ending below
+its member's snapshot (a snapshot written before the WAL had synced the entries under it: the
+member shell must not do that, see actors/raft/member.py, but a disk may still lose them) is reset
+to start just above the snapshot, and that floor is saved before anything is appended: the snapshot
+stands in for the lost entries, which were committed and so survive on a majority.
 """
 from __future__ import annotations
 
@@ -27,7 +34,7 @@ import structlog
 from persist.disk import Disk
 from persist.logstore import MemberLog
 from persist.raft.log import Entry
-from persist.records import scan
+from persist.records import encode_hard_state, newer_hard_state, scan
 from persist.segments import SegmentSet
 from persist.snapshots import MemberMeta, SnapshotStore
 from persist.wal import Gap, MemberReplay, MemTable, WalCore
@@ -67,7 +74,7 @@ class WalWriter:
         directory = _member_dir(member)
         self.disk.makedirs(directory)
         self.disk.fsync_dir("members")
-        return self._open_member(member, 0, 0, MemTable())
+        return self._open_member(member, 0, 0, MemTable(), (0, None))
 
     def _load_member(self, member: str) -> tuple[SegmentSet, SnapshotStore, MemberMeta, Gap | None]:
         directory = _member_dir(member)
@@ -80,12 +87,14 @@ class WalWriter:
         return segments, snaps, meta, gap
 
     def _open_member(self, member: str, seg_limit: int, last: int, mem: MemTable,
+                     hard_state: tuple[int, str | None],
                      loaded: tuple[SegmentSet, SnapshotStore, MemberMeta, Gap | None] | None = None
                      ) -> MemberLog:
         segments, snaps, meta, _ = loaded or self._load_member(member)
         segments.limit = seg_limit
         self.core.mem[member] = mem
-        member_log = MemberLog(member, self, segments, snaps, meta, last)
+        hard_state = newer_hard_state(hard_state, (meta.term, meta.voted_for))
+        member_log = MemberLog(member, self, segments, snaps, meta, last, hard_state)
         self.logs[member] = member_log
         return member_log
 
@@ -100,11 +109,13 @@ class WalWriter:
         if batch is None:
             return {}
         path = self.current_file
-        self.disk.append(path, batch.data)
+        self.disk.append_parts(path, batch.parts)
         self.disk.sync(path)
         written = self.core.written(batch)
         for member, upto in written.items():
             self.logs[member]._synced(upto)
+        for member, hard_state in batch.hard.items():
+            self.logs[member]._hard_synced(hard_state)
         if self.core.should_roll():
             self._roll()
         return written
@@ -112,8 +123,13 @@ class WalWriter:
     def _roll(self) -> None:
         self._old_files.append(self.current_file)
         self._start_file(self._seq + 1)
+        hard = b"".join([encode_hard_state(*ml.durable_hard_state(), member.encode())
+                         for member, ml in self.logs.items() if ml.durable_hard_state()[0]])
+        if hard:
+            self.disk.append(self.current_file, hard)
+            self.disk.sync(self.current_file)
         for member, member_log in self.logs.items():
-            member_log.segments.write(self.core.memtable(member).items)
+            member_log.segments.write(self.core.memtable(member).items, member_log.first_index())
         self.core.rolled()
         for path in self._old_files:
             self.disk.remove(path)
@@ -173,7 +189,15 @@ class WalWriter:
                 self.disk.makedirs(_member_dir(member))
                 self.disk.fsync_dir("members")
             last, mem = finished[member]
-            self._open_member(member, replay.seg_limit, last, mem, loaded.get(member))
+            snap = loaded[member][1].meta if member in loaded else None
+            if snap is not None and last < snap[0]:
+                log.warning("raft_log_below_snapshot", member=member, last=last,
+                            snapshot_index=snap[0])
+                meta = loaded[member][2]
+                meta.save(meta.term, meta.voted_for, snap[0] + 1)
+                last, mem = snap[0], MemTable(snap[0] + 1)
+            self._open_member(member, replay.seg_limit, last, mem, replay.hard_state,
+                              loaded.get(member))
         self._start_file(int(names[-1].split(".")[0]) + 1 if names else 1)
         if self.core.should_roll():
             self._roll()

@@ -6,6 +6,7 @@ hands tuples back (not NamedTuples) and the log reads `.index`/`.term`/`.command
 """
 from __future__ import annotations
 
+from itertools import starmap
 from typing import Any
 
 from persist.raft.log import Entry
@@ -29,8 +30,8 @@ def encode(msg: Message) -> tuple[str, tuple]:
 def decode(kind: str, body: Any) -> Message:
     if kind == APPEND:
         term, src, prev_index, prev_term, entries, commit = body
-        return AppendEntries(term, src, prev_index, prev_term,
-                             tuple(Entry(*e) for e in entries), commit)
+        return AppendEntries(term, src, prev_index, prev_term, tuple(starmap(Entry, entries)),
+                             commit)
     return CLASSES[kind](*body)
 
 

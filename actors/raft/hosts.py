@@ -14,7 +14,8 @@ groups' heartbeats and a 0.2 ms fsync do not trigger elections.
 
 Config (HostSpec.config): node, nodes, groups (int or list of names), data_dir, and optionally
 tick_ms, sync_method, wal_max_size_bytes, segment_max_entries, gc_threshold, settings
-(RaftSettings fields; defaults below: a few large AppendEntries in flight rather than many).
+(RaftSettings fields; defaults below: a few large AppendEntries in flight rather than many, and
+one AppendEntries per follower per loop turn).
 Control ops: "status" (args: groups) -> per group role/term/leader/commit/applied/state;
 "wal_stats" -> flushes, entries, syncs, rollovers; "profile" (args: path) starts cProfile, and
 with path None writes it (for bench/raft_bench.py --profile).
@@ -47,7 +48,8 @@ tick_ms_default = 10
 # all the time (measured: follower CPU per commit halves with this).
 gc_threshold = (50_000, 50, 100)
 settings_default = {"election_ticks": 15, "heartbeat_ticks": 3, "max_inflight": 4,
-                    "max_batch_entries": 512, "max_batch_bytes": 1 << 20}
+                    "max_batch_entries": 1024, "max_batch_bytes": 1 << 20,
+                    "append_per_turn": True}
 
 
 def host_name(node: str) -> str:

@@ -9,6 +9,11 @@ actor tells each member in the batch how far it is written (`written(upto)` on i
 Ordering rules kept here: a member hears `written` only after the sync that covers the entries
 (so a follower's ack and a leader's commit count only durable entries), and the notification is
 delivered synchronously, before that member can truncate again (persist/wal.py requires it).
+`after_flush(callback)` runs the callback right after the next sync, before any `written`: a member
+that saved its hard state (a WAL record) releases the messages it held back behind it.
+`at_turn_end(callback)` runs it at the start of the next flush, before the write: a leader sends
+its AppendEntries for the turn there, so the followers' writes overlap the leader's own sync
+instead of following it.
 
 Why method calls and not messages: `MemberLog` must live in the writer's process anyway, and a
 local message would cost each commit another loop turn.
@@ -35,6 +40,8 @@ class WalActor:
         self._members: dict[str, Callable[[int], None]] = {}
         self._upto: dict[str, int] = {}
         self._scheduled = False
+        self._after: list[Callable[[], None]] = []
+        self._turn_end: list[Callable[[], None]] = []
         self.flushes = 0
         self.entries_flushed = 0
 
@@ -42,6 +49,16 @@ class WalActor:
         """`written`: the member's durable last index at start (for the entry count only)."""
         self._members[member] = on_written
         self._upto[member] = written
+
+    def at_turn_end(self, callback: Callable[[], None]) -> None:
+        """Call `callback` at the start of the next flush, before anything is written."""
+        self._turn_end.append(callback)
+        self.kick()
+
+    def after_flush(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once everything queued so far is synced (the next flush)."""
+        self._after.append(callback)
+        self.kick()
 
     def kick(self) -> None:
         """Something may have been appended: flush on the next loop turn (once per turn)."""
@@ -51,10 +68,18 @@ class WalActor:
 
     def flush(self) -> None:
         self._scheduled = False
+        turn_end, self._turn_end = self._turn_end, []
+        for callback in turn_end:
+            callback()
+        after, self._after = self._after, []
         if not self.writer.core.pending_bytes():
+            for callback in after:  # nothing queued: everything before them is durable
+                callback()
             return
         started = time.monotonic()
         written = self.writer.flush()
+        for callback in after:
+            callback()
         elapsed = time.monotonic() - started
         if elapsed > slow_flush_s:
             log.warning("wal.slow_flush", seconds=round(elapsed, 3), members=len(written))

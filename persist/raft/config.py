@@ -41,3 +41,4 @@ class RaftSettings:
     snapshot_interval: int = 0          # applied entries between snapshots; 0 = never
     snapshot_chunk_bytes: int = 1 << 20
     transfer_timeout_ticks: int = 10    # give up a leadership transfer after this long
+    append_per_turn: bool = False       # leader: AppendEntries wait for replicate() (shell turn)

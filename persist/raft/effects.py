@@ -1,11 +1,14 @@
 """Effects the Raft core returns; the shell (or the simulator) carries them out in list order.
 
 Ordering rules (etcd's `Ready` contract, written down here because this is where they live):
-- `PersistHardState` must be durable before any `Send` after it in the same list goes out: a
-  vote or a term must never be forgotten after someone has acted on it.
+- `PersistHardState` must be durable before any `Send` after it (in this list or a later one)
+  goes out: a vote or a term must never be forgotten after someone has acted on it. With the hard
+  state a WAL record (persist/logstore.py) the shell holds those Sends until the WAL flush that
+  carries it has synced.
 - `WriteSnapshot` is written durably with `log.install_snapshot(index, term, data)`, then the
   shell calls `core.snapshot_written(index, term)`; the core compacts, or (follower) restores
-  and acks the leader only then.
+  and acks the leader only then. Snapshot only what is durable: a snapshot of entries the log
+  holds (`log.term_at(index) == term`) waits until `log.written_index() >= index`.
 - Log appends are not effects: the core calls `log.append` directly, the WAL writes them in the
   background and the shell reports `core.written(upto)`; acks wait for that.
 """

@@ -14,7 +14,9 @@ Contract details every implementation keeps:
 - `truncate_from(i)` also lowers the written index to i - 1; a later `set_written(upto)` that
   was issued for entries since replaced must not mark the replacements written (Ra checks the
   written term; MemoryLog clamps to what its last sync covered).
-- `save_hard_state` and `install_snapshot` are durable when they return.
+- `install_snapshot` is durable when it returns. `save_hard_state` may become durable later
+  (MemberLog: with the WAL's next group commit); the shell then holds every Send that follows
+  the PersistHardState until it is (effects.py).
 - `install_snapshot(index, term, data)` keeps the log suffix if the log holds (index, term),
   otherwise discards the whole log; it never drops entries below index by itself -
   `compact_below(i)` (i <= snapshot index + 1) does, so live entries can outlive the snapshot.
@@ -33,6 +35,9 @@ class Entry(NamedTuple):
 
 
 class Log(Protocol):
+    def first_index(self) -> int:
+        """The lowest index `entries` may be asked for (1 until compaction)."""
+
     def last_index_term(self) -> tuple[int, int]: ...
 
     def term_at(self, index: int) -> int | None: ...

@@ -67,6 +67,9 @@ class MemoryLog:
     def hard_state(self) -> tuple[int, str | None]:
         return self._hard
 
+    def durable_hard_state(self) -> tuple[int, str | None]:
+        return self._hard  # durable on return here
+
     def snapshot_meta(self) -> tuple[int, int] | None:
         return (self._snapshot[0], self._snapshot[1]) if self._snapshot else None
 

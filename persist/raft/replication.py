@@ -12,10 +12,18 @@ term per round trip. The leader's commit index is the highest index written on a
 voters, itself counted only up to its own written index, and only if that entry is of the
 current term (§5.4.2). Heartbeats carry min(follower match, commit) so a follower never commits
 an entry it has not been shown to share with the leader.
+
+Batching: `propose_batch` appends a client's whole batch at once. With `append_per_turn` the
+leader does not send on each proposal or ack; it notes that followers are due and the shell
+calls `replicate()` once per loop turn, so each follower gets one AppendEntries per turn
+(probes, rejects and snapshots are still answered at once).
 """
 from __future__ import annotations
 
+from typing import Hashable, Sequence
+
 from persist.raft.effects import Effect, NotLeader, Send
+from persist.raft.log import Entry
 from persist.raft.messages import AppendEntries, AppendReply, Heartbeat, HeartbeatReply
 from persist.raft.progress import PROBE, REPLICATE, SNAPSHOT
 from persist.raft.roles import FOLLOWER, LEADER
@@ -23,16 +31,46 @@ from persist.raft import commands
 
 
 class ReplicationMixin:
-    def propose(self, command: bytes, corr) -> list:
+    def propose(self, command: bytes, corr: Hashable) -> list[Effect]:
         """A client command; the reply comes as ClientReply(corr, ...) once applied here."""
+        return self.propose_batch(((command, corr),))
+
+    def propose_batch(self, batch: Sequence[tuple[bytes, Hashable]]) -> list[Effect]:
+        """Client commands (command, corr), in order: one log append, one AppendEntries per
+        follower and one commit check for all of them (per-command work was the leader's
+        bottleneck). Each gets its own ClientReply once applied, or NotLeader here."""
         if self.role != LEADER or self.transferee is not None:
             leader = self.leader_id if self.leader_id != self.id else None
-            return [NotLeader(corr, leader)]
+            return [NotLeader(corr, leader) for _, corr in batch]
+        if not batch:
+            return []
         out: list[Effect] = []
-        index = self.append_local(commands.user(command))
-        self.pending[index] = (self.term, corr)
-        self.broadcast_append(out)
+        first = self.log.last_index_term()[0] + 1
+        term, user = self.term, commands.user
+        self.log.append([Entry(first + k, term, user(command))
+                         for k, (command, _) in enumerate(batch)])
+        pending = self.pending
+        for k, (_, corr) in enumerate(batch):
+            pending[first + k] = (term, corr)
+        self.replicate_soon(out)
         self.maybe_commit(out)
+        return out
+
+    def replicate_soon(self, out: list[Effect]) -> None:
+        """New entries for the followers: send now, or once per shell loop turn (`replicate`)
+        when `settings.append_per_turn` batches AppendEntries per peer."""
+        if self.settings.append_per_turn:
+            self.append_due = True
+        else:
+            self.broadcast_append(out)
+
+    def replicate(self) -> list[Effect]:
+        """The shell's end of a loop turn (append_per_turn): one AppendEntries per follower
+        carrying everything proposed and everything acks made room for since the last turn."""
+        out: list[Effect] = []
+        if self.append_due and self.role == LEADER:
+            self.broadcast_append(out)
+        self.append_due = False
         return out
 
     # -- leader ---------------------------------------------------------------------------------
@@ -69,7 +107,9 @@ class ReplicationMixin:
                 return
             prev = pr.next - 1
             prev_term = self.log.term_at(prev)
-            if prev_term is None:
+            # term_at(0) is 0 even in a compacted log: a follower probed from next=1 (its log
+            # is empty) needs the snapshot too, not entries below our first index (§7)
+            if prev_term is None or pr.next < self.log.first_index():
                 self.start_snapshot(peer, out)
                 return
             entries = []
@@ -102,7 +142,10 @@ class ReplicationMixin:
                 self.maybe_promote(out)
             elif pr.state == PROBE:
                 pr.probe_sent = False
-            self.send_append(msg.src, out)
+            if self.settings.append_per_turn and pr.state == REPLICATE:
+                self.append_due = True
+            else:
+                self.send_append(msg.src, out)
         elif pr.decrease(msg.index, self.probe_index(msg.hint_index, msg.hint_term)):
             self.send_append(msg.src, out, allow_empty=True)
 
@@ -168,8 +211,10 @@ class ReplicationMixin:
             if term is not None:
                 self.truncate_from(e.index)
             self.log.append(entries[pos:])
+            config = commands.CONFIG
             for new in entries[pos:]:
-                self.note_config(new)
+                if new.command[0] == config:  # rare: skip the call for every user entry
+                    self.note_config(new)
             return
 
     def conflict_by_term(self, index: int, term: int) -> tuple[int, int]:

@@ -35,6 +35,9 @@ class MemberLogMachine(RuleBasedStateMachine):
         self.durable: Logs = dict(self.view)
         self.since_sync: list[tuple[str, tuple[Entry, ...]]] = []  # (member, view) per record
         self.term = 1
+        self.hard = {m: (0, None) for m in MEMBERS}          # saved (queued in the WAL)
+        self.hard_durable = dict(self.hard)
+        self.hard_since: dict[str, list] = {m: [] for m in MEMBERS}  # saved since the last sync
 
     @rule(m=st.sampled_from(MEMBERS), n=st.integers(1, 4), size=st.integers(0, 40),
           bump=st.booleans())
@@ -57,9 +60,21 @@ class MemberLogMachine(RuleBasedStateMachine):
         self.view[m] = self.view[m][:index - 1]
         self.since_sync.append((m, self.view[m]))
 
+    @rule(m=st.sampled_from(MEMBERS), vote=st.sampled_from([None, "n1", "n2"]))
+    def save_hard_state(self, m, vote):
+        """A new term, with or without a vote (a vote in the same term only after none)."""
+        term = self.hard[m][0] + 1
+        self.writer.logs[m].save_hard_state(term, vote)
+        self.hard[m] = (term, vote)
+        self.hard_since[m].append(self.hard[m])
+
     @rule()
     def flush(self):
         written = self.writer.flush()
+        self.hard_durable = dict(self.hard)
+        self.hard_since = {m: [] for m in MEMBERS}
+        for m in MEMBERS:
+            assert self.writer.logs[m].durable_hard_state() == self.hard[m]
         for m, upto in written.items():
             self.writer.logs[m].set_written(upto)
             assert upto == len(self.view[m])
@@ -93,6 +108,10 @@ class MemberLogMachine(RuleBasedStateMachine):
         assert got in candidates, (got, candidates)
         for m in MEMBERS:
             assert logs[m].written_index() == len(got[m])
+            # durable, or newer: a crash inside a flush may have synced it, a torn tail kept it
+            assert logs[m].hard_state() in [self.hard_durable[m]] + self.hard_since[m]
+            self.hard[m] = self.hard_durable[m] = logs[m].hard_state()
+            self.hard_since[m] = []
         self.view = got
         self.durable = dict(got)
         self.since_sync.clear()

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 from persist.raft.log import Entry
-from persist.records import ENTRY, TRUNCATE, encode, scan
+import pytest
+
+from persist.records import (ENTRY, RUN, TRUNCATE, BadRun, encode, encode_run, newer_hard_state,
+                             run_entries, scan)
 from persist.wal import Gap, MemberReplay, MemTable, WalCore
 
 
@@ -17,10 +20,38 @@ def test_one_batch_carries_every_member_and_reports_each_last_index():
     core.submit("a", es(4, 5))
     batch = core.take_batch()
     assert batch.records == 6
-    assert [(r.member, r.index) for r in scan(batch.data).records] == \
-        [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("a", 4), ("a", 5)]
+    # one RUN record (one header, one CRC) per submit, each entry with its index and term
+    records = scan(batch.data).records
+    assert [(r.type, r.member, r.index) for r in records] == [(RUN, "a", 1), (RUN, "b", 1),
+                                                               (RUN, "a", 4)]
+    assert [[e for e in run_entries(r)] for r in records] == [es(1, 3), es(1, 1), es(4, 5)]
     assert core.written(batch) == {"a": 5, "b": 1}
     assert core.take_batch() is None
+
+
+def test_hard_state_rides_in_the_batch_and_replays_newest_wins():
+    core = WalCore(max_size_bytes=1 << 20)
+    core.save_hard_state("a", 3, "n2")
+    core.submit("a", es(1, 2))
+    batch = core.take_batch()
+    assert batch.hard == {"a": (3, "n2")} and batch.written == {"a": 2}
+    core.save_hard_state("a", 4, None)
+    later = core.take_batch()
+    # whatever order the records are found in, the newer term wins, and a vote beats none
+    for data in (batch.data + later.data, later.data + batch.data):
+        replay = MemberReplay("a", 1, None, 0)
+        for rec in scan(data).records:
+            replay.apply(rec)
+        assert replay.hard_state == (4, None)
+    assert newer_hard_state((4, None), (4, "n1")) == (4, "n1")
+    assert newer_hard_state((5, None), (4, "n1")) == (5, None)
+
+
+def test_a_run_whose_entries_do_not_parse_is_refused():
+    good = scan(b"".join(encode_run(es(1, 2), b"a"))).records[0]
+    bad = scan(encode(RUN, 1, 0, good.payload[:-1], b"a")).records[0]  # valid CRC, short entry
+    with pytest.raises(BadRun):
+        run_entries(bad)
 
 
 def test_truncation_only_batch_reports_the_index_below_the_cut():

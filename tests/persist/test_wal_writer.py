@@ -83,6 +83,7 @@ def test_rollover_moves_entries_to_segments_at_segment_boundaries_and_frees_memo
     assert writer.core.memtable("a").items == [] and writer.core.memtable("a").nbytes == 0
     assert disk.listdir("wal") == [writer.current_file.split("/")[1]]
     a.append(es(11, 22))
+    b.append(es(4, 6))  # the WAL's runs are compact: this crosses 400 bytes again
     writer.flush()
     assert writer.rollovers == 2
     assert a.entries(1, 23) == es(1, 22)
@@ -280,3 +281,25 @@ def test_corrupt_snapshot_is_an_error_not_absence():
     disk.flip_byte("members/q/snapshot", 30)
     with pytest.raises(CorruptStateFile):
         open_writer(disk)
+
+
+def test_hard_state_is_a_wal_record_durable_with_the_next_flush_and_across_rollovers():
+    disk = SimDisk(random.Random(5))
+    writer = open_writer(disk, wal_max_size_bytes=300)
+    log = writer.member("q")
+    log.save_hard_state(2, "n1")
+    assert log.hard_state() == (2, "n1") and log.durable_hard_state() == (0, None)
+    assert not disk.exists("members/q/meta")  # no small file per vote
+    writer.flush()
+    assert log.durable_hard_state() == (2, "n1")
+    log.save_hard_state(3, None)  # not flushed: a crash forgets it, nobody saw it
+    disk.crash()
+    writer = open_writer(disk, wal_max_size_bytes=300)
+    log = writer.logs["q"]
+    assert log.hard_state() == (2, "n1")
+    log.save_hard_state(4, "n3")
+    log.append(es(1, 12))
+    writer.flush()  # rolls over: the old WAL files go, the hard state is carried into the new one
+    assert writer.rollovers == 1
+    disk.crash()
+    assert open_writer(disk, wal_max_size_bytes=300).logs["q"].hard_state() == (4, "n3")

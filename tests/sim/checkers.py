@@ -6,7 +6,7 @@
 - durability: every command acknowledged to a client is the entry committed at its index, and
   it is applied by every member by the end of the liveness phase.
 - crash recovery: a restarted member's log keeps everything its old log had promised - the hard
-  state, the snapshot, and every entry up to the written index the member had been told - which
+  state (or a newer one), the snapshot, and every entry up to the written index the member had been told - which
   is "ack a follower append only after the WAL said written" seen from the disk's side.
 """
 from __future__ import annotations
@@ -48,7 +48,12 @@ class Checker:
 
     def recovered(self, now: int, node: str, before: DurableView, log: StorageLog) -> None:
         after = DurableView.of(log)
-        if after.hard_state != before.hard_state:
+        # newer is fine (a torn tail can keep a record that was written but not yet synced,
+        # which no one has acted on); older, or another vote in the same term, is not
+        term, vote = after.hard_state
+        if (term, vote) != before.hard_state and not (
+                term > before.hard_state[0] or (term == before.hard_state[0]
+                                                and before.hard_state[1] is None)):
             self.violation(now, f"{node} recovered hard state {after.hard_state!r}, "
                                 f"it had saved {before.hard_state!r}")
         if before.snapshot is not None and (after.snapshot is None

@@ -1,6 +1,6 @@
 """Run the simulator: `python -m tests.sim.run --seed N --steps M --log wal` replays one seed;
-`python -m tests.sim.run --sweep 1000` runs seeds 0..999 (3 nodes for even seeds, 5 for odd)
-and prints every failing one with the command that replays it."""
+`python -m tests.sim.run --sweep 1000 [--first K]` runs seeds K..K+999 (3 nodes for even seeds,
+5 for odd) and prints every failing one with the command that replays it."""
 from __future__ import annotations
 
 import argparse
@@ -42,12 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", choices=LOG_MODES, default="wal")
     parser.add_argument("--no-defer-snapshots", dest="defer_snapshots", action="store_false",
                         help="write snapshots at once, even above the WAL's written index")
-    parser.add_argument("--sweep", type=int, default=0, help="run seeds 0..N-1")
+    parser.add_argument("--sweep", type=int, default=0, help="run seeds FIRST..FIRST+N-1")
+    parser.add_argument("--first", type=int, default=0, help="the sweep's first seed")
     parser.add_argument("--verbose", action="store_true", help="show the storage's logs")
     args = parser.parse_args(argv)
     if not args.verbose:  # rollovers and torn-tail cuts are routine here, not news
         structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
-    seeds = range(args.sweep) if args.sweep else [args.seed]
+    seeds = range(args.first, args.first + args.sweep) if args.sweep else [args.seed]
     failed = 0
     for seed in seeds:
         nodes = args.nodes if not args.sweep else (3 if seed % 2 == 0 else 5)

@@ -43,6 +43,9 @@ class SimDisk:
         self._check_parent(path)
         self._names.setdefault(path, _File())
 
+    def append_parts(self, path: str, parts: list[bytes]) -> int:
+        return self.append(path, b"".join(parts))  # one append: it tears as one
+
     def append(self, path: str, data: bytes) -> int:
         f = self._get(path)
         offset = len(f.data)

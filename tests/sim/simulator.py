@@ -13,7 +13,12 @@ flush, a rollover, a hard-state or snapshot write) discards the core, the writer
 undelivered notification, and the disk loses what was not synced, sometimes keeping a torn tail.
 A restart recovers the log from the disk and builds a new core over it; the checker then compares
 the recovered log with what the old one had promised (DurableView). A snapshot of entries the
-log holds is written only once the WAL has written them (`defer_snapshots`, see SimOptions).
+log holds is written only once the WAL has written them (`defer_snapshots`, see SimOptions). In
+`wal` mode a PersistHardState is a WAL record, durable with the next flush, so every Send after it
+is held until that flush has synced (the member shell's rule); in `memory` mode it is durable at
+once. With `append_per_turn` (half the seeds) leaders send AppendEntries only from `replicate()`,
+which the simulator calls after every input, as the shell does once per loop turn; client commands
+arrive one at a time or as a `propose_batch`.
 
 The safety phase runs `steps` ticks with faults; the liveness phase heals the network, restarts
 every member (and any that an armed crash still stops), stops the faults and demands a leader
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 import random
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from persist.raft import ClusterConfig, RaftCore, RaftSettings
@@ -58,10 +63,11 @@ class SimOptions:
     sync_crash_rate: float = 0.004      # arm a crash at one of the disk's next few sync points
     torn_rate: float = 0.5              # a crash keeps a torn prefix of the last unsynced append
     log: str = "wal"                    # "wal" (WalWriter over SimDisk) or "memory" (MemoryLog)
-    # Write a snapshot of entries this log holds only once the WAL has written them. Without it
-    # a crash can leave a snapshot above the recovered log's last index, which MemberLog's
-    # recovery does not handle (test_known_bugs.py; `--no-defer-snapshots` reproduces it).
+    # Write a snapshot of entries this log holds only once the WAL has written them: the member
+    # shell's rule (actors/raft/member.py). `--no-defer-snapshots` breaks it on purpose, to check
+    # that recovery copes when a disk loses entries under a snapshot (test_regressions.py).
     defer_snapshots: bool = True
+    append_per_turn: bool | None = None  # None: seeds with seed // 2 odd
     wal_max_size_bytes: tuple[int, ...] = (600, 2000, 8000)   # each node picks one
     segment_max_entries: tuple[int, ...] = (3, 16, 64)        # each node picks one
     faults: NetFaults = field(default_factory=NetFaults)
@@ -77,6 +83,7 @@ class Node:
     notices: list[tuple[int, int]] = field(default_factory=list)  # (due tick, written upto)
     promised: DurableView | None = None   # what the log had promised when the node crashed
     deferred: list[WriteSnapshot] = field(default_factory=list)   # see defer_snapshots
+    held: list[Send] | None = None  # Sends waiting for the flush of a PersistHardState
 
 
 class Simulation:
@@ -92,6 +99,10 @@ class Simulation:
         self.checker = Checker()
         ids = [f"n{i + 1}" for i in range(options.nodes)]
         self.config = ClusterConfig(frozenset(ids))
+        per_turn = options.append_per_turn
+        if per_turn is None:
+            per_turn = seed // 2 % 2 == 1
+        self.settings = replace(SETTINGS, append_per_turn=per_turn)
         self.nodes = {i: Node(i, self.new_storage(i)) for i in ids}
         self.crashes = 0
         self.now = 0
@@ -122,7 +133,7 @@ class Simulation:
             node.promised = None
         node.core = self.core_class(node.id, self.config, node.log,
                                     kvmachine.KvMachine(on_apply),
-                                    random.Random(self.rng.getrandbits(32)), SETTINGS)
+                                    random.Random(self.rng.getrandbits(32)), self.settings)
         node.sync_at = None
 
     def crash(self, node: Node) -> None:
@@ -133,6 +144,7 @@ class Simulation:
         node.sync_at = None
         node.notices = []
         node.deferred = []
+        node.held = None
         node.storage.crash(torn=self.rng.random() < self.options.torn_rate)
 
     def drive(self, node: Node, call: Callable[[RaftCore], list]) -> None:
@@ -142,6 +154,8 @@ class Simulation:
             return
         try:
             self.run_effects(node, call(node.core))
+            if node.core is not None and self.settings.append_per_turn:
+                self.run_effects(node, node.core.replicate())
         except SimCrash:
             self.crash(node)
 
@@ -153,6 +167,9 @@ class Simulation:
         except SimCrash:
             self.crash(node)
             return
+        held, node.held = node.held, None
+        for send in held or ():
+            self.net.send(self.now, node.id, send.to, send.msg)
         upto = written.get(node.id)
         if upto is not None:
             due = self.now + self.rng.randint(0, self.options.max_notify_ticks)
@@ -192,9 +209,14 @@ class Simulation:
             if node.core is None:
                 return
             if isinstance(eff, Send):
-                self.net.send(self.now, node.id, eff.to, eff.msg)
+                if node.held is not None:
+                    node.held.append(eff)
+                else:
+                    self.net.send(self.now, node.id, eff.to, eff.msg)
             elif isinstance(eff, PersistHardState):
                 node.log.save_hard_state(eff.term, eff.voted_for)
+                if node.storage.hard_state_in_wal and node.held is None:
+                    node.held = []
             elif isinstance(eff, ClientReply):
                 if isinstance(eff.reply, tuple):
                     index, term, op_id = eff.reply
@@ -267,7 +289,15 @@ class Simulation:
         self.next_op += 1
         op = "set" if self.rng.random() < 0.3 else "incr"
         cmd = kvmachine.command(op, self.rng.choice("abc"), self.rng.randint(1, 9), self.next_op)
-        self.drive(target, lambda core: core.propose(cmd, self.next_op))
+        if self.rng.random() < 0.2:  # a client's batch: this command and a few more
+            batch = [(cmd, self.next_op)]
+            for _ in range(self.rng.randint(1, 3)):
+                self.next_op += 1
+                batch.append((kvmachine.command("incr", self.rng.choice("abc"), 1, self.next_op),
+                              self.next_op))
+            self.drive(target, lambda core: core.propose_batch(batch))
+        else:
+            self.drive(target, lambda core: core.propose(cmd, self.next_op))
         return self.next_op
 
     # -- phases -------------------------------------------------------------------------------

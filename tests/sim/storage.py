@@ -40,11 +40,12 @@ class DurableView:
     @staticmethod
     def of(log: StorageLog) -> DurableView:
         first, written = max(log.first_index(), 1), log.written_index()
-        return DurableView(log.hard_state(), log.snapshot_meta(), first, written,
+        return DurableView(log.durable_hard_state(), log.snapshot_meta(), first, written,
                            {i: log.term_at(i) for i in range(first, written + 1)})
 
 
 class WalStorage:
+    hard_state_in_wal = True  # PersistHardState is durable only with the next flush
     def __init__(self, member: str, rng: random.Random, wal_max_size_bytes: int,
                  segment_max_entries: int, disk_class: type[SimDisk] = SimDisk) -> None:
         self.member = member
@@ -87,6 +88,7 @@ class WalStorage:
 
 
 class MemoryStorage:
+    hard_state_in_wal = False  # MemoryLog.save_hard_state is durable on return
     def __init__(self, member: str) -> None:
         self.member = member
         self.log = MemoryLog()

@@ -1,7 +1,7 @@
-"""Bugs in persist/ that running the real WAL under the simulator found, pinned as strict xfails
-(persist/ is not this directory's to fix). Each has a minimal reproduction against the WAL writer
-and the simulator seed that first showed it; when the bug is fixed the xfail turns into a failure
-that says so, and the test should then lose its marker."""
+"""Regression tests for the bugs in persist/ that running the real WAL under the simulator found
+(a 1000-seed sweep). Each has a minimal reproduction against the WAL writer or the core, and the
+simulator run that first showed it (seeds replay differently since the simulator learned batched
+proposals and held hard-state sends, so those runs are kept as plain seed runs)."""
 from __future__ import annotations
 
 import random
@@ -31,11 +31,11 @@ def open_writer(disk: SimDisk, wal_max_size_bytes: int = 1 << 20) -> WalWriter:
     return writer
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "persist bug: a snapshot written above the WAL's written index survives a crash that loses "
-    "the entries below it; recovery yields a MemberLog whose last index is below its snapshot "
-    "index, and the next append (snapshot index + 1) trips logstore's contiguity assertion"))
 def test_snapshot_above_the_written_log_survives_a_crash_consistently() -> None:
+    """(c) a snapshot written above the WAL's written index survived a crash that lost the entries
+    below it: recovery gave a log ending below its snapshot, and the next append (snapshot index
+    + 1) tripped logstore's contiguity assertion. Recovery now restarts the log just above the
+    snapshot, and saves that floor, so a second recovery does not see a hole."""
     disk = SimDisk(random.Random(1))
     writer = open_writer(disk)
     log = writer.member("q")
@@ -44,18 +44,24 @@ def test_snapshot_above_the_written_log_survives_a_crash_consistently() -> None:
     log.append(es(6, 10, term=1))           # not yet flushed
     log.install_snapshot(8, 1, b"state")    # a follower applied 8 (committed elsewhere)
     disk.crash()
-    log = WalWriter(disk, 1 << 20, 4).recover()["q"]
+    writer = WalWriter(disk, 1 << 20, 4)
+    log = writer.recover()["q"]
     assert log.snapshot_meta() == (8, 1)
+    assert log.last_index_term() == (8, 1) and log.first_index() == 9
     log.append(es(9, 9, term=1))            # what the next AppendEntries after 8 does
     assert log.last_index_term() == (9, 1)
+    log.append(es(10, 10, term=2))
+    writer.flush()
+    disk.crash()
+    log = WalWriter(disk, 1 << 20, 4).recover()["q"]  # no gap between the old WAL and 9
+    assert log.last_index_term() == (10, 2) and log.entries(9, 11) == es(9, 9, 1) + es(10, 10, 2)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "persist bug: compact_below drops memtable entries above the segments' valid limit (a "
-    "truncation not yet rolled over), leaving segments up to the limit and a memtable that "
-    "starts above it; the next rollover's SegmentSet.write asserts 'segment write not "
-    "contiguous'. Simulator: python -m tests.sim.run --seed 12 --steps 1500 --nodes 3 --log wal"))
 def test_rollover_after_compaction_above_a_pending_segment_truncation() -> None:
+    """(a) compact_below dropped memtable entries above the segments' valid limit (a truncation
+    not yet rolled over), leaving segments valid up to the limit and a memtable starting above
+    it; the next rollover's SegmentSet.write asserted 'segment write not contiguous' (seeds 12,
+    28, 34, 59). Segments wholly below the floor are now dropped before the write."""
     disk = SimDisk(random.Random(1))
     writer = open_writer(disk, wal_max_size_bytes=300)
     log = writer.member("q")
@@ -69,18 +75,20 @@ def test_rollover_after_compaction_above_a_pending_segment_truncation() -> None:
     writer.flush()                          # rolls over again
     assert writer.rollovers == 2
     assert [(e.index, e.term) for e in log.entries(8, 11)] == [(8, 2), (9, 2), (10, 2)]
+    assert log.segments.first == 8
+    log = WalWriter(disk, 300, 4).recover()["q"]
+    assert [(e.index, e.term) for e in log.entries(8, 11)] == [(8, 2), (9, 2), (10, 2)]
 
 
-@pytest.mark.xfail(strict=True, reason="the compaction/rollover bug above, through the "
-                   "simulator")
-def test_simulator_seed_12_wal() -> None:
-    assert not run_seed(12, 1500, 3, log="wal")
+@pytest.mark.parametrize("seed,nodes,log", [(12, 3, "wal"), (446, 3, "wal"), (446, 3, "memory"),
+                                            (340, 3, "wal")])
+def test_simulator_seeds_that_found_them(seed: int, nodes: int, log: str) -> None:
+    assert not run_seed(seed, 1500, nodes, log=log)
 
 
-@pytest.mark.xfail(strict=True, reason="the snapshot bug above, through the simulator: "
-                   "python -m tests.sim.run --seed 1 --steps 1200 --nodes 5 --log wal "
-                   "--no-defer-snapshots")
 def test_simulator_without_deferred_snapshots() -> None:
+    """(c) through the simulator: python -m tests.sim.run --seed 1 --steps 1200 --nodes 5
+    --log wal --no-defer-snapshots"""
     assert not run_seed(1, 1200, 5, log="wal", defer_snapshots=False)
 
 
@@ -103,13 +111,11 @@ def compacted_leader() -> RaftCore:
     return core
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "persist/raft bug: when a follower's reject hints index 0 (its log is empty, e.g. it "
-    "crashed before its first WAL sync), the leader probes from next=1; term_at(0) is 0 by "
-    "the Log contract, so send_append reads entries(1, ...) below a compacted log's first "
-    "index (assertion) instead of sending the snapshot. Simulator: python -m tests.sim.run "
-    "--seed 446 --steps 1500 --nodes 3 --log wal"))
 def test_leader_with_compacted_log_probes_an_empty_follower_with_a_snapshot() -> None:
+    """(b) Raft §7: when a follower's reject hints index 0 (its log is empty, e.g. it crashed
+    before its first WAL sync), the leader probes from next=1; term_at(0) is 0 by the Log
+    contract, so send_append read entries(1, ...) below a compacted log's first index
+    (assertion) instead of sending the snapshot (seeds 446 and 340, both modes)."""
     core = compacted_leader()
     out = core.step(AppendReply(core.term, "n2", False, 12, hint_index=0, hint_term=0))
     assert any(isinstance(e, Send) and isinstance(e.msg, InstallSnapshot) for e in out), out
