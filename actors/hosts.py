@@ -1,7 +1,8 @@
 """Host entries: what each kind of host process runs (the Supervisor calls them via HostSpec.entry).
 
 - node: the NodeActor with the authoritative registry.
-- queueN: a QueueManager that creates the classic queue actors placed on this host.
+- queueN: a QueueManager that creates the classic queue actors placed on this host, and the host's
+  durable storage (actors/queue/storage.py: message stores, queue indexes, group commit, paging).
 - connN: the AMQP listener (SO_REUSEPORT, so every connection host shares the port; plus an amqps
   listener when tls_port is set), a registry replica (which also answers logins and vhost access),
   and the readers/channels of the connections this host accepted. It subscribes to the
@@ -16,12 +17,15 @@ import os
 import random
 from typing import Any
 
+import psutil
 import structlog
 
 from actors.metadata.registry import Registry
 from actors.node.actor import CONNECTION_ADMIN_NAME, NodeActor
 from actors.placement import NODE, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME, ROUTER_NAME, queue_address
+from actors.placement import queue_host as queue_host_of
 from actors.queue.actor import QueueManager
+from actors.queue.storage import HostStorage
 from actors.reader import admin as conn_admin
 from actors.reader import tls
 from actors.reader.admin import ConnectionAdmin
@@ -66,16 +70,35 @@ def node_host(runtime: Any, spec: Any) -> None:
 
 def queue_host(runtime: Any, spec: Any) -> None:
     # A registry replica, kept current by the node like a connection host's, routes dead-lettered
-    # messages. Queues are created only by the node, after it has answered this subscription.
+    # messages and names the durable queues to recover. Queues are created only by the node, after
+    # it has answered this subscription.
+    cfg = spec.config
     replica = RegistryReplica(runtime, QUEUE_ROUTER_NAME, Registry())
     runtime.spawn(QUEUE_ROUTER_NAME, replica)
     replica.subscribe()
-    manager = QueueManager(runtime, QUEUE_MANAGER_NAME, replica.registry, spec.config["queue_hosts"])
+    storage = None
+    if cfg.get("data_dir"):
+        storage = HostStorage(cfg["data_dir"], runtime.host,
+                              embed_below=cfg.get("queue_index_embed_msgs_below", 4096),
+                              file_size_limit=cfg.get("msg_store_file_size_limit", 16 * 1024 * 1024),
+                              placed_here=lambda vhost, name: queue_host_of(vhost, name, cfg["queue_hosts"])
+                              == runtime.host)
+    manager = QueueManager(runtime, QUEUE_MANAGER_NAME, replica.registry, cfg["queue_hosts"], storage,
+                           replica.ready.is_set)
     runtime.spawn(QUEUE_MANAGER_NAME, manager)
+    if storage is not None:
+        # paging starts at vm_memory_high_watermark_paging_ratio x vm_memory_high_watermark x RAM
+        threshold = int(float(cfg.get("vm_memory_high_watermark", 0.4))
+                        * float(cfg.get("vm_memory_high_watermark_paging_ratio", 0.5))
+                        * psutil.virtual_memory().total)
+        storage.task = asyncio.get_running_loop().create_task(
+            storage.run(threshold, manager.ensure_recovered))
 
     async def control(op: str, args: dict) -> Any:
         if op == "list_queues":
             return manager.stats()
+        if op == "store_summary":
+            return storage.summary() if storage is not None and storage.recovered else {"host": runtime.host}
         return _host_info(op)
     runtime.control = control
 

@@ -32,6 +32,8 @@ def host_specs(conf: dict) -> list[HostSpec]:
               "loopback_users": conf["loopback_users"],
               "queue_index_embed_msgs_below": conf["queue_index_embed_msgs_below"],
               "msg_store_file_size_limit": conf["msg_store_file_size_limit"],
+              "vm_memory_high_watermark": conf["vm_memory_high_watermark"],
+              "vm_memory_high_watermark_paging_ratio": conf["vm_memory_high_watermark_paging_ratio"],
               "credit_initial": conf["credit_flow_default_credit.initial"],
               "credit_more_after": conf["credit_flow_default_credit.more_after"]}
     specs = [HostSpec("node", "actors.hosts:node_host", dict(common))]

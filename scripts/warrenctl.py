@@ -3,7 +3,8 @@
 Finds the node through `<data_dir>/admin_port` (default data dir var/warren) and talks to its
 hosts with actors.runtime.control.control: admin changes go to the node host (which runs them in
 turn with the channels' requests and persists them), queue statistics come from every queue host,
-connections/channels/consumers from every connection host. Output is a tab-separated table with a
+connections/channels/consumers from every connection host; `store_summary` prints each queue host's
+message stores (files, messages, live and garbage bytes, GC runs). Output is a tab-separated table with a
 header row, or with `--formatter json` a JSON list of objects. Every failure prints one line,
 "Error: ...", on stderr and exits non-zero with rabbitmqctl's codes (64 usage, 65 no such vhost,
 67 no such user, 69 node unreachable or validation failed, 70 already exists / internal error).
@@ -24,7 +25,8 @@ control_timeout_s = 10.0
 
 QUEUE_COLUMNS = ("name", "vhost", "messages", "messages_ready", "messages_unacknowledged", "consumers", "memory",
                  "state", "policy", "operator_policy", "effective_policy_definition", "durable", "auto_delete",
-                 "exclusive", "arguments")
+                 "exclusive", "arguments", "messages_ram", "messages_ready_ram", "messages_persistent",
+                 "messages_paged_out", "message_bytes_ram")
 LISTINGS: dict[str, tuple[str, tuple[str, ...]]] = {  # command -> (where, default columns)
     "list_queues": ("queues", ("name", "messages")),
     "list_exchanges": ("node", ("name", "type")),
@@ -39,6 +41,9 @@ LISTINGS: dict[str, tuple[str, tuple[str, ...]]] = {  # command -> (where, defau
     "list_policies": ("node", ("vhost", "name", "pattern", "apply-to", "definition", "priority")),
     "list_operator_policies": ("node", ("vhost", "name", "pattern", "apply-to", "definition", "priority")),
 }
+
+STORE_COLUMNS = ("host", "store", "queues", "files", "messages", "live_bytes", "garbage_bytes", "disk_bytes",
+                 "gc_runs", "files_deleted")
 
 
 class Failure(Exception):
@@ -106,7 +111,9 @@ def _rows(node: Node, command: str, a: argparse.Namespace) -> list[dict]:
         for q in node.ask("node", "queue_policies", {"vhost": vhost}):
             s = stats.get((q["vhost"], q["name"]), {})
             rows.append({"messages": 0, "messages_ready": 0, "messages_unacknowledged": 0, "consumers": 0,
-                         "memory": 0, **s, **q, "state": "running" if s else "down"})
+                         "memory": 0, "messages_ram": 0, "messages_ready_ram": 0, "messages_persistent": 0,
+                         "messages_paged_out": 0, "message_bytes_ram": 0,
+                         **s, **q, "state": "running" if s else "down"})
         return rows
     where, _ = LISTINGS[command]
     if where == "connections":
@@ -202,6 +209,14 @@ def run_change(node: Node, a: argparse.Namespace) -> str:
         if not closed:
             raise Failure(f"no connection named {a.name!r} (see list_connections name)", EX_UNAVAILABLE)
         return json.dumps({"closed": closed}) if f == "json" else f'Closed connection "{a.name}"'
+    if c == "store_summary":
+        rows = []
+        for host in node.queue_hosts():
+            summary = node.ask(host, "store_summary")
+            for store in ("persistent", "transient"):
+                if store in summary:
+                    rows.append({"host": host, "store": store, "queues": summary["queues"], **summary[store]})
+        return render(rows, list(STORE_COLUMNS), f)
     if c == "status":
         st = node.status()
         if f == "json":
@@ -227,6 +242,7 @@ def parser() -> argparse.ArgumentParser:
         return sp
 
     cmd("status", help="node summary")
+    cmd("store_summary", help="each queue host's message stores: files, live and garbage bytes, GC runs")
     for name in LISTINGS:
         cmd(name, vhost=name not in ("list_users", "list_vhosts")).add_argument("columns", nargs="*")
     sp = cmd("add_user"); sp.add_argument("user"); sp.add_argument("password"); sp.add_argument("--tags", nargs="*", default=[])  # noqa: E702

@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FORBIDDEN = {"zmq", "socket", "os", "time", "random", "threading", "asyncio", "select", "subprocess"}
-CORE_PACKAGES = ["wire", "flow", "actors/metadata", "persist/raft"]
+CORE_PACKAGES = ["wire", "flow", "actors/metadata", "persist/raft", "persist/classic"]  # classic: IO via an injected Disk
 CORE_MODULES = [
     "actors/effects.py", "actors/channel/core.py", "actors/channel/confirms.py", "actors/channel/acks.py",
     "actors/channel/lazy_headers.py", "actors/reader/connection.py", "actors/queue/core.py",

@@ -107,7 +107,8 @@ class NodeActor:
         after a node restart, all queues after a crash of that host alone."""
         for rec in self.registry.queues():
             if queue_host(rec.vhost, rec.name, self.queue_hosts) == host:
-                self._send(queue_manager(host), "create", (0, rec.vhost, rec.name, rec.auto_delete, rec.arguments))
+                self._send(queue_manager(host), "create", (0, rec.vhost, rec.name, rec.auto_delete, rec.arguments,
+                                                           rec.durable))
                 self._queue_settings.pop((rec.vhost, rec.name), None)  # the new actor knows no policy yet
                 self._send_policy(rec)
 
@@ -233,7 +234,8 @@ class NodeActor:
             return err(rec)
         if rec.created:
             host = queue_host(vhost, rec.name, self.queue_hosts)
-            await self._call(queue_manager(host), "create", vhost, rec.name, rec.auto_delete, rec.arguments)
+            await self._call(queue_manager(host), "create", vhost, rec.name, rec.auto_delete, rec.arguments,
+                             rec.durable)
             self._send_policy(rec)
             self._publish(changes)
             return ok((rec.name, 0, 0))

@@ -11,6 +11,12 @@ the channel has answered consume-ok before the first basic.deliver. The shell ow
 clock ms, as RabbitMQ stamps expiry and x-death) and the timers the core asks for (asyncio
 call_later; one per name, a new StartTimer replaces the old). Dead-lettered messages leave as plain
 `publish` sends to the target queue actors, without credit or confirms (at-most-once).
+
+A durable queue (not a priority queue: those stay in memory) keeps its ready messages in a
+`DurableBacking` (storage.py hands it out, recovered) behind `backed.BackedReady`. ORDERING RULE: its
+`confirm`s are held, and leave only from `flush()`, which the host's group commit calls after the
+fdatasync that covers everything this queue wrote in the loop turn (see storage.py). A queue that
+touched its backing in a turn marks itself for that commit; nothing here ever syncs per message.
 """
 from __future__ import annotations
 
@@ -22,13 +28,19 @@ import structlog
 
 from actors.effects import CancelTimer, Send, StartTimer
 from actors.placement import NODE, queue_address
+from actors.queue.backed import BackedReady
 from actors.queue.core import ClassicQueue
 from actors.queue.effects import AutoDelete, Confirmed, ConsumerCancelled, Deliver, Rejected
+from actors.queue.settings import QueueSettings
+from actors.queue.storage import HostStorage
 from actors.replies import err, ok
 from actors.runtime.address import Address
+from persist.classic.durable_queue import DurableBacking
 from wire.errors import AmqpError
 
 log = structlog.get_logger("warren.queue")
+
+INDEX_ENTRY_RAM_BYTES = 200  # rough cost of one message's index entry kept in RAM, for `memory`
 
 
 def now_ms() -> int:
@@ -36,7 +48,8 @@ def now_ms() -> int:
 
 
 class QueueActor:
-    def __init__(self, runtime: Any, core: ClassicQueue, on_deleted: Callable[[str], None]) -> None:
+    def __init__(self, runtime: Any, core: ClassicQueue, on_deleted: Callable[[str], None],
+                 storage: HostStorage | None = None, backing: DurableBacking | None = None) -> None:
         self.runtime = runtime
         self.core = core
         self.name = f"q:{core.vhost}:{core.name}"
@@ -44,6 +57,18 @@ class QueueActor:
         self._on_deleted = on_deleted
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._deleted = False
+        self._storage = storage
+        self.backing = backing
+        self._lazy = core.settings.lazy
+        self._held: dict[Address, int] = {}  # channel -> highest confirm seq waiting for the flush
+
+    def flush(self) -> None:
+        """The group commit reached this queue: make its writes durable, THEN confirm them."""
+        assert self.backing is not None
+        self.backing.flush()
+        held, self._held = self._held, {}
+        for channel, upto in held.items():
+            self._send(channel, "confirm", upto)
 
     def _send(self, to: Address, kind: str, body: Any) -> None:
         self.runtime.send(to, kind, body, sender=self.address)
@@ -53,7 +78,10 @@ class QueueActor:
             if isinstance(e, Deliver):
                 self._send(e.channel, "deliver", (e.consumer_tag, e.messages))
             elif isinstance(e, Confirmed):
-                self._send(e.channel, "confirm", e.upto)
+                if self.backing is None:
+                    self._send(e.channel, "confirm", e.upto)
+                elif e.upto > self._held.get(e.channel, 0):
+                    self._held[e.channel] = e.upto
             elif isinstance(e, Send):
                 self._send(e.to, e.kind, e.body)
             elif isinstance(e, Rejected):
@@ -78,11 +106,35 @@ class QueueActor:
         self._timers.pop(name, None)
         if not self._deleted:
             self._effects(self.core.on_timer(name, now_ms=now_ms()))
+            self._touched()
+
+    def _touched(self) -> None:
+        if self._storage is not None and not self._deleted:
+            self._storage.mark(self)
 
     def start(self) -> None:
         self._effects(self.core.start(now_ms=now_ms()))
 
     def receive(self, sender: Address, kind: str, body: Any) -> None:
+        self._receive(sender, kind, body)
+        if self.backing is not None:
+            self._touched()
+
+    def stats(self) -> dict[str, Any]:
+        """The core's counters plus where the messages are (RabbitMQ's names)."""
+        s = self.core.stats()
+        unacked = s["messages_unacknowledged"]
+        if self.backing is None:
+            return {**s, "durable_storage": False, "messages_ram": s["messages"], "messages_ready_ram":
+                    s["messages_ready"], "messages_persistent": 0, "messages_paged_out": 0,
+                    "message_bytes_ram": s["memory"]}
+        b = self.backing.stats()
+        return {**s, "durable_storage": True, "messages_ram": b.ram_messages + unacked,
+                "messages_ready_ram": b.ram_messages, "messages_persistent": b.persistent,
+                "messages_paged_out": b.disk_only_messages, "message_bytes_ram": s["memory"],
+                "memory": s["memory"] + b.ram_index_entries * INDEX_ENTRY_RAM_BYTES, "lazy": b.lazy}
+
+    def _receive(self, sender: Address, kind: str, body: Any) -> None:
         core = self.core
         now = now_ms()
         if kind == "publish":
@@ -122,6 +174,9 @@ class QueueActor:
             self._effects(effects)
         elif kind == "policy":
             self._effects(core.apply_policy(body, now_ms=now))
+            if self.backing is not None and core.settings.lazy != self._lazy:
+                self._lazy = core.settings.lazy
+                self.backing.set_lazy(self._lazy)
         elif kind == "delete":
             rid, if_unused, if_empty = body
             res = core.delete(if_unused=if_unused, if_empty=if_empty)
@@ -130,6 +185,10 @@ class QueueActor:
                 return
             count, effects = res
             self._effects(effects)
+            if self._storage is not None:
+                self.flush()  # what was confirmable is confirmed; the messages go with the queue
+                self._storage.forget(self)
+                self._storage.delete_queue(core.vhost, core.name)
             self._send(sender, "reply", (rid, ok(count)))
             self._deleted = True
             for name in list(self._timers):
@@ -146,11 +205,14 @@ class QueueManager:
     messages; without one, dead-lettered messages are dropped.
     """
 
-    def __init__(self, runtime: Any, name: str, registry: Any = None, queue_hosts: int = 1) -> None:
+    def __init__(self, runtime: Any, name: str, registry: Any = None, queue_hosts: int = 1,
+                 storage: HostStorage | None = None, registry_ready: Callable[[], bool] = lambda: True) -> None:
         self.runtime = runtime
+        self.registry_ready = registry_ready
         self.address = Address(runtime.host, name)
         self.registry = registry
         self.queue_hosts = queue_hosts
+        self.storage = storage
         self.queues: dict[str, QueueActor] = {}
 
     def _deleted(self, name: str) -> None:
@@ -164,15 +226,38 @@ class QueueManager:
         if kind != "create":
             log.warning("qmgr.unknown_kind", kind=kind)
             return
-        rid, vhost, name, auto_delete, arguments = body
-        core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=dict(arguments),
-                            router=self.registry, place=self._place, now_ms=now_ms())
-        actor = QueueActor(self.runtime, core, self._deleted)
-        if actor.name not in self.queues:
+        rid, vhost, name, auto_delete, arguments, durable = body
+        if f"q:{vhost}:{name}" not in self.queues:
+            actor = self._create(vhost, name, auto_delete, dict(arguments), durable)
             self.queues[actor.name] = actor
             self.runtime.spawn(actor.name, actor)
             actor.start()
         self.runtime.send(sender, "reply", (rid, ok()), sender=self.address)
 
+    def _create(self, vhost: str, name: str, auto_delete: bool, arguments: dict, durable: bool) -> QueueActor:
+        storage = self.storage
+        max_priority = arguments.get("x-max-priority")
+        if storage is None or not durable or (isinstance(max_priority, int) and max_priority > 0):
+            core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=arguments,
+                                router=self.registry, place=self._place, now_ms=now_ms())
+            return QueueActor(self.runtime, core, self._deleted)
+        self.ensure_recovered()
+        assert storage.recovered, "a durable queue created before the registry snapshot arrived"
+        backing, next_id = storage.open_queue(vhost, name, lazy=QueueSettings.from_arguments(arguments).lazy)
+        core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=arguments, router=self.registry,
+                            place=self._place, now_ms=now_ms(), ready=BackedReady(backing), next_id=next_id)
+        return QueueActor(self.runtime, core, self._deleted, storage, backing)
+
+    def ensure_recovered(self) -> None:
+        """Recover this host's storage once the registry snapshot is here (it names the durable
+        queues to keep; the rest of this host's queue directories are deleted). The node sends that
+        snapshot on the same pipe before it creates any queue here."""
+        storage = self.storage
+        if storage is None or storage.recovered or self.registry is None or not self.registry_ready():
+            return
+        host = self.runtime.host
+        storage.recover([(q.vhost, q.name) for q in self.registry.queues()
+                         if q.durable and self._place(q.vhost, q.name).host == host])
+
     def stats(self) -> list[dict]:
-        return [a.core.stats() for a in self.queues.values()]
+        return [a.stats() for a in self.queues.values()]

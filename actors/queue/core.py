@@ -32,16 +32,22 @@ call; an omitted `now_ms` means no time has passed. Features, all off unless con
 Effect order within one call: Deliver effects first (one per consumer, in order of each consumer's
 first message), then dead-letter Sends and timers, then Rejected and Confirmed (one each per publish
 call; Rejected first, since Confirmed's range covers refused seqs too), then AutoDelete and the
-x-expires timer. ConsumerCancelled only comes from delete. Messages are confirmed as soon as they are enqueued, since this queue keeps nothing on disk;
-the store-backed queue will confirm only after the fsync that covers them.
+x-expires timer. ConsumerCancelled only comes from delete. Confirmed means "enqueued": for a
+durable queue the shell holds it back until the group commit that covers the batch (actor.py).
+
+Storage: ready messages live in the ready list, in RAM (`ready.py`, `priority.py`) or, for a durable
+queue, in `backed.BackedReady` over a paged store that the shell builds and recovers and hands in
+with the msg_id to continue from. Every message taken from the ready list is either requeued or
+`forget`-ed when it leaves for good (acked, discarded, dead-lettered, delivered without ack), so the
+store can record the ack.
 
 Invariants: every message is in exactly one of ready, unacked (under one channel) or gone (acked,
 dead-lettered or dropped); when messages are ready, no consumer has credit, because delivery always
 runs until one side is exhausted (asserted in `_deliver`); after every call the ready list is within
 its drop-head limits and its head has not expired. The property tests check these against a model.
 
-Left out: persistence and paging; at-least-once dead-lettering (3.10 classic queues are at-most-once);
-BCC keys of a dead-lettered message (see deadletter.py).
+Left out: TTLs of messages recovered from disk (the expiry map is not persisted); at-least-once
+dead-lettering (3.10 classic queues are at-most-once); BCC keys of a dead-lettered message (see deadletter.py).
 """
 from __future__ import annotations
 
@@ -50,6 +56,7 @@ from typing import Any, Callable, Hashable, Mapping
 
 from actors.effects import CancelTimer, StartTimer
 from actors.queue import deadletter
+from actors.queue.backed import BackedReady
 from actors.queue.consumers import Consumer, Consumers
 from actors.queue.effects import AutoDelete, Confirmed, ConsumerCancelled, Deliver, QueueEffect, Rejected
 from actors.queue.message import BODY, HEADER, MSG_ID, Message, size_bytes
@@ -71,7 +78,8 @@ class ClassicQueue:
 
     def __init__(self, vhost: str, name: str, *, auto_delete: bool = False,
                  arguments: dict[str, Any] | None = None, router: deadletter.Router | None = None,
-                 place: Callable[[str, str], Hashable] | None = None, now_ms: int = 0) -> None:
+                 place: Callable[[str, str], Hashable] | None = None, now_ms: int = 0,
+                 ready: BackedReady | None = None, next_id: int = 1) -> None:
         self.vhost = vhost
         self.name = name
         self.auto_delete = auto_delete
@@ -79,9 +87,9 @@ class ClassicQueue:
         self._router = router
         self._place = place
         self._now = now_ms
-        self._next_id = 1
+        self._next_id = max(next_id, 1)
         max_priority = self.arguments.get("x-max-priority")
-        self._ready: ReadyList | PriorityReady = (
+        self._ready: ReadyList | PriorityReady | BackedReady = ready if ready is not None else (
             PriorityReady(max_priority) if isinstance(max_priority, int) and max_priority > 0 else ReadyList())
         self._consumers = Consumers(single_active=self.arguments.get("x-single-active-consumer") is True)
         self._unacked: dict[Hashable, dict[int, Message]] = {}  # channel -> msg_id -> message
@@ -309,8 +317,10 @@ class ClassicQueue:
             message = taken[0]
             if ack_required:
                 self._hold(channel, taken)
-            elif self._expiry:
-                self._expiry.pop(message[MSG_ID], None)
+            else:
+                self._ready.forget([message[MSG_ID]])
+                if self._expiry:
+                    self._expiry.pop(message[MSG_ID], None)
         else:
             message = None
         if self._expiry:
@@ -330,15 +340,18 @@ class ClassicQueue:
             return []
         pop = held.pop
         gone_bytes = 0
-        acked_count = 0
+        gone: list[int] = []
         for msg_id in acked:
             message = pop(msg_id, None)
             if message is not None:
-                acked_count += 1
+                gone.append(msg_id)
                 gone_bytes += len(message[HEADER]) + len(message[BODY])
+        acked_count = len(gone)
         if self._expiry:
             self._forget(acked)
         dropped = [m for msg_id in discarded if (m := pop(msg_id, None)) is not None]
+        gone.extend([m[MSG_ID] for m in dropped])
+        self._ready.forget(gone)
         back = [m for msg_id in requeued if (m := pop(msg_id, None)) is not None]
         gone_bytes += sum([size_bytes(m) for m in dropped]) + sum([size_bytes(m) for m in back])
         self._unacked_count -= acked_count + len(dropped) + len(back)
@@ -378,8 +391,9 @@ class ClassicQueue:
 
     def purge(self) -> int:
         """queue.purge: drop every READY message (unacknowledged ones stay); return how many."""
-        if self._expiry:
-            self._forget([m[MSG_ID] for m in self._ready.take(len(self._ready))])
+        if self._expiry:  # keep only the expiry of unacknowledged messages
+            held = self._unacked.values()
+            self._expiry = {i: at for i, at in self._expiry.items() if any(i in h for h in held)}
         return self._ready.clear()
 
     def delete(self, *, if_unused: bool, if_empty: bool) -> tuple[int, list[QueueEffect]] | AmqpError:
@@ -416,6 +430,8 @@ class ClassicQueue:
             for message in ready.take(n - len(out)):
                 at = expiry.get(message[MSG_ID])
                 (expired if at is not None and now >= at else out).append(message)
+        if expired:
+            ready.forget([m[MSG_ID] for m in expired])
         return out, self._dead_letter(expired, deadletter.EXPIRED)
 
     def _deliver(self, check_expiry: bool = True) -> list[QueueEffect]:
@@ -432,8 +448,10 @@ class ClassicQueue:
         for consumer, messages in self._consumers.distribute(taken) if taken else ():
             if consumer.ack_required:
                 self._hold(consumer.channel, messages)
-            elif expiry:
-                self._forget([m[MSG_ID] for m in messages])
+            else:
+                ready.forget([m[MSG_ID] for m in messages])
+                if expiry:
+                    self._forget([m[MSG_ID] for m in messages])
             effects.append(Deliver(consumer.channel, consumer.tag, messages))
         assert not ready or not self._consumers.credit_total(), "delivery stopped with credit left"
         return effects + dead
@@ -450,18 +468,20 @@ class ClassicQueue:
             while ready and ((max_length is not None and len(ready) > max_length)
                              or (max_bytes is not None and ready.body_bytes > max_bytes)):
                 over.extend(ready.take(1))
+            ready.forget([m[MSG_ID] for m in over])
             effects.extend(self._dead_letter(over, deadletter.MAXLEN))
         expiry = self._expiry
         if expiry:
             now = self._now
             expired: list[Message] = []
             while ready:
-                at = expiry.get(ready.peek()[MSG_ID])
+                at = expiry.get(ready.head_id())
                 if at is None or now < at:
                     break
                 expired.extend(ready.take(1))
+            ready.forget([m[MSG_ID] for m in expired])
             effects.extend(self._dead_letter(expired, deadletter.EXPIRED))
-            head_at = expiry.get(ready.peek()[MSG_ID]) if ready else None
+            head_at = expiry.get(ready.head_id()) if ready else None
             if head_at is not None and (self._ttl_timer_at is None or head_at < self._ttl_timer_at):
                 self._ttl_timer_at = head_at
                 effects.append(StartTimer(TTL_TIMER, head_at - now))

@@ -12,7 +12,7 @@ message sits in the level its header names (capped at max).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from actors.queue.message import BODY, HEADER, Message
 from actors.queue.properties import priority
@@ -43,11 +43,14 @@ class PriorityReady:
     def body_bytes(self) -> int:
         return sum([level.body_bytes for level in self._levels])
 
-    def peek(self) -> Message:
+    def head_id(self) -> int:
         for level in reversed(self._levels):
             if level:
-                return level.peek()
-        raise IndexError("peek on an empty ready list")
+                return level.head_id()
+        raise IndexError("head of an empty ready list")
+
+    def forget(self, msg_ids: Sequence[int]) -> None:
+        """Messages taken earlier left the queue for good: nothing to release in RAM."""
 
     def extend(self, messages: list[Message], body_bytes: int) -> None:
         for message in messages:

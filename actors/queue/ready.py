@@ -10,14 +10,14 @@ Invariants: every id in `_requeued` < every id in `_fresh`; `_fresh` is sorted; 
 `_body_bytes` is the sum of the body lengths of all held messages (what x-max-length-bytes limits).
 Header bytes are not tracked on the hot path; `bytes` (for stats only) adds them up on demand.
 
-Left out: paging to disk (the next issue replaces this class with a store-backed one of the same
-interface). Priorities are `priority.PriorityReady`, one of these per priority.
+Durable queues use `backed.BackedReady`, the same interface over a paged, on-disk store; this one
+holds everything in RAM. Priorities are `priority.PriorityReady`, one of these per priority.
 """
 from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from actors.queue.message import BODY, HEADER, MSG_ID, Message, requeued
 
@@ -46,9 +46,9 @@ class ReadyList:
         """Body bytes held: what RabbitMQ's message_bytes_ready and x-max-length-bytes count."""
         return self._body_bytes
 
-    def peek(self) -> Message:
-        """The message `take(1)` would return; the list must not be empty."""
-        return self._requeued[0] if self._requeued else self._fresh[0]
+    def head_id(self) -> int:
+        """The msg_id `take(1)` would return; the list must not be empty."""
+        return (self._requeued[0] if self._requeued else self._fresh[0])[MSG_ID]
 
     def extend(self, messages: list[Message], body_bytes: int) -> None:
         """Append fresh messages (ids above everything held, ascending) with `body_bytes` of bodies."""
@@ -80,6 +80,9 @@ class ReadyList:
             out.extend([popleft() for _ in range(k)])
         self._body_bytes -= sum([len(m[BODY]) for m in out])
         return out
+
+    def forget(self, msg_ids: Sequence[int]) -> None:
+        """Messages taken earlier left the queue for good: nothing to release in RAM."""
 
     def clear(self) -> int:
         """Drop every ready message; return how many there were."""

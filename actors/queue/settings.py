@@ -25,7 +25,9 @@ ARGUMENT_KEYS = {
     "x-overflow": "overflow",
     "x-dead-letter-exchange": "dead-letter-exchange",
     "x-dead-letter-routing-key": "dead-letter-routing-key",
+    "x-queue-mode": "queue-mode",
 }
+LAZY = "lazy"
 
 
 def _text(value: Any) -> str | None:
@@ -49,6 +51,11 @@ class QueueSettings:
     overflow: str = DROP_HEAD
     dead_letter_exchange: str | None = None
     dead_letter_routing_key: str | None = None
+    queue_mode: str | None = None  # "lazy" keeps a durable queue's bodies on disk from the start
+
+    @property
+    def lazy(self) -> bool:
+        return self.queue_mode == LAZY
 
     @property
     def limited(self) -> bool:
@@ -65,9 +72,10 @@ class QueueSettings:
             overflow=_text(settings.get("overflow")) or DROP_HEAD,
             dead_letter_exchange=_text(settings.get("dead-letter-exchange")),
             dead_letter_routing_key=_text(settings.get("dead-letter-routing-key")),
+            queue_mode=_text(settings.get("queue-mode")),
         )
 
     @classmethod
     def from_arguments(cls, arguments: Mapping[str, Any]) -> "QueueSettings":
-        """From declare-time x-arguments (queue-mode is ignored: this queue keeps everything in memory)."""
+        """From declare-time x-arguments."""
         return cls.from_policy({key: arguments[arg] for arg, key in ARGUMENT_KEYS.items() if arg in arguments})

@@ -59,6 +59,7 @@ class BackingStats:
     ram_index_entries: int
     disk_only_messages: int  # ready messages whose body is not in RAM
     lazy: bool
+    persistent: int  # persistent messages held, ready or unacked (RabbitMQ's messages_persistent)
 
 
 class DurableBacking:
@@ -243,4 +244,5 @@ class DurableBacking:
     def stats(self) -> BackingStats:
         p: PagingStats = self.vq.stats()
         return BackingStats(p.ready, len(self._unacked), p.ram_messages, p.ram_bytes,
-                            p.ram_index_entries, p.ready - p.ram_messages, p.lazy)
+                            p.ram_index_entries, p.ready - p.ram_messages, p.lazy,
+                            self.index.live_persistent)

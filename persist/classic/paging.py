@@ -223,6 +223,22 @@ class VariableQueue:
             self.backend.load(betas)
         return out
 
+    def head_seq(self) -> int:
+        """The seq `take(1)` would return (reading Delta back if it must); the queue is not empty."""
+        if self._requeued:
+            return self._requeued[0].seq
+        while True:
+            if self.q4:
+                return self.q4[0].seq
+            if self.q3:
+                return self.q3[0].seq
+            if self.delta_count:
+                self._read_segment()
+            elif self.q1:
+                self.q4, self.q1 = self.q1, self.q4
+            else:
+                raise IndexError("head of an empty queue")
+
     def _read_segment(self) -> None:
         """Move the next index segment's worth of Delta into Q3."""
         entries, self.delta_lo = self.backend.read_delta(self.delta_lo, self.delta_hi)

@@ -331,6 +331,11 @@ class QueueIndex:
         self._dirty.clear()
 
     @property
+    def live_persistent(self) -> int:
+        """Persistent messages published and not yet acked (ready or delivered)."""
+        return sum([live[0] for live in self._live.values()])
+
+    @property
     def segments(self) -> list[int]:
         return sorted(self._sizes)
 

@@ -77,6 +77,9 @@ def test_fifo_and_invariants_under_any_targets(ops):
         else:
             vq.set_lazy(arg)
         vq.check()
+        if expected:
+            assert vq.head_seq() == expected[0]  # what take(1) returns, read back from disk if need be
+            vq.check()
         stats = vq.stats()
         assert stats.ready == len(expected)
         assert len(vq.q3) + len(vq.q2) <= 2 * 5  # betas: a segment read on top of the limit

@@ -21,6 +21,8 @@ READY = "ready"
 
 
 class QueueMachine(RuleBasedStateMachine):
+    header = H  # the content header every message carries
+
     def __init__(self) -> None:
         super().__init__()
         self.queue = ClassicQueue("/", "q")
@@ -40,7 +42,7 @@ class QueueMachine(RuleBasedStateMachine):
         msg_id, redelivered, exchange, routing_key, header, body = message
         assert self.where.get(msg_id) == READY, f"{msg_id} delivered but not ready"
         assert redelivered == (msg_id in self.delivered_before)
-        assert (exchange, routing_key, header, body) == ("x", "rk", H, b"%d" % msg_id)
+        assert (exchange, routing_key, header, body) == ("x", "rk", self.header, b"%d" % msg_id)
         self.delivered_before.add(msg_id)
         if channel is None:
             del self.where[msg_id]
@@ -71,7 +73,7 @@ class QueueMachine(RuleBasedStateMachine):
         batch = []
         for _ in range(n):
             self.seq += 1
-            batch.append((self.seq if confirm else 0, "x", "rk", H, b"%d" % self.next_id))
+            batch.append((self.seq if confirm else 0, "x", "rk", self.header, b"%d" % self.next_id))
             self.where[self.next_id] = READY
             self.next_id += 1
         effects = self.queue.publish(channel, batch)
@@ -163,7 +165,7 @@ class QueueMachine(RuleBasedStateMachine):
         assert (q.messages_ready, q.message_count, q.messages_unacknowledged) == (ready, ready, unacked)
         assert q.consumer_count == len(self.consumers)
         assert q.stats()["messages"] == ready + unacked
-        assert q.stats()["memory"] == sum(len(H) + len(b"%d" % i) for i in self.where)
+        assert q.stats()["memory"] == sum(len(self.header) + len(b"%d" % i) for i in self.where)
 
     @invariant()
     def no_ready_message_waits_for_a_consumer_with_credit(self):

@@ -1,0 +1,61 @@
+"""The queue state machine (test_queue_machine.py) again, with the core's ready list on disk.
+
+The same rules and model run against a ClassicQueue whose ready messages live in a DurableBacking
+(backed.BackedReady) with persistent messages, a RAM target of 2 bodies and 4-entry index segments,
+so messages move between RAM, disk and Delta on the way. Added invariants: the backing holds exactly
+the messages the core holds unacked (every message taken was either requeued or `forget`-ed, so
+its ack reached the index), and the index's live persistent count is ready + unacked.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+from hypothesis import settings
+from hypothesis.stateful import invariant
+
+from actors.queue import ClassicQueue
+from actors.queue.backed import BackedReady
+from persist.classic.durable_queue import DurableBacking
+from persist.classic.msg_store import MsgStore
+from persist.disk import RealDisk
+from tests.queue.test_queue_machine import QueueMachine
+from wire.properties import BasicProperties, encode_content_header
+
+
+class BackedQueueMachine(QueueMachine):
+    header = encode_content_header(60, 0, BasicProperties(delivery_mode=2))
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.root = tempfile.mkdtemp(prefix="backed_machine_")
+        disk = RealDisk(self.root, sync_method="none")
+        store = MsgStore(disk, "persistent")
+        transient = MsgStore(disk, "transient", transient=True)
+        store.open()
+        transient.open()
+        self.backing = DurableBacking(disk, "q", store, transient, embed_below=4096, segment_entries=4,
+                                      ram_max_messages=2)
+        self.backing.recover()
+        self.queue = ClassicQueue("/", "q", ready=BackedReady(self.backing))
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    @invariant()
+    def counts_match(self):
+        ready = len(self.ready_ids())
+        q = self.queue
+        assert (q.messages_ready, q.messages_unacknowledged) == (ready, len(self.where) - ready)
+        assert q.consumer_count == len(self.consumers)
+
+    @invariant()
+    def the_backing_holds_what_the_core_holds(self):
+        assert self.backing.stats().unacked == self.queue.messages_unacknowledged
+        assert self.backing.stats().ready == self.queue.messages_ready
+        assert self.backing.index.live_persistent == len(self.where)
+        self.backing.vq.check()
+
+
+BackedQueueMachine.TestCase.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
+TestBackedQueueMachine = BackedQueueMachine.TestCase
