@@ -30,7 +30,7 @@ from actors.reader import admin as conn_admin
 from actors.reader import tls
 from actors.reader.admin import ConnectionAdmin
 from actors.reader.connection import Gatekeeper, Settings
-from actors.reader.shell import ConnectionHostContext, Reader, tell_channels
+from actors.reader.shell import ConnectionHostContext, Reader, tell_channels, tell_channels_host_restarted
 from actors.replica import RegistryReplica
 from actors.runtime.address import Address
 from wire.errors import CONNECTION_FORCED
@@ -115,7 +115,7 @@ async def connection_host(runtime: Any, spec: Any) -> None:
         runtime, registry, functools.partial(_place, cfg["queue_hosts"]), settings, gatekeeper,
         vhost_exists=registry.vhost_exists, router_address=Address(runtime.host, ROUTER_NAME),
         consumer_timeout_ms=cfg.get("consumer_timeout", 1800000))
-    replica = RegistryReplica(runtime, ROUTER_NAME, registry, tell_channels(ctx))
+    replica = RegistryReplica(runtime, ROUTER_NAME, registry, tell_channels(ctx), tell_channels_host_restarted(ctx))
     runtime.spawn(ROUTER_NAME, replica)
     runtime.spawn(CONNECTION_ADMIN_NAME, ConnectionAdmin(ctx))
     replica.subscribe()

@@ -4,7 +4,8 @@ A shell only. It subscribes to the node, applies the `("meta", (changes, gone))`
 publishes (the first one is the snapshot), and answers the node's `("sync", (rid,))` once everything
 sent before it is applied — the node waits for that before it answers an admin command, because
 that command's client may act on any host at once. Connection hosts route publishes with the
-replica and pass `on_change` to tell their channels; queue hosts route dead-lettered messages.
+replica and pass `on_change` to tell their channels (and `on_host_restarted`, for the node's notice
+that a queue host crashed and came back); queue hosts route dead-lettered messages.
 """
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ OnChange = Callable[[Address, list, list], None]
 
 
 class RegistryReplica:
-    def __init__(self, runtime: Any, name: str, registry: Any, on_change: OnChange | None = None) -> None:
+    def __init__(self, runtime: Any, name: str, registry: Any, on_change: OnChange | None = None,
+                 on_host_restarted: Callable[[Address, str], None] | None = None) -> None:
         self.runtime = runtime
+        self.on_host_restarted = on_host_restarted
         self.registry = registry
         self.address = Address(runtime.host, name)
         self.on_change = on_change
@@ -43,5 +46,7 @@ class RegistryReplica:
             self.ready.set()
             if self.on_change is not None:
                 self.on_change(sender, changes, gone)
+        elif kind == "queue_host_restarted" and self.on_host_restarted is not None:
+            self.on_host_restarted(sender, body)
         else:
             log.warning("replica.unknown_kind", host=self.runtime.host, kind=kind)

@@ -11,7 +11,7 @@ the consumer timeout needs to look at.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Hashable, NamedTuple
+from typing import Callable, Hashable, NamedTuple
 
 
 class Outstanding(NamedTuple):
@@ -57,6 +57,13 @@ class Unacked:
         for entry in self._by_tag.values():
             return entry
         return None
+
+    def orphan(self, lost: "Callable[[Outstanding], bool]") -> None:
+        """Keep the tags of deliveries whose queue lost its state, but point them nowhere, so the
+        client may still settle them (RabbitMQ accepts acks for a queue that went down)."""
+        for tag, entry in self._by_tag.items():
+            if entry.queue is not None and lost(entry):
+                self._by_tag[tag] = entry._replace(queue=None)
 
     def take_all(self) -> list[Outstanding]:
         out = list(self._by_tag.values())

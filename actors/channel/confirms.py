@@ -65,6 +65,10 @@ class ConfirmTracker:
                 kept.append(seq)
         self._per_queue[queue] = kept
 
+    def queues(self) -> list[Hashable]:
+        """Queues that still owe confirms."""
+        return [q for q, seqs in self._per_queue.items() if seqs]
+
     def queue_gone(self, queue: Hashable, *, abnormal: bool) -> None:
         """A queue was deleted (its pending seqs count as confirmed) or crashed (they are nacked)."""
         for seq in self._per_queue.pop(queue, ()):

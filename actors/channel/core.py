@@ -168,8 +168,34 @@ class ChannelCore:
                 self._queue_gone(queue)
         elif kind == "undelivered":
             self._undelivered(sender, body[0], body[1])
+        elif kind == "queue_host_restarted":
+            self._queue_host_restarted(body)
         else:
             raise ValueError(f"channel got unknown message kind {kind!r}")
+
+    def _queue_host_restarted(self, host: str) -> None:
+        """A queue host crashed and came back, as RabbitMQ's channel sees a queue process go down:
+        publishes waiting for its queues are nacked (they may or may not have been enqueued),
+        their consumers are cancelled, and deliveries still unacked become orphans whose later
+        ack, nack or reject is accepted and goes nowhere (their queue will redeliver them)."""
+        lost = [q for q in self._touched_queues() if getattr(q, "host", None) == host]
+        for queue in lost:
+            for tracker in (self.confirm, self._commit and self._commit[0]):
+                if tracker:
+                    tracker.queue_gone(queue, abnormal=True)
+        self._send_confirms()
+        self._finish_commit()
+        for tag, (queue, _) in list(self.consumers.items()):
+            if getattr(queue, "host", None) == host:
+                self._server_cancel(tag)
+        self.unacked.orphan(lambda entry: getattr(entry.queue, "host", None) == host)
+
+    def _touched_queues(self) -> set:
+        queues = set(self._touched)
+        for tracker in (self.confirm, self._commit and self._commit[0]):
+            if tracker:
+                queues.update(tracker.queues())
+        return queues
 
     def _undelivered(self, queue: Hashable, kind: str, body: Any) -> None:
         """A message to `queue` found no queue actor (its host is restarting): as RabbitMQ does for
@@ -652,6 +678,8 @@ class ChannelCore:
     def _apply_settle(self, entries: list[Outstanding], how: str) -> None:
         per_consumer: dict[str, int] = {}
         for queue, msg_id, ctag, _ in entries:
+            if queue is None:  # an orphan of a queue host that restarted
+                continue
             if how == "ack":
                 self._settle_ids(queue, acked=(msg_id,))
             elif how == "requeue":

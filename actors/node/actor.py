@@ -69,6 +69,7 @@ class NodeActor:
         self._definitions = Path(data_dir) / DEFINITIONS_FILE if data_dir else None
         self._queue_settings: dict[tuple[str, str], dict] = {}  # what each queue was last sent
         self._saved: bytes | None = None  # the definitions file's current bytes
+        self._queue_hosts_seen: set[str] = set()  # queue hosts whose replica subscribed already
         self._load_definitions(default_user, default_pass)
         self._pending: dict[int, asyncio.Future] = {}
         self._rid = 0
@@ -85,6 +86,12 @@ class NodeActor:
             self.subscribers.add(sender)
             self._send(sender, "meta", (self.registry.snapshot(), ()))
             if sender.name == QUEUE_ROUTER_NAME:
+                if sender.host in self._queue_hosts_seen:
+                    # it restarted: whatever was in flight to its old process is lost
+                    for sub in self.subscribers:
+                        if sub.name == ROUTER_NAME:
+                            self._send(sub, "queue_host_restarted", sender.host)
+                self._queue_hosts_seen.add(sender.host)
                 self._recreate_queues(sender.host)
         elif kind == "call":
             rid, op, args = body

@@ -257,6 +257,14 @@ class ConnectionHostContext:
             yield from list(reader.channels.values())
 
 
+def tell_channels_host_restarted(ctx: ConnectionHostContext) -> Callable[[Address, str], None]:
+    """The replica's on_host_restarted: every channel learns that a queue host lost its state."""
+    def on_host_restarted(sender: Address, host: str) -> None:
+        for ch in ctx.channels():
+            ch.receive(sender, "queue_host_restarted", host)
+    return on_host_restarted
+
+
 def tell_channels(ctx: ConnectionHostContext) -> Callable[[Address, list, list], None]:
     """The replica's on_change for a connection host: channels drop cached permissions and learn of
     deleted queues (their pending confirms for those queues are settled)."""

@@ -39,7 +39,7 @@ def place(vhost: str, name: str) -> tuple:
 
 def make(registry: PermRegistry | None = None, number: int = 1, **kw) -> ChannelCore:
     kw.setdefault("capabilities", {"consumer_cancel_notify": True})
-    return ChannelCore(number, vhost="/", owner="owner-1", router=registry or PermRegistry(), place=place,
+    return ChannelCore(number, vhost="/", owner="owner-1", router=registry or PermRegistry(), place=kw.pop("place", place),
                        node=NODE, frame_max=FRAME_MAX, rng=random.Random(1), address=kw.pop("address", ME),
                        **kw)
 

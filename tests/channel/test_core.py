@@ -7,7 +7,7 @@ from wire import methods as m
 from wire.errors import AmqpError
 
 from tests.channel.helpers import (
-    PermRegistry, close_frame, cmd, content, declare, frame, header, make, publish,
+    NODE, PermRegistry, close_frame, cmd, content, declare, frame, header, make, publish,
 )
 
 Q = ("q", "/", "q")
@@ -253,3 +253,23 @@ def test_publishes_to_a_missing_queue_actor_are_nacked():
     core.receive(Q, "undelivered", ("publish", send.body))  # the runtime found no queue actor
     assert core.flush() == [Write([frame(m.BasicNack(delivery_tag=1, multiple=False, requeue=False)),
                                    frame(m.BasicNack(delivery_tag=2, multiple=False, requeue=False))])]
+
+
+def test_a_restarted_queue_host_nacks_pending_publishes_cancels_consumers_and_orphans_deliveries():
+    from actors.runtime.address import Address
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg, place=lambda vhost, name: Address("queue0", f"q:{vhost}:{name}"))
+    queue = Address("queue0", "q:/:q")
+    core.command(cmd(m.BasicConsume(queue="q", consumer_tag="c1")))
+    core.flush()
+    core.receive(queue, "reply", (1, ("ok", None)))
+    core.receive(queue, "deliver", ("c1", [(7, False, "", "q", header(), b"hi")]))
+    core.command(cmd(m.ConfirmSelect()))
+    core.command(publish())
+    core.flush()
+    core.receive(NODE, "queue_host_restarted", "queue0")
+    assert core.flush() == [Write([frame(m.BasicNack(delivery_tag=1, multiple=False, requeue=False)),
+                                   frame(m.BasicCancel(consumer_tag="c1", nowait=True))])]
+    core.command(cmd(m.BasicAck(delivery_tag=1)))  # the orphaned delivery may still be acked, to nowhere
+    assert core.flush() == []

@@ -85,3 +85,35 @@ def test_queue_host_killed_is_restarted_with_its_queues(tmp_path):
         c.close()
     finally:
         node.stop()
+
+
+def test_publish_in_flight_to_a_killed_queue_host_is_answered_not_left_hanging(tmp_path):
+    import threading
+    node = start_node(tmp_path / "h")
+    try:
+        admin = int((node.data_dir / "admin_port").read_text())
+        c = pika.BlockingConnection(pika.URLParameters(node.url))
+        ch = c.channel()
+        ch.queue_declare("inflight", durable=True)
+        ch.confirm_delivery()
+        pid = control(admin, "queue0", "pid", {})
+        os.kill(pid, signal.SIGSTOP)  # the publish reaches the host's mailbox but is never processed
+        outcome: list = []
+
+        def publish():
+            try:
+                ch.basic_publish("", "inflight", b"x", pika.BasicProperties(delivery_mode=2))
+                outcome.append("acked")
+            except px.NackError:
+                outcome.append("nacked")
+        t = threading.Thread(target=publish, daemon=True)
+        t.start()
+        t.join(1.0)  # gives the publish time to leave; it cannot be confirmed while the host is stopped
+        assert not outcome
+        os.kill(pid, signal.SIGKILL)
+        t.join(60)  # the host restarts, the node tells the channel, the channel nacks
+        # nacked as RabbitMQ does for a queue that went down (acked only if the publish was so slow
+        # to leave that it reached the restarted host)
+        assert outcome in (["nacked"], ["acked"])
+    finally:
+        node.stop()
