@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
+import threading
+import time
 import socket
 import sys
 from pathlib import Path
 
+import psutil
 import structlog
 
 from actors.runtime.control import HostSpec
@@ -47,6 +52,16 @@ def host_specs(conf: dict) -> list[HostSpec]:
     return specs
 
 
+watch_interval_s = 1.0
+
+
+def _stop_when_gone(pid: int) -> None:
+    """A node started by a test stops by itself if the test process dies without stopping it."""
+    while psutil.pid_exists(pid):
+        time.sleep(watch_interval_s)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--name", help="node name (default warren)")
@@ -54,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", help="data directory (default var/<node name>)")
     p.add_argument("--config", type=Path, help="warren.conf")
     p.add_argument("--admin-port", type=int, help="Thespian admin port (default: a free port)")
+    p.add_argument("--exit-with", type=int, metavar="PID",
+                   help="stop cleanly when process PID exits (tests pass their own pid)")
     a = p.parse_args(argv)
     try:
         conf = load(a.config, {"node_name": a.name, "listeners.tcp.default": a.port, "data_dir": a.data_dir,
@@ -72,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     directory = local_directory(data_dir, [s.name for s in specs])
     print(f"warren node {conf['node_name']} starting: amqp 127.0.0.1:{conf['listeners.tcp.default']}, "
           f"data {data_dir}, admin port {admin_port}", flush=True)
+    if a.exit_with:
+        threading.Thread(target=_stop_when_gone, args=(a.exit_with,), daemon=True).start()
     run_node(conf["node_name"], specs, directory, admin_port, data_dir)
     return 0
 

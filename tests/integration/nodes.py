@@ -64,7 +64,8 @@ def start_node(data_dir: Path, *extra: str, port: int | None = None) -> Node:
     log_path = data_dir / "node.log"
     with open(log_path, "ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "scripts.node_main", "--port", str(port),
-                                 "--data-dir", str(data_dir), "--name", data_dir.name, *extra],
+                                 "--data-dir", str(data_dir), "--name", data_dir.name,
+                                 "--exit-with", str(os.getpid()), *extra],
                                 cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     node = Node(port, data_dir, proc, log_path)
     deadline = time.monotonic() + start_timeout_s
