@@ -22,10 +22,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +37,7 @@ from pika import spec
 from bench.perf import framing
 from bench.perf.confirms import ConfirmTracker
 from bench.perf.connection import connect, parse_uri
+from scripts.ports import port_open
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -139,20 +138,6 @@ def by_cmdline(marker: str) -> list[psutil.Process]:
             except psutil.Error:
                 pass
     return list(out.values())
-
-
-def port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # ---------------------------------------------------------------- throughput (bench.perf)

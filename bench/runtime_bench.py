@@ -8,7 +8,7 @@ import time
 
 import msgpack
 
-from actors.runtime import Address, Runtime, envelope
+from actors.runtime import Runtime, envelope
 
 repeats = 2000
 

@@ -11,7 +11,6 @@ import os
 import signal
 import threading
 import time
-import socket
 import sys
 from pathlib import Path
 
@@ -21,12 +20,7 @@ import structlog
 from actors.runtime.control import HostSpec
 from actors.runtime.node_process import local_directory, run_node
 from scripts.config import ConfigError, load
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from scripts.ports import free_port
 
 
 def host_specs(conf: dict) -> list[HostSpec]:

@@ -54,7 +54,7 @@ from actors.metadata.registry import EXCHANGE_TYPES
 from flow.qos import QosLedger
 from wire import methods as m
 from wire.errors import (
-    ACCESS_REFUSED, NOT_ALLOWED, NOT_FOUND, NOT_IMPLEMENTED, PRECONDITION_FAILED, CHANNEL_ERROR, AmqpError,
+    NOT_ALLOWED, NOT_FOUND, NOT_IMPLEMENTED, PRECONDITION_FAILED, CHANNEL_ERROR, AmqpError,
 )
 from wire.frames import content_frames, method_frame
 from wire.inbound import Command

@@ -332,14 +332,23 @@ class Registry:
                         arguments: dict[str, Any] | None) -> tuple[AmqpError | None, Changes]:
         return self._unbind(vhost, EXCHANGE, destination, source, routing_key, arguments or {}, None)
 
-    def _bind(self, vhost: str, kind: str, dest: str, source: str, routing_key: str,
-              args: dict[str, Any], owner: Hashable | None) -> tuple[AmqpError | None, Changes]:
+    def _binding_ends(self, vhost: str, kind: str, dest: str,
+                      source: str) -> tuple[_VHost, str, str] | AmqpError:
+        """The vhost and the cleaned names of a binding's ends; the default exchange takes none."""
         vh = self._vhost(vhost)
         if isinstance(vh, AmqpError):
-            return vh, []
+            return vh
         dest, source = names.strip_cr_lf(dest), names.strip_cr_lf(source)
         if source == DEFAULT_EXCHANGE or (kind == EXCHANGE and dest == DEFAULT_EXCHANGE):
-            return texts.default_exchange(), []
+            return texts.default_exchange()
+        return vh, dest, source
+
+    def _bind(self, vhost: str, kind: str, dest: str, source: str, routing_key: str,
+              args: dict[str, Any], owner: Hashable | None) -> tuple[AmqpError | None, Changes]:
+        ends = self._binding_ends(vhost, kind, dest, source)
+        if isinstance(ends, AmqpError):
+            return ends, []
+        vh, dest, source = ends
         x = vh.exchanges.get(source)
         if x is None:
             return texts.not_found("exchange", source, vhost), []
@@ -361,12 +370,10 @@ class Registry:
 
     def _unbind(self, vhost: str, kind: str, dest: str, source: str, routing_key: str,
                 args: dict[str, Any], owner: Hashable | None) -> tuple[AmqpError | None, Changes]:
-        vh = self._vhost(vhost)
-        if isinstance(vh, AmqpError):
-            return vh, []
-        dest, source = names.strip_cr_lf(dest), names.strip_cr_lf(source)
-        if source == DEFAULT_EXCHANGE or (kind == EXCHANGE and dest == DEFAULT_EXCHANGE):
-            return texts.default_exchange(), []
+        ends = self._binding_ends(vhost, kind, dest, source)
+        if isinstance(ends, AmqpError):
+            return ends, []
+        vh, dest, source = ends
         binding = vh.bindings.get(_binding_key(source, kind, dest, routing_key, args))
         if binding is None:
             return None, []  # RabbitMQ 3.10 answers unbind-ok, even for a missing queue or exchange

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,17 +24,12 @@ import structlog
 from actors.raft.hosts import group_names, host_name, member_id
 from actors.runtime.control import HostSpec, control
 from actors.runtime.node_process import run_node
+from scripts.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ready_timeout_s = 90.0
 stop_timeout_s = 20.0
 poll_s = 0.05
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

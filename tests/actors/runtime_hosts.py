@@ -1,7 +1,6 @@
 """Tiny host entries and actors used by the runtime tests (real processes import these)."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 

@@ -4,31 +4,17 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from scripts.ports import free_port, port_open
 
 REPO = Path(__file__).resolve().parents[2]
 start_timeout_s = 90.0
 stop_timeout_s = 30.0
 poll_s = 0.05
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 @dataclass

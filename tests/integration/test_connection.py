@@ -9,7 +9,7 @@ import pytest
 
 from wire import methods as m
 from wire.frames import PROTOCOL_HEADER, method_frame
-from wire.inbound import Command, Heartbeat, InboundParser
+from wire.inbound import Heartbeat, InboundParser
 
 pytestmark = pytest.mark.integration
 read_timeout_s = 10.0
