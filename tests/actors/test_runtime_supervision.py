@@ -4,47 +4,30 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
 from actors.runtime import control
+from scripts.ports import free_port
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 wait_s = 30.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _until(predicate, what: str):
-    """Poll `predicate` until it returns a truthy value (bounded; these are real processes)."""
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 class Node:
     def __init__(self, data_dir: Path, hosts: list[str]) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.data_dir = data_dir
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.actors.runtime_hosts", str(data_dir), str(self.port), *hosts],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _until(lambda: (data_dir / "ready").exists() or self.proc.poll() is not None, "node ready")
+        until(lambda: (data_dir / "ready").exists() or self.proc.poll() is not None, "node ready", wait_s)
         assert self.proc.poll() is None, "node exited during startup"
 
     def ask(self, host: str, op: str, args: dict | None = None, timeout: float = 10):
@@ -110,7 +93,7 @@ def test_supervisor_restarts_a_sigkilled_host(tmp_path: Path) -> None:
             except (RuntimeError, TimeoutError):  # asked the dead one, or the new one is starting
                 return None
             return pid if pid != old else None
-        new = _until(restarted, "host a restarted")
+        new = until(restarted, "host a restarted", wait_s)
         assert psutil.pid_exists(new) and new != old
         assert node.ask("$supervisor", "status") == {"hosts": ["a", "b"], "restarts": 1}
         # the restarted host is reachable on the data path again

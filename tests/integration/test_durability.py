@@ -26,10 +26,9 @@ import pytest
 from scripts.warrenctl import Node as Ctl
 from tests.integration.admin_support import ok
 from tests.integration.nodes import start_node
+from tests.waiting import until
 
 load_seconds = float(os.environ.get("WARREN_DURABILITY_LOAD_S", "1.5"))  # soak: set it higher
-poll_s = 0.05
-deadline_s = 30.0
 join_s = 5.0
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
 
@@ -51,17 +50,6 @@ def kill_node(node) -> None:
 
 def ctl(node) -> Ctl:
     return Ctl(int((node.data_dir / "admin_port").read_text()), node.data_dir)
-
-
-def wait_for(condition, what: str):
-    end = time.monotonic() + deadline_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(poll_s)  # polling a condition with a deadline, not waiting for time to pass
 
 
 def drain(url: str, queue: str) -> list[tuple[int, bool]]:
@@ -164,7 +152,7 @@ def run_load_then(node, queue: str, body_size: int, crash) -> Load:
         conn.channel().queue_declare(queue, durable=True)
     load = Load(node.url, queue, body_size)
     load.start()
-    wait_for(lambda: len(load.confirmed) >= 200 and len(load.acked) >= 100, "some load")
+    until(lambda: len(load.confirmed) >= 200 and len(load.acked) >= 100, "some load")
     time.sleep(load_seconds)  # the length of the load phase, not a synchronisation
     load.crashing.set()
     crash()
@@ -195,8 +183,8 @@ def test_kill9_queue_host_alone_recovers_from_disk(tmp_path: Path) -> None:
         def crash() -> None:
             os.kill(pid, signal.SIGKILL)
         load = run_load_then(node, "dur", 6000, crash)
-        wait_for(lambda: _queue_pid(control) not in (None, pid), "the queue host to restart")
-        wait_for(lambda: _running(control, "dur"), "the queue to be re-created")
+        until(lambda: _queue_pid(control) not in (None, pid), "the queue host to restart")
+        until(lambda: _running(control, "dur"), "the queue to be re-created")
         check_after_crash(load, drain(node.url, "dur"))
     finally:
         kill_node(node)
@@ -284,7 +272,7 @@ def test_gc_reclaims_disk_after_acks_and_store_summary(tmp_path: Path) -> None:
             for _ in range(280):
                 method, _p, _b = ch.basic_get("big", auto_ack=False)
                 ch.basic_ack(method.delivery_tag)
-            wait_for(lambda: disk_bytes() < full / 3, "GC to give the disk back")
+            until(lambda: disk_bytes() < full / 3, "GC to give the disk back")
         rows = json.loads(ok(node, "store_summary", "--formatter", "json"))
         persistent = next(r for r in rows if r["store"] == "persistent")
         assert persistent["messages"] == 20 and persistent["gc_runs"] + persistent["files_deleted"] > 0

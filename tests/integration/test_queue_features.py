@@ -3,24 +3,22 @@ dead-lettering (x-death), priorities, consumer priorities and single active cons
 
 Every expectation was first run against RabbitMQ 3.10 (scripts/rabbitmq_oracle): set
 WARREN_AMQP_URL=amqp://guest:guest@127.0.0.1:PORT/%2F to run this file against any broker.
-Waiting for a timer-driven outcome polls the broker for the condition (deadline `wait_s`); nothing
+Waiting for a timer-driven outcome polls the broker for the condition (`tests.waiting.until`, with a deadline); nothing
 sleeps in place of synchronisation.
 """
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from datetime import datetime, timezone
 
 import pika
 import pika.exceptions as px
 import pytest
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 
-wait_s = 10.0
-poll_s = 0.02
 
 
 @pytest.fixture
@@ -41,17 +39,6 @@ def qname() -> str:
     return "qf-" + uuid.uuid4().hex[:10]
 
 
-def eventually(probe, what: str):
-    """Poll `probe()` until it returns something truthy; fail after `wait_s`."""
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        got = probe()
-        if got:
-            return got
-        time.sleep(poll_s)
-    pytest.fail(f"timed out waiting for {what}")
-
-
 def dead_letter_setup(ch, **args):
     """A source queue dead-lettering to a fanout exchange bound to a fresh dead-letter queue."""
     src, dlq, dlx = qname(), qname(), qname()
@@ -63,7 +50,7 @@ def dead_letter_setup(ch, **args):
 
 
 def get_eventually(ch, queue: str):
-    return eventually(lambda: (lambda r: r if r[0] is not None else None)(ch.basic_get(queue, auto_ack=True)),
+    return until(lambda: (lambda r: r if r[0] is not None else None)(ch.basic_get(queue, auto_ack=True)),
                       f"a message on {queue}")
 
 
@@ -102,7 +89,7 @@ def test_expired_message_is_never_delivered_to_a_late_consumer(fch):
     fch.basic_publish("", q, b"gone")
     fch.basic_publish("", q, b"kept", pika.BasicProperties(expiration="600000"))
     # the second message's own TTL is longer, but the queue's is lower and wins
-    eventually(lambda: fch.queue_declare(q, passive=True).method.message_count == 0, "both expired")
+    until(lambda: fch.queue_declare(q, passive=True).method.message_count == 0, "both expired")
 
 
 def test_x_expires_deletes_an_unused_queue(fch):
@@ -116,7 +103,7 @@ def test_x_expires_deletes_an_unused_queue(fch):
         except px.UnroutableError:
             return True
         return False
-    eventually(gone, "the queue to expire")
+    until(gone, "the queue to expire")
     with pytest.raises(px.ChannelClosedByBroker) as excinfo:
         fch.queue_declare(q, passive=True)
     assert excinfo.value.reply_code == 404
@@ -214,7 +201,7 @@ def test_consumer_priorities(fconn):
     high.basic_consume(q, lambda c, m, p, b: got.append(("high", b)), arguments={"x-priority": 10})
     for i in range(3):
         setup.basic_publish("", q, b"%d" % i)
-    eventually(lambda: fconn.process_data_events(0.05) or len(got) == 3, "three deliveries")
+    until(lambda: fconn.process_data_events(0.05) or len(got) == 3, "three deliveries")
     assert got == [("high", b"0"), ("low", b"1"), ("low", b"2")]
 
 
@@ -228,9 +215,9 @@ def test_single_active_consumer_fails_over(fconn):
     second.basic_consume(q, lambda c, m, p, b: got.append(("second", b, m.redelivered)))
     assert setup.queue_declare(q, passive=True).method.consumer_count == 2
     setup.basic_publish("", q, b"1")
-    eventually(lambda: fconn.process_data_events(0.05) or got, "the first delivery")
+    until(lambda: fconn.process_data_events(0.05) or got, "the first delivery")
     assert got == [("first", b"1", False)]
     first.close()  # its unacked message goes back and the next consumer becomes active
     setup.basic_publish("", q, b"2")
-    eventually(lambda: fconn.process_data_events(0.05) or len(got) == 3, "fail-over deliveries")
+    until(lambda: fconn.process_data_events(0.05) or len(got) == 3, "fail-over deliveries")
     assert got[1:] == [("second", b"1", True), ("second", b"2", False)]

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Awaitable, Callable
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from actors.raft.client import RaftClient
 from actors.raft.launch import RaftCluster
 from actors.runtime import Runtime
+from tests.waiting import until
 
 deadline_s = 20.0
 poll_s = 0.05
@@ -42,12 +42,4 @@ def with_client(cluster: RaftCluster, body: Callable[[RaftClient], Awaitable[Any
 
 
 def wait_until(check: Callable[[], Any], what: str, timeout_s: float = deadline_s) -> Any:
-    """Poll `check` until it returns something truthy (a condition with a deadline)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(poll_s)
+    return until(check, what, timeout_s)
