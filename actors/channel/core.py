@@ -233,6 +233,7 @@ class ChannelCore:
 
     def flush(self, writable: bool = True) -> list:
         """Take the effects produced since the last flush."""
+        self._send_confirms()
         if self.state == OPEN:
             for queue, tag, n in self.qos.take_grants(writable):
                 self._emit(Send(queue, "grant", ((tag, n),)))
@@ -766,8 +767,7 @@ class ChannelCore:
                 pub[queue] = [record]
             else:
                 batch.append(record)
-        if tracker is not None:
-            self._send_confirms()
+        # confirms of unroutable publishes go out once per flush (after this batch's returns)
 
     def _confirmed(self, queue: Hashable, upto: int) -> None:
         if self._commit is not None:
