@@ -9,7 +9,8 @@ known guid only bumps its refcount); `remove` drops one reference and, at zero, 
 bytes into garbage in its file's summary (store_gc.FileTable). `collect_garbage` carries out what the
 file table plans: delete an all-garbage file, or merge two adjacent files into the left one.
 
-Group commit: `write(batch)` appends (one write per touched file) and `sync()` makes everything
+Group commit: `write(batch)` appends (one gathered write per touched file, the bodies passed to the
+kernel as they are) and `sync()` makes everything
 written so far durable with one fdatasync per touched file and returns the guids it covered.
 Ordering rule: a queue confirms a message only after `sync()` returned its guid AND its index entry
 is synced too (durable_queue.py does both in that order).
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from persist.classic.records import FRAME_BYTES, frame, scan
+from persist.classic.records import FRAME_BYTES, frame, frame_parts, scan
 from persist.classic.store_gc import Delete, FileSummary, FileTable, Merge
 from persist.disk import Disk, write_atomic
 
@@ -208,7 +209,7 @@ class MsgStore:
         """Append (guid, message payload or its parts) records; a guid already held only gains a
         reference."""
         index = self._index
-        parts: list[bytes] = []
+        parts: list[bytes] = []  # the records of one gathered write: bodies are never copied here
         pending = 0  # bytes in `parts`
         for guid, payload in items:
             self._unsynced.append(guid)
@@ -218,22 +219,22 @@ class MsgStore:
                 continue
             if isinstance(payload, bytes):
                 payload = (payload,)
-            rec = frame(bytes((len(guid),)), guid, *payload)
-            if self._end + pending + len(rec) > self.file_size_limit and self._end + pending:
-                self._append(parts)
+            rec = frame_parts(bytes((len(guid),)) + guid, *payload)
+            size = sum(map(len, rec))
+            if self._end + pending + size > self.file_size_limit and self._end + pending:
+                self._append(parts, pending)
                 parts, pending = [], 0
                 self._roll()
-            index[guid] = [self.table.current, self._end + pending, len(rec), 1]
-            self.table.add_live(self.table.current, len(rec))
-            parts.append(rec)
-            pending += len(rec)
-        self._append(parts)
+            index[guid] = [self.table.current, self._end + pending, size, 1]
+            self.table.add_live(self.table.current, size)
+            parts += rec
+            pending += size
+        self._append(parts, pending)
 
-    def _append(self, parts: list[bytes]) -> None:
+    def _append(self, parts: list[bytes], size: int) -> None:
         if parts:
-            data = parts[0] if len(parts) == 1 else b"".join(parts)
-            self.disk.append(self._path(self.table.current), data)
-            self._end += len(data)
+            self.disk.append_parts(self._path(self.table.current), parts)
+            self._end += size
             self._dirty.add(self.table.current)
 
     def _roll(self) -> None:

@@ -2,12 +2,12 @@
 
 Theory of operation: every record either engine writes is framed as
 
-    crc32:u32 | length:u32 | payload
+    crc:u32 | length:u32 | payload
 
-little-endian; the CRC (zlib.crc32) covers the payload. `scan(buf)` returns the spans of the longest
-valid prefix of a buffer and a `Cut` describing the rest (torn write, zero fill, bit flip; an empty
-payload is never written, because a zero-filled header would pass its CRC): readers
-never trust a byte after the first bad record, because lengths after it cannot be trusted. Scanning
+little-endian; the CRC (CRC-32C, hardware-accelerated by the crc32c package: ~1.5 us for 16 KiB where
+zlib.crc32 takes ~9) covers the payload. `scan(buf)` returns the spans of the longest valid prefix
+of a buffer and a `Cut` describing the rest (torn write, zero fill, bit flip; an empty payload is
+never written, because a zero-filled header would pass its CRC): readers never trust a byte after the first bad record, because lengths after it cannot be trusted. Scanning
 never raises on bad input; the caller truncates at the cut and logs it.
 
 A message as the engines store it (`encode_message`) is the part of the queue's message tuple that
@@ -19,8 +19,9 @@ Left out: compression and checksums per field; one CRC per record is what detect
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
+
+from crc32c import crc32c
 
 _FRAME = struct.Struct("<II")
 FRAME_BYTES = _FRAME.size
@@ -39,15 +40,21 @@ class Cut:
     reason: str
 
 
-def frame(*parts: bytes) -> bytes:
-    """One record whose payload is the concatenation of `parts` (copied once, CRC'd in place)."""
+def frame_parts(*parts: bytes) -> list[bytes]:
+    """One record as pieces for a gathered write (Disk.append_parts): its framing, then `parts`
+    untouched - a 16 KiB body goes from the caller's bytes to the kernel without a copy."""
     crc = 0
     length = 0
     for part in parts:
-        crc = zlib.crc32(part, crc)
+        crc = crc32c(part, crc)
         length += len(part)
     assert length, "an empty record would be indistinguishable from zero fill"
-    return b"".join((_FRAME.pack(crc, length),) + parts)
+    return [_FRAME.pack(crc, length), *parts]
+
+
+def frame(*parts: bytes) -> bytes:
+    """One record whose payload is the concatenation of `parts` (copied once, CRC'd in place)."""
+    return b"".join(frame_parts(*parts))
 
 
 def scan(buf: bytes | memoryview) -> tuple[list[tuple[int, int]], int, Cut | None]:
@@ -57,17 +64,17 @@ def scan(buf: bytes | memoryview) -> tuple[list[tuple[int, int]], int, Cut | Non
     pos = 0
     spans: list[tuple[int, int]] = []
     unpack = _FRAME.unpack_from
-    crc32 = zlib.crc32
     while pos < end:
         if end - pos < FRAME_BYTES:
             return spans, pos, Cut(pos, end - pos, "short header")
         crc, length = unpack(view, pos)
-        if length == 0 or length > RECORD_BYTES_MAX:  # 0: a zero-filled tail has crc32(b"") == 0
+        if length == 0 or length > RECORD_BYTES_MAX:  # 0: a zero-filled tail has crc(b"") == 0
             return spans, pos, Cut(pos, end - pos, "bad length")
         start = pos + FRAME_BYTES
         if end - start < length:
             return spans, pos, Cut(pos, end - pos, "short record")
-        if crc32(view[start:start + length]) != crc:
+        payload = view[start:start + length]
+        if crc32c(payload) != crc:
             return spans, pos, Cut(pos, end - pos, "bad crc")
         spans.append((start, length))
         pos = start + length

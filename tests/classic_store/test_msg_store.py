@@ -53,6 +53,21 @@ def test_files_roll_at_the_size_limit_and_reads_come_back(disk):
     assert store.read(wanted) == [bytes([i]) * 300 for i in (7, 0, 3)]
 
 
+def test_a_batch_is_one_gathered_write_per_file_and_bodies_are_not_copied(disk, monkeypatch):
+    """Group commit's write side: one writev per touched file, the callers' body objects among its
+    pieces (16 KiB bodies go to the kernel as they are), and offsets that read back."""
+    writes = []
+    real = disk.append_parts
+    monkeypatch.setattr(disk, "append_parts",
+                        lambda path, parts: writes.append((path, list(parts))) or real(path, parts))
+    store = opened(disk)
+    bodies = [bytes([i]) * 300 for i in range(5)]  # 311-byte records: three per 1000-byte file
+    store.write([(guid(i), (b"head", body)) for i, body in enumerate(bodies)])
+    assert [path for path, _ in writes] == ["store/0.rdq", "store/1.rdq"]
+    assert all(any(part is body for _, parts in writes for part in parts) for body in bodies)
+    assert store.read([guid(i) for i in range(5)]) == [b"head" + body for body in bodies]
+
+
 def test_gc_deletes_garbage_files_and_merges_neighbours(disk):
     store = opened(disk)
     store.write([(guid(i), bytes([i]) * 300) for i in range(12)])  # files 0..3 hold 3 each

@@ -1,8 +1,10 @@
 """Record framing: the longest valid prefix is kept and what follows is described, never trusted."""
+
 import pytest
+from crc32c import crc32c
 from hypothesis import given, strategies as st
 
-from persist.classic.records import FRAME_BYTES, decode_message, encode_message, frame, scan
+from persist.classic.records import FRAME_BYTES, decode_message, encode_message, frame, frame_parts, scan
 
 A, B = frame(b"alpha"), frame(b"bravo!")
 
@@ -43,3 +45,15 @@ def test_any_truncation_yields_a_prefix_of_the_records(payloads, cut_at):
 def test_message_payload_round_trips(exchange, routing_key, header, body):
     assert decode_message(encode_message(exchange, routing_key, header, body)) == (
         exchange, routing_key, header, body)
+
+
+def test_frame_parts_is_frame_in_pieces_with_the_parts_untouched():
+    body = bytes(range(256)) * 64
+    parts = frame_parts(b"\x05guid!", b"head", body)
+    assert b"".join(parts) == frame(b"\x05guid!", b"head", body)
+    assert parts[-1] is body  # handed to the gathered write as it is, never copied
+
+
+def test_records_carry_crc32c():
+    payload = b"alpha"
+    assert frame(payload)[:4] == crc32c(payload).to_bytes(4, "little")
