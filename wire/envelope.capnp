@@ -1,8 +1,10 @@
 @0xc4e1a9f27d3b5e61;
 # The inter-process envelope of warren's actor runtime (actors/runtime/envelope.py).
 # One Envelope is one ZeroMQ frame: everything one host sent to another host in one event-loop
-# iteration, in send order. Bodies are msgpack (use_bin_type) inside Data, so the hot path pays for
-# a handful of capnp fields per item, not a struct per AMQP message.
+# iteration, in send order. The frame is a msgpack array of two (actors/runtime/envelope.py):
+#     [Envelope (this capnp message, as bin), [body of each item, in item order]]
+# The bodies stay out of capnp Data fields on purpose: setting a Data field copies it, and
+# `to_bytes` copies the message twice more, which cost more than everything else for 16 KiB messages.
 
 struct Envelope {
   source @0 :Text;          # sending host name ("conn0", "queue0", "node")
@@ -13,6 +15,5 @@ struct Envelope {
     target @1 :Text;        # actor name inside the destination host
     kind @2 :Text;          # message kind; "$credit" is the runtime's own credit grant
     credit @3 :UInt32;      # credit this item consumed on the sender->target link (0: not flow-controlled)
-    body @4 :Data;          # msgpack of the body
   }
 }

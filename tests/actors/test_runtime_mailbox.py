@@ -63,6 +63,36 @@ def test_envelope_round_trip_turns_lists_into_tuples() -> None:
     assert decoded == [("s", "t", "kind", 3, (1, b"\x00raw", {"k": (2,)})), ("s", "u", "k2", 0, None)]
 
 
+def test_envelope_bodies_are_copies_that_outlive_the_frame() -> None:
+    """Receivers decode straight out of ZeroMQ's buffer and then let it go: nothing decoded may
+    point into it. Large bodies (16 KiB publishes) come out whole and in item order."""
+    big = bytes(range(256)) * 64
+    items = [("ch:1", "q:/:q", "publish", 2, ((1, "", "q", b"h", big), (2, "", "q", b"h", big[::-1]))),
+             ("ch:1", "q:/:r", "settle", 0, ((), (), ()))]
+    frame = bytearray(envelope.encode("conn0", items))
+    source, decoded = envelope.decode(frame)
+    frame[:] = b"\x00" * len(frame)
+    assert source == "conn0"
+    assert decoded[0][4][0][4] == big and decoded[0][4][1][4] == big[::-1]
+    assert [item[:4] for item in decoded] == [item[:4] for item in items]
+
+
+@pytest.mark.parametrize("frame", [
+    b"", b"\x92", b"\xc4\x00", b"\x92\xc4\x00\x90",  # empty, truncated, not a pair, empty header
+    bytes(envelope.encode("h", [("s", "t", "k", 0, b"x" * 100), ("s", "t", "k", 0, b"y")]))[:-1],
+])
+def test_a_malformed_envelope_is_an_error_not_a_partial_batch(frame: bytes) -> None:
+    with pytest.raises(Exception):  # ValueError from msgpack or this module, capnp's own error
+        envelope.decode(frame)
+
+
+def test_an_envelope_whose_items_and_bodies_disagree_is_refused() -> None:
+    import msgpack
+    header, bodies = msgpack.unpackb(envelope.encode("h", [("s", "t", "k", 0, 1)]), use_list=False)
+    with pytest.raises(ValueError, match="1 envelope items but 2 bodies"):
+        envelope.decode(msgpack.packb((header, bodies + (2,))))
+
+
 def test_local_delivery_hands_over_the_same_object_later_and_in_order(tmp_path: Path) -> None:
     async def main():
         rt = Runtime("a", directory(tmp_path, "a"))
