@@ -16,7 +16,8 @@ is UNEXPECTED_FRAME. Content properties are not validated here (RabbitMQ decodes
 Left out: channel-number limits and which methods are legal on channel 0 (the connection's job).
 
 Fast path: frames are read with one struct call each straight out of the received bytes; a body
-that arrives in a single frame is that frame's slice, with no join.
+that arrives in a single frame is that frame's slice, with no join. A frame cut by the end of one
+read is completed from the next on its own, so only that frame is copied twice, never the read.
 """
 from __future__ import annotations
 
@@ -101,10 +102,11 @@ class InboundParser:
         """Events completed by `data`, in stream order."""
         if self._dead:
             return []
-        buf = self._buf + data if self._buf else bytes(data)
+        buf = bytes(data)
         events: list[Event] = []
         pos = 0
         if not self._header_seen:
+            buf = self._buf + buf
             if len(buf) < len(PROTOCOL_HEADER):
                 self._buf = buf
                 return events
@@ -115,11 +117,41 @@ class InboundParser:
             self._header_seen = True
             events.append(ProtocolHeaderOk())
             pos = 8
+        elif self._buf:
+            # Finish the frame the last chunk cut short on its own, then parse the rest of `data`
+            # in place: prepending the leftover to a 256 KiB read would copy all of it.
+            head, pos = self._complete_leftover(buf)
+            if head is None:
+                return events
+            done = self._frames(head, 0, events)
+            if self._dead:
+                self._buf = b""
+                return events
+            assert done == len(head), "the completed leftover is exactly one frame"
         pos = self._frames(buf, pos, events)
-        self._buf = buf[pos:] if pos < len(buf) else b""
-        if self._dead:
-            self._buf = b""
+        self._buf = buf[pos:] if pos < len(buf) and not self._dead else b""
         return events
+
+    def _complete_leftover(self, data: bytes) -> tuple[bytes | None, int]:
+        """(the leftover's frame completed from `data`, octets of `data` it took), or (None, all
+        of it) when `data` does not complete that frame (the leftover grows)."""
+        buf = self._buf
+        used = 0
+        if len(buf) < _FRAME_PREFIX.size:
+            used = min(_FRAME_PREFIX.size - len(buf), len(data))
+            buf += data[:used]
+            if len(buf) < _FRAME_PREFIX.size:
+                self._buf = buf
+                return None, used
+        size = _FRAME_PREFIX.unpack_from(buf)[2]
+        if size > self.frame_max > 0:
+            return buf, used  # too large: `_frames` reports it from the prefix alone
+        missing = _FRAME_PREFIX.size + size + 1 - len(buf)
+        if missing > len(data) - used:
+            self._buf = buf + data[used:]
+            return None, len(data)
+        self._buf = b""
+        return buf + data[used:used + missing], used + missing
 
     def _frames(self, buf: bytes, pos: int, events: list[Event]) -> int:
         """Parse whole frames from `pos`; return where the unparsed rest starts."""

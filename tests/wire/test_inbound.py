@@ -208,3 +208,23 @@ def test_fuzz_truncated_and_spliced(noise, at):
 def test_errors_are_amqp_error_values():
     events = parse(body(1, b"x"))
     assert isinstance(events[0].error, AmqpError)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.integers(0, len(VALID) - 1), st.integers(0, 255)), max_size=3),
+       st.lists(st.integers(0, 10**6), max_size=6), st.sampled_from([4096, 131072, 0]))
+def test_any_split_of_any_stream_gives_the_events_of_the_whole(mutations, cuts, frame_max):
+    """Reads are cut anywhere (a frame completed across reads is parsed on its own): the events,
+    errors included, are those of the stream parsed in one piece."""
+    stream = bytearray(VALID)
+    for index, octet in mutations:
+        stream[index] = octet
+    assert _feed(bytes(stream), cuts, frame_max) == InboundParser(frame_max).receive_data(bytes(stream))
+
+
+def test_a_large_body_cut_across_reads_arrives_whole():
+    data = bytes(range(256)) * 64  # 16 KiB, as bench's large messages
+    stream = PROTOCOL_HEADER + (PUB + hdr(1, 60, 0, len(data)) + body(1, data)) * 3
+    parser = InboundParser()
+    events = [e for at in range(0, len(stream), 5000) for e in parser.receive_data(stream[at:at + 5000])]
+    assert [e.body for e in events[1:]] == [data] * 3
