@@ -4,7 +4,9 @@ Thespian gives each HostActor its own OS process. On `StartHost` it starts a thr
 asyncio loop with a `Runtime` and the host's entry function, and answers `HostStarted` once the
 entry has returned. Control asks are run on that loop with `run_coroutine_threadsafe`; the
 Thespian thread only waits for the answer. The loop also watches the node's main process and
-exits the host process if it is gone, so a kill -9 of the node leaves nothing running.
+exits the host process if it is gone, so a kill -9 of the node leaves nothing running. Before that
+(from its first moment) the process watches its parent, the Supervisor: a host the Supervisor forked
+just as the node went down may never get its StartHost, and nothing else would ever stop it.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import importlib
 import inspect
 import os
 import threading
+import time
 from typing import Any
 
 import psutil
@@ -43,9 +46,17 @@ def process_alive(pid: int) -> bool:
         return False
 
 
+def _exit_when_orphaned(parent: int) -> None:
+    """A host lives only as long as the Supervisor that forked it: nothing re-adopts it."""
+    while os.getppid() == parent:
+        time.sleep(node_watch_interval_s)
+    os._exit(0)
+
+
 class HostActor(ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), name="parent-watch", daemon=True).start()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runtime: Runtime | None = None
         self._stop: asyncio.Event | None = None

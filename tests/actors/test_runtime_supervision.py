@@ -118,3 +118,17 @@ def test_kill_9_of_the_node_leaves_nothing_running(tmp_path: Path) -> None:
     node.proc.kill()
     node.proc.wait(wait_s)
     assert _gone(procs) == []
+
+
+def test_hosts_do_not_outlive_their_supervisor(tmp_path: Path) -> None:
+    # a host forked just as the node went down may never be told to start: its parent's death is
+    # all it can see, so that must be enough to end it
+    node = Node(tmp_path, ["a", "b"])
+    try:
+        hosts = [psutil.Process(node.ask(h, "pid")) for h in ("a", "b")]
+        supervisor = hosts[0].parent()
+        assert supervisor is not None and supervisor.pid == hosts[1].ppid()
+        supervisor.kill()
+        assert _gone(hosts) == []
+    finally:
+        node.stop()
