@@ -8,10 +8,16 @@ every message it handed out until the core says where it went: `forget(ids)` whe
 (acked, discarded, dead-lettered, delivered without ack), `requeue(messages)` when it comes back.
 The core calls `forget` for the in-memory list too, where it costs nothing.
 
-Invariants: len() is the backing's ready count; `body_bytes` is the body bytes of the ready
-messages published or requeued in this run (what x-max-length-bytes limits). Messages recovered from
-disk are counted by number only: their sizes are not read back, so until they are consumed
-x-max-length-bytes undercounts them (clamped at zero).
+Expiry: the core's msg_id -> expires-at map is shared with the backing (`attach_expiry`), which
+writes each message's expiry to disk and fills the map for every entry it reads back. The core
+checks expiry only at the head, so this class keeps the head's index entry read (and its expiry in
+the map) whenever the queue is not empty: at `attach_expiry` (a recovered queue is all on disk) and
+after every `take` (the next head may be the first entry of a segment still on disk). Reading it
+early costs nothing extra: `take` would read the same segment next.
+
+Invariants: len() is the backing's ready count; `body_bytes` is the body bytes of every ready
+message, recovered ones included (the variable queue counts them, from the sizes in the queue
+index): what x-max-length-bytes limits.
 
 IO happens inside the backing (appends, reads of paged-out bodies); the durability point, `flush`,
 is the shell's (actor.py), never this class's.
@@ -21,18 +27,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from actors.queue.message import BODY, MSG_ID, Message
+from actors.queue.message import MSG_ID, Message
 
 if TYPE_CHECKING:  # persist.classic imports actors.queue.message: a runtime import would be a cycle
     from persist.classic.durable_queue import DurableBacking
 
 
 class BackedReady:
-    __slots__ = ("backing", "_body_bytes")
+    __slots__ = ("backing",)
 
     def __init__(self, backing: DurableBacking) -> None:
         self.backing = backing
-        self._body_bytes = 0
 
     def __len__(self) -> int:
         return len(self.backing.vq)
@@ -44,26 +49,30 @@ class BackedReady:
 
     @property
     def body_bytes(self) -> int:
-        return self._body_bytes
+        return self.backing.vq.body_bytes
+
+    def attach_expiry(self, expiry: dict[int, int]) -> None:
+        """Share the core's msg_id -> expires-at map with the backing; read the head back."""
+        self.backing.attach_expiry(expiry)
+        self._read_head()
+
+    def _read_head(self) -> None:
+        vq = self.backing.vq
+        if len(vq):
+            vq.head_seq()
 
     def head_id(self) -> int:
         return self.backing.vq.head_seq()
 
     def extend(self, messages: list[Message], body_bytes: int) -> None:
-        self.backing.publish(messages)
-        self._body_bytes += body_bytes
+        self.backing.publish(messages)  # the backing counts body bytes itself
 
     def requeue(self, messages: Iterable[Message]) -> None:
-        ids = []
-        for message in messages:
-            ids.append(message[MSG_ID])
-            self._body_bytes += len(message[BODY])
-        self.backing.requeue(ids)
+        self.backing.requeue([message[MSG_ID] for message in messages])
 
     def take(self, n: int) -> list[Message]:
         out = self.backing.fetch(n)
-        if out:
-            self._body_bytes = max(0, self._body_bytes - sum([len(m[BODY]) for m in out]))
+        self._read_head()
         return out
 
     def forget(self, msg_ids: Sequence[int]) -> None:
@@ -71,5 +80,4 @@ class BackedReady:
             self.backing.ack(msg_ids)
 
     def clear(self) -> int:
-        self._body_bytes = 0
         return self.backing.purge()

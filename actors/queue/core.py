@@ -17,7 +17,10 @@ call; an omitted `now_ms` means no time has passed. Features, all off unless con
   the head: a message taken for delivery or basic.get that has expired is dead-lettered instead, and
   after every call expired messages at the head are dropped; a `StartTimer("ttl")` asks the shell to
   wake the queue when the head will expire. A published message that a consumer can take at once is
-  delivered without a check (so TTL 0 reaches a waiting consumer, as in RabbitMQ).
+  delivered without a check (so TTL 0 reaches a waiting consumer, as in RabbitMQ). A durable
+  queue's ready list shares the expiry map (`attach_expiry`) and keeps it on disk, so recovered
+  messages keep their expiry: `start` drops (or dead-letters) what expired while the node was down
+  as soon as it reaches the head and arms the timer for the rest, as RabbitMQ's init_ttl does.
 - x-expires: while the queue has no consumers, every use (declare, which reaches the queue as the
   node's `stats` call - see `touch`; basic.get; the last consumer leaving) restarts
   `StartTimer("expires")`; when it fires with still no consumers the queue asks to be deleted.
@@ -46,8 +49,8 @@ dead-lettered or dropped); when messages are ready, no consumer has credit, beca
 runs until one side is exhausted (asserted in `_deliver`); after every call the ready list is within
 its drop-head limits and its head has not expired. The property tests check these against a model.
 
-Left out: TTLs of messages recovered from disk (the expiry map is not persisted); at-least-once
-dead-lettering (3.10 classic queues are at-most-once); BCC keys of a dead-lettered message (see deadletter.py).
+Left out: at-least-once dead-lettering (3.10 classic queues are at-most-once); BCC keys of a
+dead-lettered message (see deadletter.py).
 """
 from __future__ import annotations
 
@@ -96,7 +99,10 @@ class ClassicQueue:
         self._unacked_count = 0
         self._unacked_bytes = 0
         self._had_consumers = False
-        self._expiry: dict[int, int] = {}  # msg_id -> expires at (ms), for messages with a TTL only
+        # msg_id -> expires at (ms), for messages with a TTL only. Mutated in place, never rebound:
+        # a durable queue's ready list shares it (writes it to disk, fills it from disk).
+        self._expiry: dict[int, int] = {}
+        self._ready.attach_expiry(self._expiry)
         self._ttl_timer_at: int | None = None
         self.settings = QueueSettings()
         self._configure(QueueSettings.from_arguments(self.arguments))
@@ -145,9 +151,13 @@ class ClassicQueue:
             self._now = now_ms
 
     def start(self, *, now_ms: int | None = None) -> list[QueueEffect]:
-        """The queue exists: arm the x-expires timer (the shell calls this once, after creating it)."""
+        """The queue exists (the shell calls this once, after creating it): enforce the length
+        limits and TTL on what it recovered from disk (RabbitMQ's init_max_length / init_ttl), arm
+        the TTL timer for the head and the x-expires timer."""
         self._clock(now_ms)
-        return self._touch()
+        effects = self._housekeep() if self._ready and (self._limited or self._expiry) else []
+        effects.extend(self._touch())
+        return effects
 
     def apply_policy(self, settings: Mapping[str, Any], *, now_ms: int | None = None) -> list[QueueEffect]:
         """Replace the effective settings (policy key names, already merged with the arguments by the
@@ -391,10 +401,13 @@ class ClassicQueue:
 
     def purge(self) -> int:
         """queue.purge: drop every READY message (unacknowledged ones stay); return how many."""
+        n = self._ready.clear()  # first: draining a durable queue reads expiries back from disk
         if self._expiry:  # keep only the expiry of unacknowledged messages
             held = self._unacked.values()
-            self._expiry = {i: at for i, at in self._expiry.items() if any(i in h for h in held)}
-        return self._ready.clear()
+            expiry = self._expiry
+            for msg_id in [i for i in expiry if not any(i in h for h in held)]:
+                del expiry[msg_id]
+        return n
 
     def delete(self, *, if_unused: bool, if_empty: bool) -> tuple[int, list[QueueEffect]] | AmqpError:
         """queue.delete: check the conditions (not-empty first, as RabbitMQ), then drop everything.
@@ -412,8 +425,9 @@ class ClassicQueue:
         self._unacked.clear()
         self._unacked_count = 0
         self._unacked_bytes = 0
+        n = self._ready.clear()  # first: draining a durable queue reads expiries back from disk
         self._expiry.clear()
-        return self._ready.clear(), effects
+        return n, effects
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -421,15 +435,18 @@ class ClassicQueue:
         """Up to `n` ready messages from the head; expired ones met on the way are dead-lettered."""
         ready = self._ready
         expiry = self._expiry
+        taken = ready.take(n)
+        # tested after the take: reading recovered messages back from disk may fill `expiry`
         if not expiry or not check_expiry:
-            return ready.take(n), []
+            return taken, []
         now = self._now
         out: list[Message] = []
         expired: list[Message] = []
-        while len(out) < n and ready:
-            for message in ready.take(n - len(out)):
+        while taken:
+            for message in taken:
                 at = expiry.get(message[MSG_ID])
                 (expired if at is not None and now >= at else out).append(message)
+            taken = ready.take(n - len(out)) if len(out) < n else []
         if expired:
             ready.forget([m[MSG_ID] for m in expired])
         return out, self._dead_letter(expired, deadletter.EXPIRED)

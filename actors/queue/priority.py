@@ -43,6 +43,11 @@ class PriorityReady:
     def body_bytes(self) -> int:
         return sum([level.body_bytes for level in self._levels])
 
+    def attach_expiry(self, expiry: dict[int, int]) -> None:
+        """The core's msg_id -> expires-at map, shared with every level."""
+        for level in self._levels:
+            level.attach_expiry(expiry)
+
     def head_id(self) -> int:
         for level in reversed(self._levels):
             if level:

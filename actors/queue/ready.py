@@ -46,6 +46,10 @@ class ReadyList:
         """Body bytes held: what RabbitMQ's message_bytes_ready and x-max-length-bytes count."""
         return self._body_bytes
 
+    def attach_expiry(self, expiry: dict[int, int]) -> None:
+        """The core's msg_id -> expires-at map: nothing to do, everything held is in RAM and the
+        core stamped it (`backed.BackedReady` fills it from disk)."""
+
     def head_id(self) -> int:
         """The msg_id `take(1)` would return; the list must not be empty."""
         return (self._requeued[0] if self._requeued else self._fresh[0])[MSG_ID]

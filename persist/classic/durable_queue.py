@@ -23,6 +23,11 @@ next flush: after kill -9 only the acks of the last interval come back (redelive
 Message ids: the backing's seq ids ARE the queue's msg_ids; after `recover()` the queue must number
 new messages from `Recovered.next_msg_id` on. Store guids are `guids[i]` when the publisher gives
 them (a message routed to several queues is then stored once), else this queue's tag + seq.
+
+Expiry: the queue core owns each message's absolute expiry (its msg_id -> expires-at map, handed in
+once by `attach_expiry`). The backing writes a message's expiry into its PUB record and puts the
+expiry of every entry it reads back from disk into the map, so a recovered message's TTL keeps
+running across a restart, as in RabbitMQ.
 """
 from __future__ import annotations
 
@@ -80,6 +85,9 @@ class DurableBacking:
         self._unacked: dict[int, Entry] = {}
         self._unconfirmed: list[int] = []
         self.next_msg_id = 0
+        self._expiry: dict[int, int] = {}  # msg_id -> expires at (ms): the core's map
+        # A non-durable queue's index directory is made at its first write, not per queue.declare.
+        self._dir_made = durable
 
     # -- start and stop --------------------------------------------------------------------------
     def recover(self) -> Recovered:
@@ -87,14 +95,20 @@ class DurableBacking:
         if not self.durable:
             self.index.delete()
             self.index.recover()
+            self._dir_made = True
             return Recovered(0, 0, True, 0, 0)
         if self.store.recovering:
             r = self.index.recover(self.store.add_ref, must_scan=True)
         else:
             r = self.index.recover(self.store.contains)
-        self.vq.recover_delta(r.lo, r.next_seq, r.messages)
+        self.vq.recover_delta(r.lo, r.next_seq, r.messages, r.body_bytes)
         self.next_msg_id = r.next_seq
         return Recovered(r.messages, r.next_seq, r.clean, r.torn_bytes, r.dropped)
+
+    def attach_expiry(self, expiry: dict[int, int]) -> None:
+        """Share the core's msg_id -> expires-at map: read when a PUB record is written, filled
+        for every entry read back from disk."""
+        self._expiry = expiry
 
     def close(self) -> None:
         """Clean stop: everything synced, recovery terms written. Close the stores after this."""
@@ -105,7 +119,8 @@ class DurableBacking:
         """The queue is deleted: drop every message and every file of its index."""
         self.purge()
         self.ack(list(self._unacked))
-        self.index.delete()
+        if self._dir_made:
+            self.index.delete()
         self._unconfirmed.clear()
 
     # -- the data path ---------------------------------------------------------------------------
@@ -117,7 +132,7 @@ class DurableBacking:
             header, body = m[4], m[5]
             persistent = self.durable and read_delivery_mode(header) == 2
             e = Entry(m[0], m, persistent, len(header) + len(body),
-                      guid=guids[i] if guids is not None else None)
+                      guid=guids[i] if guids is not None else None, body_size=len(body))
             entries.append(e)
             if persistent:
                 to_disk.append(e)
@@ -173,7 +188,7 @@ class DurableBacking:
         for e in entries:
             if not e.indexed:
                 continue
-            acks.append((e.seq, e.persistent, e.size))
+            acks.append((e.seq, e.persistent, e.size, e.body_size))
             if e.loc is None:
                 assert e.guid is not None
                 (bodies if e.persistent else transient_bodies).append(e.guid)
@@ -199,22 +214,27 @@ class DurableBacking:
         records: list[PubRecord] = []
         items: list[tuple[bytes, tuple[bytes, ...]]] = []
         transient_items: list[tuple[bytes, tuple[bytes, ...]]] = []
+        expiry = self._expiry
         for e in entries:
             m = e.message
             assert m is not None
             payload = message_parts(m[2], m[3], m[4], m[5])
+            expires = expiry.get(e.seq) if expiry else None
             if e.size < self.embed_below:
                 e.guid = None
-                records.append((e.seq, e.persistent, None, e.size, payload))
+                records.append((e.seq, e.persistent, None, e.size, payload, e.body_size, expires))
                 continue
             if e.guid is None:
                 e.guid = self._tag + e.seq.to_bytes(8, "little")
             (items if e.persistent else transient_items).append((e.guid, payload))
-            records.append((e.seq, e.persistent, e.guid, e.size, None))
+            records.append((e.seq, e.persistent, e.guid, e.size, None, e.body_size, expires))
         if items:
             self.store.write(items)
         if transient_items:
             self.transient_store.write(transient_items)
+        if not self._dir_made:
+            self.index.disk.makedirs(self.index.dir)
+            self._dir_made = True
         for e, loc in zip(entries, self.index.publish(records)):
             e.loc = loc
             e.indexed = True
@@ -224,8 +244,10 @@ class DurableBacking:
 
     def read_delta(self, lo: int, hi: int) -> tuple[list[Entry], int]:
         found, upto = self.index.read(lo, hi)
-        return [Entry(seq, None, persistent, size, guid, loc, True, delivered)
-                for seq, persistent, guid, size, loc, delivered in found], upto
+        expiry = self._expiry
+        expiry.update([(f[0], f[7]) for f in found if f[7] is not None])
+        return [Entry(seq, None, persistent, size, guid, loc, True, delivered, body_size)
+                for seq, persistent, guid, size, loc, delivered, body_size, _expires in found], upto
 
     def load(self, entries: list[Entry]) -> None:
         embedded = [e for e in entries if e.loc is not None]

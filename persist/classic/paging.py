@@ -25,8 +25,12 @@ one batch (`Backend.load`). Lazy mode has a RAM target of zero: bodies go to dis
 message's body is in RAM only while it is being handed out.
 
 IO is the backend's (durable_queue.py); this module decides only what moves where, so a test can
-drive it with an in-memory backend. Left out: paging the requeued heap (it is bounded by what
-consumers held unacked, i.e. by prefetch) and RabbitMQ's rate-based target (the node gives targets).
+drive it with an in-memory backend. It also counts the body bytes of every ready message
+(`body_bytes`, what x-max-length-bytes limits), Delta included: each entry carries its body size,
+and a recovered Delta starts with the total the queue index recovered.
+
+Left out: paging the requeued heap (it is bounded by what consumers held unacked, i.e. by prefetch)
+and RabbitMQ's rate-based target (the node gives targets).
 """
 from __future__ import annotations
 
@@ -42,15 +46,17 @@ from actors.queue.message import Message, requeued
 class Entry:
     """One message's place in the queue: its seq, where its body is, and the body if in RAM."""
 
-    __slots__ = ("seq", "message", "persistent", "size", "guid", "loc", "indexed", "redelivered")
+    __slots__ = ("seq", "message", "persistent", "size", "body_size", "guid", "loc", "indexed",
+                 "redelivered")
 
     def __init__(self, seq: int, message: Message | None, persistent: bool, size: int,
                  guid: bytes | None = None, loc: tuple[int, int, int] | None = None,
-                 indexed: bool = False, redelivered: bool = False) -> None:
+                 indexed: bool = False, redelivered: bool = False, body_size: int = 0) -> None:
         self.seq = seq
         self.message = message
         self.persistent = persistent
-        self.size = size
+        self.size = size  # header + body bytes
+        self.body_size = body_size
         self.guid = guid  # key in a message store, if the body is there
         self.loc = loc  # (segment, offset, length) of a body embedded in the queue index
         self.indexed = indexed  # a PUB record for it is in the queue index
@@ -102,17 +108,20 @@ class VariableQueue:
         self.delta_count = 0
         self.alpha_count = 0
         self.alpha_bytes = 0
+        self.body_bytes = 0  # of every ready message, wherever it is
 
     def __len__(self) -> int:
         return (len(self._requeued) + len(self.q4) + len(self.q3) + self.delta_count
                 + len(self.q2) + len(self.q1))
 
     # -- in --------------------------------------------------------------------------------------
-    def recover_delta(self, lo: int, hi: int, count: int) -> None:
-        """Start with `count` messages on disk only, somewhere in [lo, hi) (an empty queue)."""
+    def recover_delta(self, lo: int, hi: int, count: int, body_bytes: int = 0) -> None:
+        """Start with `count` messages (`body_bytes` of bodies) on disk only, somewhere in [lo, hi)
+        (an empty queue)."""
         assert not len(self)
         if count:
             self.delta_lo, self.delta_hi, self.delta_count = lo, hi, count
+            self.body_bytes = body_bytes
 
     def push(self, entries: list[Entry]) -> None:
         """Fresh alphas, ascending seqs above everything held."""
@@ -120,6 +129,7 @@ class VariableQueue:
         back.extend(entries)
         self.alpha_count += len(entries)
         self.alpha_bytes += sum([e.size for e in entries])
+        self.body_bytes += sum([e.body_size for e in entries])
         self._reduce()
 
     def requeue(self, entries: list[Entry]) -> None:
@@ -130,6 +140,7 @@ class VariableQueue:
             heapq.heappush(self._requeued, e)
             self.alpha_count += 1
             self.alpha_bytes += e.size
+            self.body_bytes += e.body_size
 
     def set_ram_target(self, max_messages: int | None, max_bytes: int | None = None) -> None:
         """Page bodies out (now) until at most this many messages / bytes of them stay in RAM."""
@@ -218,6 +229,8 @@ class VariableQueue:
                 break
         self.alpha_count -= alphas
         self.alpha_bytes -= alpha_bytes
+        self.body_bytes -= sum([e.body_size for e in out])
+        assert self.body_bytes >= 0, "took more body bytes than were counted"
         betas = [e for e in out if e.message is None]
         if betas:
             self.backend.load(betas)
@@ -269,7 +282,7 @@ class VariableQueue:
             batch = list(q)
             q.clear()
             yield batch
-        self.alpha_count = self.alpha_bytes = 0
+        self.alpha_count = self.alpha_bytes = self.body_bytes = 0
 
     # -- inspection ------------------------------------------------------------------------------
     def stats(self) -> PagingStats:
@@ -286,6 +299,8 @@ class VariableQueue:
         assert all(e.message is None for q in (self.q3, self.q2) for e in q)
         assert len(alphas) == self.alpha_count
         assert sum(e.size for e in alphas) == self.alpha_bytes
+        in_ram = sum(e.body_size for q in (self._requeued, self.q4, self.q3, self.q2, self.q1) for e in q)
+        assert in_ram <= self.body_bytes and (self.delta_count or in_ram == self.body_bytes)
         order = [e.seq for q in (self.q4, self.q3) for e in q]
         if self.delta_count:
             assert not order or order[-1] < self.delta_lo

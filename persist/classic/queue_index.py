@@ -3,12 +3,15 @@
 Theory of operation: a queue numbers its messages with increasing seq ids; seq s lives in segment
 file `s // segment_entries`.idx (16384 entries per segment by default) in the queue's directory.
 Segments are append-only runs of records (records.py framing, one CRC each) of three kinds:
-  PUB  seq, flags (persistent, embedded), expiry (placeholder, 0), size, guid, [message]
+  PUB  seq, flags (persistent, embedded, expires), expiry, size, body size, guid, [message]
   DEL  a batch of seqs delivered at least once
   ACK  a batch of seqs that left the queue for good (acked, purged, dropped)
 A message smaller than `queue_index_embed_msgs_below` (4096 bytes of header + body) is embedded in
-its PUB record; a larger one names its guid in the message store. Writes are appended per call
-(one append per touched segment) and made durable by `sync()` with one fdatasync per touched
+its PUB record; a larger one names its guid in the message store. `size` is header + body (what the
+embed threshold and RAM accounting use), `body size` the body alone (what x-max-length-bytes
+limits); `expiry` is the absolute expiry in wall-clock ms when the F_EXPIRES flag is set (a message
+with a TTL), so a TTL keeps running while the node is down, as in RabbitMQ. Writes are appended per
+call (one append per touched segment) and made durable by `sync()` with one fdatasync per touched
 segment: the group commit the queue confirms on. A segment whose every entry is acked is deleted at
 the next sync (its acks need not be durable first: if the removal is lost, the messages come back
 redelivered, which the recovery rules allow).
@@ -16,15 +19,15 @@ redelivered, which the recovery rules allow).
 Transient messages are only written here when the queue pages them out; they are live for the run
 that wrote them (seq >= `run_start`) and invisible to every later run.
 
-Recovery: a clean `close()` writes recovery terms (`clean.terms`: next seq, live counts and bytes
-per segment) and the next `recover()` trusts them without reading a segment, then deletes them so
-that a crash after that is never mistaken for a clean stop. Without terms (a crash), every segment
-is scanned, a torn tail is cut (and logged), entries whose store body is missing are acked (and
-logged), and every surviving message counts as delivered before (`delivered_below`), because the
-DEL records of the last interval may be lost.
+Recovery: a clean `close()` writes recovery terms (`clean.terms`: next seq, live counts, bytes and
+body bytes per segment) and the next `recover()` trusts them without reading a segment, then deletes
+them so that a crash after that is never mistaken for a clean stop. Without terms (a crash), every
+segment is scanned, a torn tail is cut (and logged), entries whose store body is missing are acked
+(and logged), and every surviving message counts as delivered before (`delivered_below`), because
+the DEL records of the last interval may be lost.
 
 Left out: a separate journal (we append to segments directly; the cost is one fsync per touched
-segment per batch instead of one) and expiry (the field is written as 0).
+segment per batch instead of one).
 """
 from __future__ import annotations
 
@@ -41,19 +44,25 @@ from persist.disk import Disk, write_atomic
 SEGMENT_ENTRIES = 16384
 TERMS_FILE = "clean.terms"
 PUB, DEL, ACK = 1, 2, 3
-F_PERSISTENT, F_EMBEDDED = 1, 2
+F_PERSISTENT, F_EMBEDDED, F_EXPIRES = 1, 2, 4
 
-_PUB = struct.Struct("<BQBQIB")  # type, seq, flags, expiry, size, guid_len
+_PUB = struct.Struct("<BQBQIIB")  # type, seq, flags, expiry, size, body size, guid_len
 _SEQS = struct.Struct("<BI")  # type, count
 _TERMS = struct.Struct("<QQI")  # next_seq, delivered_below, segments
-_SEG_TERMS = struct.Struct("<IIQ")  # segment, live persistent, live persistent bytes
+_SEG_TERMS = struct.Struct("<IIQQ")  # segment, live persistent, their bytes, their body bytes
 
 log = structlog.get_logger("warren.persist.queue_index")
 
-# (seq, persistent, guid or None, size, embedded body location or None, delivered before)
-IndexEntry = tuple[int, bool, bytes | None, int, tuple[int, int, int] | None, bool]
-# What `publish` takes: (seq, persistent, guid or None, size, message payload parts if embedded)
-PubRecord = tuple[int, bool, bytes | None, int, tuple[bytes, ...] | None]
+# (seq, persistent, guid or None, size, embedded body location or None, delivered before,
+#  body size, expiry in ms or None)
+IndexEntry = tuple[int, bool, bytes | None, int, tuple[int, int, int] | None, bool, int, int | None]
+# What `publish` takes: (seq, persistent, guid or None, size, message payload parts if embedded,
+#  body size, expiry in ms or None)
+PubRecord = tuple[int, bool, bytes | None, int, tuple[bytes, ...] | None, int, int | None]
+# What `ack` takes: (seq, persistent, size, body size)
+AckRecord = tuple[int, bool, int, int]
+# A parsed PUB: (persistent, guid, size, embedded location, body size, expiry or None)
+_Pub = tuple[bool, bytes | None, int, tuple[int, int, int] | None, int, int | None]
 
 
 class CorruptSegment(Exception):
@@ -64,7 +73,8 @@ class CorruptSegment(Exception):
 class IndexRecovery:
     clean: bool
     messages: int  # live persistent messages
-    bytes: int
+    bytes: int  # their header + body bytes
+    body_bytes: int  # their body bytes
     lo: int  # lowest seq that may be live
     next_seq: int
     torn_bytes: int  # cut from torn tails
@@ -77,7 +87,7 @@ class QueueIndex:
         self.disk = disk
         self.dir = directory
         self.n = segment_entries
-        # segment -> [live persistent, live transient, live persistent bytes]
+        # segment -> [live persistent, live transient, live persistent bytes, ... body bytes]
         self._live: dict[int, list[int]] = {}
         self._sizes: dict[int, int] = {}  # bytes in each existing segment file
         self._dirty: set[int] = set()
@@ -112,7 +122,7 @@ class QueueIndex:
     def _segments_on_disk(self) -> list[int]:
         return sorted(int(n[:-4]) for n in self.disk.listdir(self.dir) if n.endswith(".idx"))
 
-    def _load_terms(self) -> tuple[int, int, dict[int, tuple[int, int]]] | None:
+    def _load_terms(self) -> tuple[int, int, dict[int, tuple[int, int, int]]] | None:
         path = f"{self.dir}/{TERMS_FILE}"
         if not self.disk.exists(path):
             return None
@@ -128,24 +138,24 @@ class QueueIndex:
         pos += _TERMS.size
         segs = {}
         for _ in range(nsegs):
-            seg, count, nbytes = _SEG_TERMS.unpack_from(data, pos)
+            seg, count, nbytes, body_bytes = _SEG_TERMS.unpack_from(data, pos)
             pos += _SEG_TERMS.size
-            segs[seg] = (count, nbytes)
+            segs[seg] = (count, nbytes, body_bytes)
         return next_seq, delivered_below, segs
 
-    def _apply_terms(self, terms: tuple[int, int, dict[int, tuple[int, int]]]) -> IndexRecovery:
+    def _apply_terms(self, terms: tuple[int, int, dict[int, tuple[int, int, int]]]) -> IndexRecovery:
         self.next_seq, self.delivered_below, segs = terms
         on_disk = set(self._segments_on_disk())
-        for seg, (count, nbytes) in segs.items():
+        for seg, (count, nbytes, body_bytes) in segs.items():
             if seg in on_disk:
-                self._live[seg] = [count, 0, nbytes]
+                self._live[seg] = [count, 0, nbytes, body_bytes]
         for seg in on_disk:
             self._sizes[seg] = self.disk.size(self._path(seg))
-            self._live.setdefault(seg, [0, 0, 0])
+            self._live.setdefault(seg, [0, 0, 0, 0])
         return self._result(True, 0, 0)
 
     def _scan(self, check_guid: Callable[[bytes], bool] | None,
-              terms: tuple[int, int, dict[int, tuple[int, int]]] | None) -> IndexRecovery:
+              terms: tuple[int, int, dict[int, tuple[int, int, int]]] | None) -> IndexRecovery:
         torn = dropped = 0
         next_seq = terms[0] if terms else 0
         for seg in self._segments_on_disk():
@@ -160,9 +170,9 @@ class QueueIndex:
                 self.disk.sync(path)
             self._sizes[seg] = valid
             pubs, delivered, acked = _parse(data, spans, seg)
-            live = self._live[seg] = [0, 0, 0]
+            live = self._live[seg] = [0, 0, 0, 0]
             missing = []
-            for seq, (persistent, guid, size, _loc) in pubs.items():
+            for seq, (persistent, guid, size, _loc, body_size, _expiry) in pubs.items():
                 next_seq = max(next_seq, seq + 1)
                 if not persistent or seq in acked:
                     continue
@@ -171,6 +181,7 @@ class QueueIndex:
                     continue
                 live[0] += 1
                 live[2] += size
+                live[3] += body_size
             if missing:
                 log.warning("queue_index_body_missing", path=path, messages=len(missing))
                 self._append_seqs(ACK, missing)
@@ -187,6 +198,7 @@ class QueueIndex:
         live = [seg for seg, v in self._live.items() if v[0]]
         return IndexRecovery(clean, sum(v[0] for v in self._live.values()),
                              sum(v[2] for v in self._live.values()),
+                             sum(v[3] for v in self._live.values()),
                              min(live) * self.n if live else self.next_seq, self.next_seq,
                              torn, dropped)
 
@@ -196,7 +208,7 @@ class QueueIndex:
         bufs: dict[int, bytearray] = {}
         locs: list[tuple[int, int, int] | None] = []
         n = self.n
-        for seq, persistent, guid, size, payload in records:
+        for seq, persistent, guid, size, payload, body_size, expiry in records:
             seg = seq // n
             buf = bufs.get(seg)
             if buf is None:
@@ -204,11 +216,12 @@ class QueueIndex:
                 if seg not in self._sizes:
                     self.disk.open(self._path(seg))
                     self._sizes[seg] = 0
-                    self._live.setdefault(seg, [0, 0, 0])
+                    self._live.setdefault(seg, [0, 0, 0, 0])
                     self._new_names = True
             g = guid or b""
-            flags = (F_PERSISTENT if persistent else 0) | (F_EMBEDDED if payload is not None else 0)
-            head = _PUB.pack(PUB, seq, flags, 0, size, len(g))
+            flags = ((F_PERSISTENT if persistent else 0) | (F_EMBEDDED if payload is not None else 0)
+                     | (F_EXPIRES if expiry is not None else 0))
+            head = _PUB.pack(PUB, seq, flags, expiry or 0, size, body_size, len(g))
             if payload is None:
                 buf += frame(head, g)
                 locs.append(None)
@@ -220,6 +233,7 @@ class QueueIndex:
             if persistent:
                 live[0] += 1
                 live[2] += size
+                live[3] += body_size
             else:
                 live[1] += 1
             if seq >= self.next_seq:
@@ -232,14 +246,16 @@ class QueueIndex:
         """Record that these (indexed) messages were delivered at least once."""
         self._append_seqs(DEL, list(seqs))
 
-    def ack(self, entries: Iterable[tuple[int, bool, int]]) -> None:
-        """Record that these indexed (seq, persistent, size) messages left the queue for good."""
+    def ack(self, entries: Iterable[AckRecord]) -> None:
+        """Record that these indexed (seq, persistent, size, body size) messages left the queue
+        for good."""
         seqs = []
-        for seq, persistent, size in entries:
+        for seq, persistent, size, body_size in entries:
             live = self._live[seq // self.n]
             if persistent:
                 live[0] -= 1
                 live[2] -= size
+                live[3] -= body_size
             else:
                 live[1] -= 1
             assert live[0] >= 0 and live[1] >= 0
@@ -294,11 +310,11 @@ class QueueIndex:
         for seq in sorted(pubs):
             if seq < lo or seq >= upto or seq in acked:
                 continue
-            persistent, guid, size, loc = pubs[seq]
+            persistent, guid, size, loc, body_size, expiry = pubs[seq]
             if not persistent and seq < run_start:
                 continue
             out.append((seq, persistent, guid, size, loc,
-                        seq in delivered or seq < delivered_below))
+                        seq in delivered or seq < delivered_below, body_size, expiry))
         return out, upto
 
     def read_bodies(self, locs: list[tuple[int, int, int]]) -> list[bytes | memoryview]:
@@ -315,7 +331,7 @@ class QueueIndex:
     def close(self) -> None:
         """Clean stop: sync and write the recovery terms."""
         self.sync()
-        segs = sorted((seg, v[0], v[2]) for seg, v in self._live.items() if v[0])
+        segs = sorted((seg, v[0], v[2], v[3]) for seg, v in self._live.items() if v[0])
         data = _TERMS.pack(self.next_seq, self.delivered_below, len(segs)) + b"".join(
             _SEG_TERMS.pack(*s) for s in segs)
         write_atomic(self.disk, f"{self.dir}/{TERMS_FILE}", frame(data))
@@ -341,23 +357,24 @@ class QueueIndex:
 
 
 def _parse(data: bytes, spans: list[tuple[int, int]], seg: int
-           ) -> tuple[dict[int, tuple[bool, bytes | None, int, tuple[int, int, int] | None]],
-                      set[int], set[int]]:
-    """(seq -> (persistent, guid, size, embedded location), delivered seqs, acked seqs)."""
-    pubs = {}
+           ) -> tuple[dict[int, _Pub], set[int], set[int]]:
+    """(seq -> (persistent, guid, size, embedded location, body size, expiry), delivered seqs,
+    acked seqs)."""
+    pubs: dict[int, _Pub] = {}
     delivered: set[int] = set()
     acked: set[int] = set()
     unpack_pub = _PUB.unpack_from
     for start, length in spans:
         kind = data[start]
         if kind == PUB:
-            _k, seq, flags, _expiry, size, glen = unpack_pub(data, start)
+            _k, seq, flags, expiry, size, body_size, glen = unpack_pub(data, start)
             pos = start + _PUB.size
             guid = bytes(data[pos:pos + glen]) if glen else None
             loc = None
             if flags & F_EMBEDDED:
                 loc = (seg, pos + glen, length - _PUB.size - glen)
-            pubs[seq] = (bool(flags & F_PERSISTENT), guid, size, loc)
+            pubs[seq] = (bool(flags & F_PERSISTENT), guid, size, loc, body_size,
+                         expiry if flags & F_EXPIRES else None)
         else:
             _k, count = _SEQS.unpack_from(data, start)
             seqs = struct.unpack_from(f"<{count}Q", data, start + _SEQS.size)

@@ -32,7 +32,8 @@ class MemoryBackend:
     def read_delta(self, lo, hi):
         self.reads += 1
         upto = min(hi, (lo // self.segment + 1) * self.segment)
-        found = [Entry(s, None, True, len(self.on_disk[s][5]), indexed=True)
+        found = [Entry(s, None, True, len(self.on_disk[s][5]), indexed=True,
+                       body_size=len(self.on_disk[s][5]))
                  for s in range(lo, upto) if s in self.on_disk]
         return found, upto
 
@@ -61,7 +62,7 @@ def test_fifo_and_invariants_under_any_targets(ops):
     expected = []
     for op, arg in ops:
         if op == "push":
-            entries = [Entry(s, msg(s), False, len(msg(s)[5]))
+            entries = [Entry(s, msg(s), False, len(msg(s)[5]), body_size=len(msg(s)[5]))
                        for s in range(next_seq, next_seq + arg)]
             expected += [e.seq for e in entries]
             next_seq += arg
@@ -82,6 +83,7 @@ def test_fifo_and_invariants_under_any_targets(ops):
             vq.check()
         stats = vq.stats()
         assert stats.ready == len(expected)
+        assert vq.body_bytes == sum(len(msg(s)[5]) for s in expected)  # Delta's bodies too
         assert len(vq.q3) + len(vq.q2) <= 2 * 5  # betas: a segment read on top of the limit
         if vq.lazy:
             assert stats.ram_messages == 0
@@ -132,3 +134,17 @@ def test_200k_messages_with_a_ram_target_of_1000_keep_bounded_memory(tmp_path, l
     backing.flush()
     assert disk.listdir("q") == []  # every segment fully acked, so deleted
     disk.close()
+
+
+def test_a_recovered_delta_counts_its_body_bytes_until_taken():
+    backend = MemoryBackend(segment=5)
+    backend.on_disk = {s: msg(s) for s in range(3, 12)}
+    vq = VariableQueue(backend, index_ram_max=5)
+    vq.recover_delta(3, 12, 9, sum(len(msg(s)[5]) for s in range(3, 12)))
+    got = vq.take(4)
+    assert [e.seq for e in got] == [3, 4, 5, 6]
+    assert vq.body_bytes == sum(len(msg(s)[5]) for s in range(7, 12))
+    vq.requeue(got[:1])
+    assert vq.body_bytes == sum(len(msg(s)[5]) for s in [3] + list(range(7, 12)))
+    vq.check()
+    assert sum(len(batch) for batch in vq.drain()) == 6 and vq.body_bytes == 0

@@ -4,7 +4,9 @@ The same rules and model run against a ClassicQueue whose ready messages live in
 (backed.BackedReady) with persistent messages, a RAM target of 2 bodies and 4-entry index segments,
 so messages move between RAM, disk and Delta on the way. Added invariants: the backing holds exactly
 the messages the core holds unacked (every message taken was either requeued or `forget`-ed, so
-its ack reached the index), and the index's live persistent count is ready + unacked.
+its ack reached the index), the index's live persistent count is ready + unacked, and the ready
+list's body bytes are those of the ready messages. Added rule: a clean restart, after which every
+message still held is ready again (unacked ones redelivered) and no consumer is left.
 """
 from __future__ import annotations
 
@@ -12,14 +14,14 @@ import shutil
 import tempfile
 
 from hypothesis import settings
-from hypothesis.stateful import invariant
+from hypothesis.stateful import invariant, rule
 
 from actors.queue import ClassicQueue
 from actors.queue.backed import BackedReady
 from persist.classic.durable_queue import DurableBacking
 from persist.classic.msg_store import MsgStore
 from persist.disk import RealDisk
-from tests.queue.test_queue_machine import QueueMachine
+from tests.queue.test_queue_machine import READY, QueueMachine
 from wire.properties import BasicProperties, encode_content_header
 
 
@@ -29,15 +31,29 @@ class BackedQueueMachine(QueueMachine):
     def __init__(self) -> None:
         super().__init__()
         self.root = tempfile.mkdtemp(prefix="backed_machine_")
-        disk = RealDisk(self.root, sync_method="none")
-        store = MsgStore(disk, "persistent")
-        transient = MsgStore(disk, "transient", transient=True)
-        store.open()
-        transient.open()
-        self.backing = DurableBacking(disk, "q", store, transient, embed_below=4096, segment_entries=4,
-                                      ram_max_messages=2)
+        self.disk = RealDisk(self.root, sync_method="none")
+        self._open()
+
+    def _open(self) -> None:
+        self.store = MsgStore(self.disk, "persistent")
+        self.transient = MsgStore(self.disk, "transient", transient=True)
+        self.store.open()
+        self.transient.open()
+        self.backing = DurableBacking(self.disk, "q", self.store, self.transient, embed_below=4096,
+                                      segment_entries=4, ram_max_messages=2)
         self.backing.recover()
-        self.queue = ClassicQueue("/", "q", ready=BackedReady(self.backing))
+        self.queue = ClassicQueue("/", "q", ready=BackedReady(self.backing),
+                                  next_id=self.backing.next_msg_id)
+
+    @rule()
+    def clean_restart(self):
+        self.backing.flush()
+        self.backing.close()
+        self.store.close()
+        self.transient.close()
+        self._open()
+        self.where = dict.fromkeys(self.where, READY)
+        self.consumers.clear()
 
     def teardown(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -54,6 +70,7 @@ class BackedQueueMachine(QueueMachine):
         assert self.backing.stats().unacked == self.queue.messages_unacknowledged
         assert self.backing.stats().ready == self.queue.messages_ready
         assert self.backing.index.live_persistent == len(self.where)
+        assert self.queue._ready.body_bytes == sum(len(b"%d" % i) for i in self.ready_ids())
         self.backing.vq.check()
 
 
