@@ -15,7 +15,8 @@ CORE_PACKAGES = ["wire", "flow", "actors/metadata", "persist/raft", "persist/cla
 CORE_MODULES = [
     "actors/effects.py", "actors/channel/core.py", "actors/channel/confirms.py", "actors/channel/acks.py",
     "actors/channel/lazy_headers.py", "actors/reader/connection.py", "actors/queue/core.py",
-    "actors/queue/ready.py", "actors/queue/consumers.py", "persist/wal.py", "persist/records.py",
+    "actors/queue/ready.py", "actors/queue/priority.py", "actors/queue/backed.py", "actors/queue/spill.py",
+    "actors/queue/consumers.py", "persist/wal.py", "persist/records.py",
 ]
 
 

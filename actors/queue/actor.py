@@ -12,17 +12,21 @@ clock ms, as RabbitMQ stamps expiry and x-death) and the timers the core asks fo
 call_later; one per name, a new StartTimer replaces the old). Dead-lettered messages leave as plain
 `publish` sends to the target queue actors, without credit or confirms (at-most-once).
 
-A durable queue (not a priority queue: those stay in memory) keeps its ready messages in a
-`DurableBacking` (storage.py hands it out, recovered) behind `backed.BackedReady`. ORDERING RULE: its
-`confirm`s are held, and leave only from `flush()`, which the host's group commit calls after the
+Where the ready messages live (storage.py hands the pieces out, recovered): a durable queue in a
+`DurableBacking` behind `backed.BackedReady`; a durable priority queue in one such backing per
+level, behind `priority.PriorityReady`; a non-durable queue in a `spill.SpillReady` (one per level
+for a priority queue), which pages through a non-durable backing only when lazy mode or a RAM target
+asks. Without a data dir everything stays in RAM. The actor sees a queue's backings as one `Backing`
+(flush, lazy mode, stats). ORDERING RULE for durable queues: their `confirm`s are held, and leave only from `flush()`, which the host's group commit calls after the
 fdatasync that covers everything this queue wrote in the loop turn (see storage.py). A queue that
 touched its backing in a turn marks itself for that commit; nothing here ever syncs per message.
+A non-durable queue's confirms leave at once: nothing of it is ever synced.
 """
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Protocol, Sequence
 
 import structlog
 
@@ -31,11 +35,13 @@ from actors.placement import NODE, queue_address
 from actors.queue.backed import BackedReady
 from actors.queue.core import ClassicQueue
 from actors.queue.effects import AutoDelete, Confirmed, ConsumerCancelled, Deliver, Rejected
+from actors.queue.priority import PriorityReady
 from actors.queue.settings import QueueSettings
+from actors.queue.spill import SpillReady
 from actors.queue.storage import HostStorage
 from actors.replies import err, ok
 from actors.runtime.address import Address
-from persist.classic.durable_queue import DurableBacking
+from persist.classic.durable_queue import BackingStats, DurableBacking
 from wire.errors import AmqpError
 
 log = structlog.get_logger("warren.queue")
@@ -47,9 +53,44 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+class Backing(Protocol):
+    """What the shell does with a queue's storage (a `DurableBacking`, or `Levels` of them)."""
+    durable: bool
+
+    def flush(self) -> Any: ...
+
+    def set_lazy(self, lazy: bool) -> None: ...
+
+    def stats(self) -> BackingStats: ...
+
+
+class Levels:
+    """Several backings (priority levels) or `SpillReady`s (non-durable) seen as one `Backing`."""
+
+    def __init__(self, parts: Sequence[DurableBacking | SpillReady], durable: bool) -> None:
+        self.parts = list(parts)
+        self.durable = durable
+
+    def flush(self) -> None:
+        assert self.durable, "non-durable queues are never part of the group commit"
+        for part in self.parts:
+            part.flush()  # type: ignore[union-attr]
+
+    def set_lazy(self, lazy: bool) -> None:
+        for part in self.parts:
+            part.set_lazy(lazy)
+
+    def stats(self) -> BackingStats:
+        s = [part.stats() for part in self.parts]
+        return BackingStats(sum(b.ready for b in s), sum(b.unacked for b in s), sum(b.ram_messages for b in s),
+                            sum(b.ram_bytes for b in s), sum(b.ram_index_entries for b in s),
+                            sum(b.disk_only_messages for b in s), any(b.lazy for b in s),
+                            sum(b.persistent for b in s))
+
+
 class QueueActor:
     def __init__(self, runtime: Any, core: ClassicQueue, on_deleted: Callable[[str], None],
-                 storage: HostStorage | None = None, backing: DurableBacking | None = None) -> None:
+                 storage: HostStorage | None = None, backing: Backing | None = None) -> None:
         self.runtime = runtime
         self.core = core
         self.name = f"q:{core.vhost}:{core.name}"
@@ -59,12 +100,13 @@ class QueueActor:
         self._deleted = False
         self._storage = storage
         self.backing = backing
+        self._durable = backing is not None and backing.durable  # confirms wait for the group commit
         self._lazy = core.settings.lazy
         self._held: dict[Address, int] = {}  # channel -> highest confirm seq waiting for the flush
 
     def flush(self) -> None:
         """The group commit reached this queue: make its writes durable, THEN confirm them."""
-        assert self.backing is not None
+        assert self.backing is not None and self._durable
         self.backing.flush()
         held, self._held = self._held, {}
         for channel, upto in held.items():
@@ -78,7 +120,7 @@ class QueueActor:
             if isinstance(e, Deliver):
                 self._send(e.channel, "deliver", (e.consumer_tag, e.messages))
             elif isinstance(e, Confirmed):
-                if self.backing is None:
+                if not self._durable:
                     self._send(e.channel, "confirm", e.upto)
                 elif e.upto > self._held.get(e.channel, 0):
                     self._held[e.channel] = e.upto
@@ -109,7 +151,7 @@ class QueueActor:
             self._touched()
 
     def _touched(self) -> None:
-        if self._storage is not None and not self._deleted:
+        if self._durable and self._storage is not None and not self._deleted:
             self._storage.mark(self)
 
     def start(self) -> None:
@@ -117,7 +159,7 @@ class QueueActor:
 
     def receive(self, sender: Address, kind: str, body: Any) -> None:
         self._receive(sender, kind, body)
-        if self.backing is not None:
+        if self._durable:
             self._touched()
 
     def stats(self) -> dict[str, Any]:
@@ -129,7 +171,7 @@ class QueueActor:
                     s["messages_ready"], "messages_persistent": 0, "messages_paged_out": 0,
                     "message_bytes_ram": s["memory"]}
         b = self.backing.stats()
-        return {**s, "durable_storage": True, "messages_ram": b.ram_messages + unacked,
+        return {**s, "durable_storage": self._durable, "messages_ram": b.ram_messages + unacked,
                 "messages_ready_ram": b.ram_messages, "messages_persistent": b.persistent,
                 "messages_paged_out": b.disk_only_messages, "message_bytes_ram": s["memory"],
                 "memory": s["memory"] + b.ram_index_entries * INDEX_ENTRY_RAM_BYTES, "lazy": b.lazy}
@@ -185,9 +227,10 @@ class QueueActor:
                 return
             count, effects = res
             self._effects(effects)
-            if self._storage is not None:
-                self.flush()  # what was confirmable is confirmed; the messages go with the queue
-                self._storage.forget(self)
+            if self._storage is not None and self.backing is not None:
+                if self._durable:
+                    self.flush()  # what was confirmable is confirmed; the messages go with the queue
+                    self._storage.forget(self)
                 self._storage.delete_queue(core.vhost, core.name)
             self._send(sender, "reply", (rid, ok(count)))
             self._deleted = True
@@ -236,16 +279,35 @@ class QueueManager:
 
     def _create(self, vhost: str, name: str, auto_delete: bool, arguments: dict, durable: bool) -> QueueActor:
         storage = self.storage
-        max_priority = arguments.get("x-max-priority")
-        if storage is None or not durable or (isinstance(max_priority, int) and max_priority > 0):
+        if storage is not None:
+            self.ensure_recovered()
+        if storage is None or not storage.recovered:
+            assert storage is None or not durable, "a durable queue created before the registry snapshot arrived"
+            if storage is not None:
+                log.warning("queue.in_ram_only", vhost=vhost, queue=name, reason="storage not recovered yet")
             core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=arguments,
                                 router=self.registry, place=self._place, now_ms=now_ms())
             return QueueActor(self.runtime, core, self._deleted)
-        self.ensure_recovered()
-        assert storage.recovered, "a durable queue created before the registry snapshot arrived"
-        backing, next_id = storage.open_queue(vhost, name, lazy=QueueSettings.from_arguments(arguments).lazy)
+        max_priority = arguments.get("x-max-priority")
+        if not (isinstance(max_priority, int) and max_priority > 0):
+            max_priority = None
+        lazy = QueueSettings.from_arguments(arguments).lazy
+        ready: Any
+        backing: Backing
+        next_id = 1
+        if not durable:
+            spills = storage.open_transient_queue(vhost, name, lazy=lazy, max_priority=max_priority)
+            ready = spills[0] if max_priority is None else PriorityReady(max_priority, spills)
+            backing = Levels(spills, durable=False)
+        elif max_priority is None:
+            backing, next_id = storage.open_queue(vhost, name, lazy=lazy)
+            ready = BackedReady(backing)
+        else:
+            levels, next_id = storage.open_priority_queue(vhost, name, max_priority, lazy=lazy)
+            ready = PriorityReady(max_priority, [BackedReady(b) for b in levels])
+            backing = Levels(levels, durable=True)
         core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=arguments, router=self.registry,
-                            place=self._place, now_ms=now_ms(), ready=BackedReady(backing), next_id=next_id)
+                            place=self._place, now_ms=now_ms(), ready=ready, next_id=next_id)
         return QueueActor(self.runtime, core, self._deleted, storage, backing)
 
     def ensure_recovered(self) -> None:

@@ -1,35 +1,60 @@
-"""The ready list of a priority queue (x-max-priority): one `ReadyList` per priority level.
+"""The ready list of a priority queue (x-max-priority): one ready list per priority level.
 
 Theory of operation: as RabbitMQ's rabbit_priority_queue, a message's priority property picks its
 level (absent = 0, above x-max-priority counts as the maximum) and messages leave the highest
-non-empty level first, FIFO within a level. A requeued message goes back to its ORIGINAL position
-within its level: each level is a `ReadyList`, which already keeps requeued messages in msg_id
-order ahead of fresh ones. The level is read again from the raw header on requeue (a byte test and a
-few skips), so nothing per message is stored beside the message tuple.
+non-empty level first, FIFO within a level. Each level is a ready list of its own, handed in by the
+shell: a `ReadyList` (RAM), a `BackedReady` (a durable queue: one `DurableBacking`, with its own
+index directory, per level) or a `SpillReady` (a non-durable queue that pages). The queue numbers
+messages across all levels, so each level sees an increasing subsequence of msg_ids, which is all a
+level needs. A requeued message goes back to its ORIGINAL position within its level: the level
+keeps requeued messages in msg_id order ahead of fresh ones, and the level is read again from the
+raw header (a byte test and a few skips), which names the level the message came from.
+
+`forget(ids)` gets only msg_ids, and a backed level must hear of exactly the messages it handed
+out, so when any level is backed, `take` remembers each taken message's level until it is
+forgotten (that map holds what consumers hold unacked: bounded by their prefetch). With RAM levels
+only, forget releases nothing and nothing is remembered.
 
 Invariants: `_levels` is indexed by priority 0..max; the totals are the sums over the levels; every
-message sits in the level its header names (capped at max).
+ready message sits in the level its header names (capped at max); every taken message that is not
+yet forgotten or requeued is in `_taken` (when tracking) under the level it came from.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Union
 
-from actors.queue.message import BODY, HEADER, Message
+from actors.queue.message import BODY, HEADER, MSG_ID, Message
 from actors.queue.properties import priority
 from actors.queue.ready import ReadyList
+
+if TYPE_CHECKING:
+    from actors.queue.backed import BackedReady
+    from actors.queue.spill import SpillReady
+
+Level = Union[ReadyList, "BackedReady", "SpillReady"]
 
 
 class PriorityReady:
     """Ready messages by priority, highest first; the same interface as `ReadyList`."""
 
-    __slots__ = ("max_priority", "_levels")
+    __slots__ = ("max_priority", "_levels", "_taken")
 
-    def __init__(self, max_priority: int) -> None:
+    def __init__(self, max_priority: int, levels: Sequence[Level] | None = None) -> None:
+        """`levels[p]` holds priority p's messages; RAM `ReadyList`s when not given."""
         assert 1 <= max_priority <= 255, max_priority
         self.max_priority = max_priority
-        self._levels = [ReadyList() for _ in range(max_priority + 1)]
+        self._levels: list[Level] = (list(levels) if levels is not None
+                                     else [ReadyList() for _ in range(max_priority + 1)])
+        assert len(self._levels) == max_priority + 1, (len(self._levels), max_priority)
+        backed = any(type(level) is not ReadyList for level in self._levels)
+        self._taken: dict[int, Level] | None = {} if backed else None
 
-    def _level(self, message: Message) -> ReadyList:
+    @property
+    def levels(self) -> list[Level]:
+        return self._levels
+
+    def _level(self, message: Message) -> Level:
         return self._levels[min(priority(message[HEADER]), self.max_priority)]
 
     def __len__(self) -> int:
@@ -44,7 +69,7 @@ class PriorityReady:
         return sum([level.body_bytes for level in self._levels])
 
     def attach_expiry(self, expiry: dict[int, int]) -> None:
-        """The core's msg_id -> expires-at map, shared with every level."""
+        """The core's msg_id -> expires-at map, shared with every level (backed levels keep it on disk)."""
         for level in self._levels:
             level.attach_expiry(expiry)
 
@@ -55,23 +80,65 @@ class PriorityReady:
         raise IndexError("head of an empty ready list")
 
     def forget(self, msg_ids: Sequence[int]) -> None:
-        """Messages taken earlier left the queue for good: nothing to release in RAM."""
+        """Taken messages left the queue for good: each level that handed one out hears of it."""
+        taken = self._taken
+        if taken is None or not msg_ids:
+            return
+        by_level: dict[int, tuple[Level, list[int]]] = {}
+        for msg_id in msg_ids:
+            level = taken.pop(msg_id)
+            found = by_level.get(id(level))
+            if found is None:
+                by_level[id(level)] = (level, [msg_id])
+            else:
+                found[1].append(msg_id)
+        for level, ids in by_level.values():
+            level.forget(ids)
 
     def extend(self, messages: list[Message], body_bytes: int) -> None:
+        if len(messages) == 1:
+            message = messages[0]
+            self._level(message).extend(messages, body_bytes)
+            return
+        # one extend per level and run of messages, in msg_id order within each level
+        runs: dict[int, tuple[Level, list[Message]]] = {}
         for message in messages:
-            self._level(message).extend([message], len(message[BODY]))
+            level = self._level(message)
+            run = runs.get(id(level))
+            if run is None:
+                runs[id(level)] = (level, [message])
+            else:
+                run[1].append(message)
+        for level, run in runs.values():
+            level.extend(run, sum([len(m[BODY]) for m in run]))
 
     def requeue(self, messages: Iterable[Message]) -> None:
+        runs: dict[int, tuple[Level, list[Message]]] = {}
+        taken = self._taken
         for message in messages:
-            self._level(message).requeue([message])
+            level = self._level(message)
+            if taken is not None:
+                del taken[message[MSG_ID]]
+            run = runs.get(id(level))
+            if run is None:
+                runs[id(level)] = (level, [message])
+            else:
+                run[1].append(message)
+        for level, run in runs.values():
+            level.requeue(run)
 
     def take(self, n: int) -> list[Message]:
         out: list[Message] = []
+        taken = self._taken
         for level in reversed(self._levels):
             if len(out) >= n:
                 break
             if level:
-                out.extend(level.take(n - len(out)))
+                got = level.take(n - len(out))
+                if taken is not None:
+                    for message in got:
+                        taken[message[MSG_ID]] = level
+                out.extend(got)
         return out
 
     def clear(self) -> int:

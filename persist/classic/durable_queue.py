@@ -238,6 +238,10 @@ class DurableBacking:
         for e, loc in zip(entries, self.index.publish(records)):
             e.loc = loc
             e.indexed = True
+        # a requeued message a non-durable queue spills (spill.py) must come back redelivered
+        redelivered = [e.seq for e in entries if e.message[1]]  # type: ignore[index]
+        if redelivered:
+            self.index.deliver(redelivered)
 
     def page_out(self, entries: list[Entry]) -> None:
         self._write_out([e for e in entries if not e.indexed])

@@ -174,16 +174,24 @@ def test_confirms_leave_only_after_the_group_commit_synced(tmp_path):
     asyncio.run(scenario())
 
 
-def test_non_durable_and_priority_queues_confirm_at_once(tmp_path):
+def test_non_durable_queues_confirm_at_once_and_durable_priority_queues_after_the_commit(tmp_path):
     s = storage_at(str(tmp_path))
     runtime = FakeRuntime(s.disk)
     manager = QueueManager(runtime, "qm", registry=SimpleNamespace(), storage=s)
     manager.receive(Address("node", "node"), "create", (1, "/", "t", False, {}, False))
-    manager.receive(Address("node", "node"), "create", (2, "/", "p", False, {"x-max-priority": 5}, True))
-    for name in ("q:/:t", "q:/:p"):
-        assert manager.queues[name].backing is None
-        effects = manager.queues[name].core.publish(CH, [published(7)])
-        assert Confirmed(CH, 7) in effects
+    manager.receive(Address("node", "node"), "create", (2, "/", "tp", False, {"x-max-priority": 5}, False))
+    manager.receive(Address("node", "node"), "create", (3, "/", "p", False, {"x-max-priority": 5}, True))
+    for name in ("q:/:t", "q:/:tp"):
+        runtime.sent.clear()
+        manager.queues[name].receive(CH, "publish", [published(7)])
+        assert [(m[1], m[2]) for m in runtime.sent] == [("confirm", 7)]
+    assert not os.path.exists(tmp_path / "transient_queues" / "queue0")  # no directory per declare
+    runtime.sent.clear()
+    actor = manager.queues["q:/:p"]
+    actor._effects(actor.core.publish(CH, [published(7)]))
+    assert runtime.sent == []  # held for the group commit
+    actor.flush()
+    assert [(m[1], m[2]) for m in runtime.sent] == [("confirm", 7)]
 
 
 @pytest.mark.parametrize("lazy", [False, True])
