@@ -59,13 +59,12 @@ from typing import Any, Callable, Hashable, Mapping
 
 from actors.effects import CancelTimer, StartTimer
 from actors.queue import deadletter
-from actors.queue.backed import BackedReady
 from actors.queue.consumers import Consumer, Consumers
 from actors.queue.effects import AutoDelete, Confirmed, ConsumerCancelled, Deliver, QueueEffect, Rejected
 from actors.queue.message import BODY, HEADER, MSG_ID, Message, size_bytes
 from actors.queue.priority import PriorityReady
 from actors.queue.properties import EXPIRATION_HIGH_BIT, expiration_ms
-from actors.queue.ready import ReadyList
+from actors.queue.ready import Ready, ReadyList
 from actors.queue.settings import DROP_HEAD, REJECT_PUBLISH_DLX, QueueSettings
 from wire.errors import ACCESS_REFUSED, NOT_ALLOWED, PRECONDITION_FAILED, AmqpError
 from wire.properties import HEADER_PROPS_OFFSET
@@ -82,7 +81,7 @@ class ClassicQueue:
     def __init__(self, vhost: str, name: str, *, auto_delete: bool = False,
                  arguments: dict[str, Any] | None = None, router: deadletter.Router | None = None,
                  place: Callable[[str, str], Hashable] | None = None, now_ms: int = 0,
-                 ready: BackedReady | None = None, next_id: int = 1) -> None:
+                 ready: Ready | None = None, next_id: int = 1) -> None:
         self.vhost = vhost
         self.name = name
         self.auto_delete = auto_delete
@@ -92,7 +91,7 @@ class ClassicQueue:
         self._now = now_ms
         self._next_id = max(next_id, 1)
         max_priority = self.arguments.get("x-max-priority")
-        self._ready: ReadyList | PriorityReady | BackedReady = ready if ready is not None else (
+        self._ready: Ready = ready if ready is not None else (
             PriorityReady(max_priority) if isinstance(max_priority, int) and max_priority > 0 else ReadyList())
         self._consumers = Consumers(single_active=self.arguments.get("x-single-active-consumer") is True)
         self._unacked: dict[Hashable, dict[int, Message]] = {}  # channel -> msg_id -> message

@@ -22,17 +22,10 @@ yet forgotten or requeued is in `_taken` (when tracking) under the level it came
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Union
 
 from actors.queue.message import BODY, HEADER, MSG_ID, Message
 from actors.queue.properties import priority
-from actors.queue.ready import ReadyList
-
-if TYPE_CHECKING:
-    from actors.queue.backed import BackedReady
-    from actors.queue.spill import SpillReady
-
-Level = Union[ReadyList, "BackedReady", "SpillReady"]
+from actors.queue.ready import Ready, ReadyList
 
 
 class PriorityReady:
@@ -40,21 +33,21 @@ class PriorityReady:
 
     __slots__ = ("max_priority", "_levels", "_taken")
 
-    def __init__(self, max_priority: int, levels: Sequence[Level] | None = None) -> None:
+    def __init__(self, max_priority: int, levels: Sequence[Ready] | None = None) -> None:
         """`levels[p]` holds priority p's messages; RAM `ReadyList`s when not given."""
         assert 1 <= max_priority <= 255, max_priority
         self.max_priority = max_priority
-        self._levels: list[Level] = (list(levels) if levels is not None
+        self._levels: list[Ready] = (list(levels) if levels is not None
                                      else [ReadyList() for _ in range(max_priority + 1)])
         assert len(self._levels) == max_priority + 1, (len(self._levels), max_priority)
         backed = any(type(level) is not ReadyList for level in self._levels)
-        self._taken: dict[int, Level] | None = {} if backed else None
+        self._taken: dict[int, Ready] | None = {} if backed else None
 
     @property
-    def levels(self) -> list[Level]:
+    def levels(self) -> list[Ready]:
         return self._levels
 
-    def _level(self, message: Message) -> Level:
+    def _level(self, message: Message) -> Ready:
         return self._levels[min(priority(message[HEADER]), self.max_priority)]
 
     def __len__(self) -> int:
@@ -84,7 +77,7 @@ class PriorityReady:
         taken = self._taken
         if taken is None or not msg_ids:
             return
-        by_level: dict[int, tuple[Level, list[int]]] = {}
+        by_level: dict[int, tuple[Ready, list[int]]] = {}
         for msg_id in msg_ids:
             level = taken.pop(msg_id)
             found = by_level.get(id(level))
@@ -101,7 +94,7 @@ class PriorityReady:
             self._level(message).extend(messages, body_bytes)
             return
         # one extend per level and run of messages, in msg_id order within each level
-        runs: dict[int, tuple[Level, list[Message]]] = {}
+        runs: dict[int, tuple[Ready, list[Message]]] = {}
         for message in messages:
             level = self._level(message)
             run = runs.get(id(level))
@@ -113,7 +106,7 @@ class PriorityReady:
             level.extend(run, sum([len(m[BODY]) for m in run]))
 
     def requeue(self, messages: Iterable[Message]) -> None:
-        runs: dict[int, tuple[Level, list[Message]]] = {}
+        runs: dict[int, tuple[Ready, list[Message]]] = {}
         taken = self._taken
         for message in messages:
             level = self._level(message)

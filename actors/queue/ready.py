@@ -18,8 +18,36 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from actors.queue.message import BODY, HEADER, MSG_ID, Message, requeued
+
+
+class Ready(Protocol):
+    """The ready-list interface the queue core uses; `ReadyList` below, `priority.PriorityReady`,
+    `backed.BackedReady` and `spill.SpillReady` give it."""
+
+    def __len__(self) -> int: ...
+
+    @property
+    def bytes(self) -> int: ...
+
+    @property
+    def body_bytes(self) -> int: ...
+
+    def attach_expiry(self, expiry: dict[int, int]) -> None: ...
+
+    def head_id(self) -> int: ...
+
+    def extend(self, messages: list[Message], body_bytes: int) -> None: ...
+
+    def requeue(self, messages: Iterable[Message]) -> None: ...
+
+    def take(self, n: int) -> list[Message]: ...
+
+    def forget(self, msg_ids: Sequence[int]) -> None: ...
+
+    def clear(self) -> int: ...
 
 
 class ReadyList:
