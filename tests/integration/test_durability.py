@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -170,6 +171,9 @@ def test_kill9_node_under_load_keeps_confirmed_messages(tmp_path: Path, body_siz
         found = drain(node.url, "dur")
         check_after_crash(load, found)
         assert len(found) < load.seen.attempted  # the acks before the last sync did reach the disk
+        # the crash recovery says what it found, at warning level, in the node's log
+        assert re.search(r"\[warning\s*\] queue_storage\.recovered .*host=queue0 .*queues=1 .*store_clean=False",
+                         node.log()), node.log()[-3000:]
     finally:
         kill_node(node)
 
