@@ -15,6 +15,7 @@ import pika
 from tests.integration.admin_support import ok
 from tests.integration.test_durability import kill_node
 from tests.integration.nodes import start_node
+from tests.waiting import until
 
 BACKLOG = 400
 PRIOS = [None, 0, 1, 2, 3, 4, 5, 9]  # 9 counts as the maximum, 5; None as 0
@@ -112,5 +113,38 @@ def test_a_durable_priority_queue_keeps_its_persistent_messages_across_restarts(
         assert [i for i, _ in found] == expected_order(survivors + list(range(1000, 1040)))
         # after a crash every recovered message counts as possibly delivered (as RabbitMQ)
         assert dict(found)[held_id] is True
+    finally:
+        kill_node(node)
+
+
+def test_memory_above_the_paging_threshold_pages_every_kind_of_queue_out(tmp_path: Path) -> None:
+    # a watermark so low that an idle node is above it (0.5 x 0.001 x RAM is ~12 MB on 24 GB): the
+    # housekeeping cuts every queue's RAM target each second until the backlog is on disk
+    conf = tmp_path / "warren.conf"
+    conf.write_text("vm_memory_high_watermark = 0.001\n")
+    node = start_node(tmp_path / "n", "--config", str(conf))
+    try:
+        with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
+            ch = conn.channel()
+            ch.confirm_delivery()
+            ch.queue_declare("durable", durable=True)
+            ch.queue_declare("transient")
+            ch.queue_declare("prio", arguments={"x-max-priority": 5})
+            publish(ch, "durable", range(BACKLOG), persistent=lambda i: i % 2 == 0)
+            publish(ch, "transient", range(BACKLOG), persistent=lambda i: False)
+            publish(ch, "prio", range(BACKLOG), persistent=lambda i: False)
+
+        def paged_out() -> dict | None:
+            stats = queue_stats(node)
+            ram = {name: stats[name]["messages_ram"] for name in ("durable", "transient", "prio")}
+            return stats if all(n <= BACKLOG // 10 for n in ram.values()) else None
+        stats = until(paged_out, "every queue paged out", 30)
+        for name in ("durable", "transient", "prio"):
+            assert stats[name]["messages"] == BACKLOG
+            assert stats[name]["messages_paged_out"] >= BACKLOG - BACKLOG // 10
+        assert "queue_storage.paging_started" in node.log()
+        assert [i for i, _ in drain(node.url, "durable")] == list(range(BACKLOG))
+        assert [i for i, _ in drain(node.url, "transient")] == list(range(BACKLOG))
+        assert [i for i, _ in drain(node.url, "prio")] == expected_order(range(BACKLOG))
     finally:
         kill_node(node)
