@@ -22,10 +22,13 @@ yet forgotten or requeued is in `_taken` (when tracking) under the level it came
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 from actors.queue.message import BODY, HEADER, MSG_ID, Message
 from actors.queue.properties import priority
 from actors.queue.ready import Ready, ReadyList
+
+T = TypeVar("T")
 
 
 class PriorityReady:
@@ -77,47 +80,24 @@ class PriorityReady:
         taken = self._taken
         if taken is None or not msg_ids:
             return
-        by_level: dict[int, tuple[Ready, list[int]]] = {}
-        for msg_id in msg_ids:
-            level = taken.pop(msg_id)
-            found = by_level.get(id(level))
-            if found is None:
-                by_level[id(level)] = (level, [msg_id])
-            else:
-                found[1].append(msg_id)
-        for level, ids in by_level.values():
+        for level, ids in _grouped([(taken.pop(msg_id), msg_id) for msg_id in msg_ids]):
             level.forget(ids)
 
     def extend(self, messages: list[Message], body_bytes: int) -> None:
         if len(messages) == 1:
-            message = messages[0]
-            self._level(message).extend(messages, body_bytes)
+            self._level(messages[0]).extend(messages, body_bytes)
             return
-        # one extend per level and run of messages, in msg_id order within each level
-        runs: dict[int, tuple[Ready, list[Message]]] = {}
-        for message in messages:
-            level = self._level(message)
-            run = runs.get(id(level))
-            if run is None:
-                runs[id(level)] = (level, [message])
-            else:
-                run[1].append(message)
-        for level, run in runs.values():
+        # one extend per level, in msg_id order within each level
+        for level, run in _grouped([(self._level(m), m) for m in messages]):
             level.extend(run, sum([len(m[BODY]) for m in run]))
 
     def requeue(self, messages: Iterable[Message]) -> None:
-        runs: dict[int, tuple[Ready, list[Message]]] = {}
+        messages = list(messages)
         taken = self._taken
-        for message in messages:
-            level = self._level(message)
-            if taken is not None:
+        if taken is not None:
+            for message in messages:
                 del taken[message[MSG_ID]]
-            run = runs.get(id(level))
-            if run is None:
-                runs[id(level)] = (level, [message])
-            else:
-                run[1].append(message)
-        for level, run in runs.values():
+        for level, run in _grouped([(self._level(m), m) for m in messages]):
             level.requeue(run)
 
     def take(self, n: int) -> list[Message]:
@@ -136,3 +116,15 @@ class PriorityReady:
 
     def clear(self) -> int:
         return sum([level.clear() for level in self._levels])
+
+
+def _grouped(pairs: list[tuple[Ready, T]]) -> list[tuple[Ready, list[T]]]:
+    """The items of `pairs` grouped by their level, in their order within each group."""
+    groups: dict[int, tuple[Ready, list[T]]] = {}
+    for level, item in pairs:
+        group = groups.get(id(level))
+        if group is None:
+            groups[id(level)] = (level, [item])
+        else:
+            group[1].append(item)
+    return list(groups.values())

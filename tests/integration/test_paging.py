@@ -13,7 +13,7 @@ from pathlib import Path
 import pika
 
 from tests.integration.admin_support import ok
-from tests.integration.test_durability import kill_node
+from tests.integration.test_durability import drain, kill_node
 from tests.integration.nodes import start_node
 from tests.waiting import until
 
@@ -25,18 +25,6 @@ def queue_stats(node) -> dict[str, dict]:
     return {q["name"]: q for q in json.loads(ok(
         node, "list_queues", "name", "messages", "messages_ram", "messages_ready_ram",
         "messages_paged_out", "messages_persistent", "--formatter", "json"))}
-
-
-def drain(url: str, queue: str) -> list[tuple[int, bool]]:
-    """Every message left in `queue` as (id, redelivered), acked."""
-    out = []
-    with pika.BlockingConnection(pika.URLParameters(url)) as conn:
-        ch = conn.channel()
-        while True:
-            method, _props, body = ch.basic_get(queue, auto_ack=True)
-            if method is None:
-                return out
-            out.append((int(body.split(b":")[0]), method.redelivered))
 
 
 def priority_of(i: int) -> int | None:
