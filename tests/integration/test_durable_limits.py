@@ -20,6 +20,7 @@ from tests.waiting import until
 TTL_MS = 1500
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
 TTL_Q, OWN_Q, DEAD_Q, BYTES_Q = "limits.ttl", "limits.own", "limits.dead", "limits.bytes"
+PRIO_TTL_Q = "limits.prio_ttl"  # a priority queue keeps one index per level: each keeps its expiries
 DLX_ARGS = {"x-dead-letter-exchange": "", "x-dead-letter-routing-key": DEAD_Q}
 TTL_ARGS = {"x-message-ttl": TTL_MS, **DLX_ARGS}
 BYTES_ARGS = {"x-max-length-bytes": 30, "x-overflow": "reject-publish"}
@@ -30,6 +31,7 @@ def declare(ch) -> None:
     ch.queue_declare(TTL_Q, durable=True, arguments=TTL_ARGS)
     ch.queue_declare(OWN_Q, durable=True, arguments=DLX_ARGS)
     ch.queue_declare(BYTES_Q, durable=True, arguments=BYTES_ARGS)
+    ch.queue_declare(PRIO_TTL_Q, durable=True, arguments={"x-max-priority": 5, **TTL_ARGS})
 
 
 def publish(ch, queue: str, body: bytes, properties=PERSISTENT) -> bool:
@@ -56,6 +58,8 @@ def before(url: str) -> None:
         for i in range(3):
             assert publish(ch, BYTES_Q, b"%d" % i * 10)  # 3 x 10 bytes: at the limit
         assert not publish(ch, BYTES_Q, b"x")
+        for p in (0, 3, 5):
+            assert publish(ch, PRIO_TTL_Q, b"prio%d" % p, pika.BasicProperties(delivery_mode=2, priority=p))
 
 
 def expiring(ms: str) -> pika.BasicProperties:
@@ -78,15 +82,17 @@ def after(url: str) -> None:
         assert publish(ch, BYTES_Q, b"z" * 10)
         assert not publish(ch, BYTES_Q, b"w")
     until(lambda: message_count(url, TTL_Q) == 0, "the TTL'd messages to expire")
+    until(lambda: message_count(url, PRIO_TTL_Q) == 0, "the priority queue's TTL'd messages to expire")
     until(lambda: message_count(url, OWN_Q) == 1, "the message with a near expiration to expire")
-    until(lambda: message_count(url, DEAD_Q) == 5, "the expired messages to be dead-lettered")
+    until(lambda: message_count(url, DEAD_Q) == 8, "the expired messages to be dead-lettered")
     with pika.BlockingConnection(pika.URLParameters(url)) as conn:
         ch = conn.channel()
         dead = []
         while (got := ch.basic_get(DEAD_Q, auto_ack=True))[0] is not None:
             dead.append((got[2], got[1].headers["x-death"][0]["reason"]))
         assert sorted(dead) == sorted([(b"ttl%d" % i, "expired") for i in range(3)]
-                                      + [(b"ttl-far", "expired"), (b"own-near", "expired")])
+                                      + [(b"ttl-far", "expired"), (b"own-near", "expired")]
+                                      + [(b"prio%d" % p, "expired") for p in (0, 3, 5)])
         assert ch.basic_get(OWN_Q, auto_ack=True)[2] == b"own-far"
 
 
