@@ -20,7 +20,7 @@ import structlog
 from actors.runtime.control import HostSpec
 from actors.runtime.node_process import local_directory, run_node
 from scripts.config import ConfigError, load
-from scripts.ports import free_port
+from scripts.ports import can_listen, free_port
 
 
 def host_specs(conf: dict) -> list[HostSpec]:
@@ -72,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, OSError) as e:
         print(f"warren: bad configuration: {e}", file=sys.stderr)
         return 2
+    taken = [port for port in (conf["listeners.tcp.default"], conf["listeners.ssl.default"])
+             if port and not can_listen(port)]
+    if taken:  # as RabbitMQ, which fails to boot on eaddrinuse rather than share the port
+        print(f"warren: cannot listen on 127.0.0.1:{taken[0]}: address in use", file=sys.stderr)
+        return 1
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
     data_dir = Path(conf["data_dir"] or Path("var") / conf["node_name"]).resolve()

@@ -1,4 +1,4 @@
-"""Loopback ports: pick a free one, and ask whether something listens on one."""
+"""Loopback ports: pick a free one, ask whether something listens on one, or whether we may."""
 from __future__ import annotations
 
 import socket
@@ -18,3 +18,16 @@ def port_open(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def can_listen(port: int) -> bool:
+    """Whether nothing listens on 127.0.0.1:`port`. The connection hosts listen with SO_REUSEPORT,
+    which would let a second node share a port another node (of the same user) already serves;
+    a plain bind (SO_REUSEADDR only, so sockets in TIME_WAIT do not count) refuses that."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True

@@ -7,6 +7,7 @@ import pika
 import pika.exceptions as px
 import pytest
 
+from tests.integration.nodes import start_node
 from wire import methods as m
 from wire.frames import PROTOCOL_HEADER, method_frame
 from wire.inbound import Heartbeat, InboundParser
@@ -135,3 +136,17 @@ def test_amqplain_login(node):
         s.sendall(method_frame(0, m.ConnectionStartOk(client_properties={}, mechanism="AMQPLAIN",
                                                       response=table, locale="en_US")))
         assert isinstance(read_events(s, p, 1)[0].method, m.ConnectionTune)
+
+
+def test_a_second_node_on_a_port_in_use_refuses_to_start(node, tmp_path) -> None:
+    # the connection hosts listen with SO_REUSEPORT: without the check, the second node would share
+    # the first one's port and take half of its connections
+    try:
+        second = start_node(tmp_path / "second", port=node.port)
+    except RuntimeError as e:
+        assert "cannot listen on 127.0.0.1:%d: address in use" % node.port in str(e)
+    else:
+        second.stop()
+        pytest.fail("a second node started on a port in use")
+    with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
+        assert conn.is_open
