@@ -11,12 +11,17 @@ channel of the connection is out of credit towards a queue, the reader stops rea
 (TCP back-pressure on the publisher) and resumes when the runtime reports the channel unblocked.
 Towards the client, `pause_writing` marks the socket unwritable; channels then stop topping up flow
 credit for their consumers, so queues stop delivering until the socket drains.
+
+Fairness between the connections of one host: the reader is a BufferedProtocol, so each read's size
+is this connection's share of the host (`flow/read_share.py`): 32 KiB while other connections are
+sending too, 256 KiB alone.
 """
 from __future__ import annotations
 
 import asyncio
 import ipaddress
 import random
+import time
 from typing import Any, Callable
 
 import structlog
@@ -28,6 +33,7 @@ from actors.reader.connection import (
     ChannelsDown, CloseSocket, ConnectionCore, OpenChannel, Opened, SetFrameMax, Settings, ToChannel, WriteBytes,
 )
 from actors.runtime.address import Address
+from flow.read_share import ReadShare
 from wire.errors import INTERNAL_ERROR, AmqpError
 from wire.inbound import InboundParser
 
@@ -60,7 +66,7 @@ class ChannelActor:
         self.reader.maybe_resume()
 
 
-class Reader(asyncio.Protocol):
+class Reader(asyncio.BufferedProtocol):
     def __init__(self, host: "ConnectionHostContext") -> None:
         self.host = host
         self.owner = host.next_owner()
@@ -81,6 +87,17 @@ class Reader(asyncio.Protocol):
                                    peer_is_loopback=is_loopback(peer), vhost_exists=self.host.vhost_exists)
         self.host.readers.add(self)
         log.info("connection.accepted", owner=self.owner, peer=str(peer))
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        # the host's one read buffer (the loop reads one socket at a time and copies out below),
+        # cut to this connection's share of the host (flow/read_share.py)
+        host = self.host
+        return host.read_buffer[:host.read_share.size(self, host.clock())]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        host = self.host
+        host.read_share.read(self, host.clock())
+        self.data_received(bytes(host.read_buffer[:nbytes]))
 
     def data_received(self, data: bytes) -> None:
         core = self.core
@@ -241,6 +258,9 @@ class ConnectionHostContext:
         self.router_address = router_address
         self.rng = random.Random(seed)
         self.readers: set[Reader] = set()
+        self.read_share = ReadShare()
+        self.read_buffer = memoryview(bytearray(self.read_share.solo_bytes))
+        self.clock = time.monotonic  # what the event loop's clock reads too
         self._owners = 0
         self._channels = 0
 
