@@ -123,6 +123,9 @@ def test_tls_listener_speaks_amqp(node):
         ch.basic_publish("", "over-tls", b"secret")
         method, _, body = ch.basic_get("over-tls", auto_ack=True)
         assert body == b"secret"
+        big = bytes(range(256)) * 1200  # 300 KiB: more than one read, and than one TLS record
+        ch.basic_publish("", "over-tls", big)
+        assert ch.basic_get("over-tls", auto_ack=True)[2] == big
     rows = json.loads(ok(node, "list_connections", "user", "ssl", "--formatter", "json"))
     assert all(isinstance(r["ssl"], bool) for r in rows)
 
