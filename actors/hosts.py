@@ -2,7 +2,7 @@
 
 - node: the NodeActor with the authoritative registry.
 - queueN: a QueueManager that creates the classic queue actors placed on this host, and the host's
-  durable storage (actors/queue/storage.py: message stores, queue indexes, group commit, paging).
+  durable storage (persist/classic/host_storage.py: message stores, queue indexes, group commit, paging).
 - connN: the AMQP listener (SO_REUSEPORT, so every connection host shares the port; plus an amqps
   listener when tls_port is set), a registry replica (which also answers logins and vhost access),
   and the readers/channels of the connections this host accepted. It subscribes to the
@@ -20,16 +20,16 @@ from typing import Any
 import psutil
 import structlog
 
-from actors.metadata.registry import Registry
-from actors.node.actor import CONNECTION_ADMIN_NAME, NodeActor
+from metadata.registry import Registry
+from actors.node.shell import CONNECTION_ADMIN_NAME, NodeActor
 from actors.placement import NODE, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME, ROUTER_NAME, queue_address
 from actors.placement import queue_host as queue_host_of
-from actors.queue.actor import QueueManager
-from actors.queue.storage import HostStorage
+from actors.queue.shell import QueueManager
+from persist.classic.host_storage import HostStorage
 from actors.reader import admin as conn_admin
 from actors.reader import tls
 from actors.reader.admin import ConnectionAdmin
-from actors.reader.connection import Gatekeeper, Settings
+from actors.reader.core import Gatekeeper, Settings
 from actors.reader.shell import ConnectionHostContext, Reader, tell_channels, tell_channels_host_restarted
 from actors.replica import RegistryReplica
 from actors.runtime.address import Address

@@ -9,7 +9,7 @@ import random
 import time
 
 from actors.channel.core import ChannelCore
-from actors.metadata.registry import Registry
+from metadata.registry import Registry
 from wire import methods as m
 from wire.inbound import Command
 from wire.properties import BasicProperties, encode_content_header

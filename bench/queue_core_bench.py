@@ -2,7 +2,7 @@
 
 Not a test. Run: .venv/bin/python -m bench.queue_core_bench [--messages N] [--batch B] [--ready spill]
 `--ready spill` runs the queue on the ready list a non-durable queue gets on a node with a data dir
-(`actors/queue/spill.py` over a non-durable backing, not paging): its cost against the plain list.
+(`persist/classic/spill.py` over a non-durable backing, not paging): its cost against the plain list.
 The consumer's credit is re-granted after each batch, as the channel does when it writes to the
 socket; acks are settled one batch at a time, as a multiple=true ack would be.
 """
@@ -14,7 +14,7 @@ import time
 
 from actors.queue.core import ClassicQueue
 from actors.queue.effects import Deliver
-from actors.queue.spill import SpillReady
+from persist.classic.spill import SpillReady
 from persist.classic.durable_queue import DurableBacking
 from persist.classic.msg_store import MsgStore
 from persist.disk import RealDisk

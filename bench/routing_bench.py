@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import timeit
 
-from actors.metadata import Registry
+from metadata import Registry
 
 BINDINGS = 10_000
 VH = "/"

@@ -13,8 +13,8 @@ import tempfile
 import time
 
 from persist.disk import RealDisk
-from persist.raft.log import Entry
-from persist.wal_writer import WalWriter
+from raft.log import Entry
+from persist.wal.writer import WalWriter
 
 ENTRY_BYTES = 1024
 

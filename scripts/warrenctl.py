@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from actors.metadata.policies import parse_definition
+from metadata.policies import parse_definition
 
 EX_USAGE, EX_UNAVAILABLE, EX_SOFTWARE = 64, 69, 70
 default_node_dir = Path("var/warren")

@@ -49,8 +49,8 @@ from actors.channel.permissions import CONFIGURE, EXCHANGE, QUEUE, READ, WRITE, 
 from actors.channel.publish_checks import REPLY_TO_PREFIX, REPLY_TO_QUEUE, inspect, needs_inspection
 from actors.channel.reply_to import new_key, parse_reply_name, reply_name
 from actors.effects import Send
-from actors.metadata import names, texts
-from actors.metadata.registry import EXCHANGE_TYPES
+from metadata import names, texts
+from metadata.registry import EXCHANGE_TYPES
 from flow.qos import QosLedger
 from wire import methods as m
 from wire.errors import (

@@ -1,5 +1,5 @@
 """Reading and atomically replacing the node's definitions file (the shell side of
-actors/metadata/definitions.py, which decides the format).
+metadata/definitions.py, which decides the format).
 
 write_atomic: write a temporary file next to the target, fsync it, rename it over the target, fsync
 the directory - so after a crash the file is either the old one or the new one, never a torn mix.

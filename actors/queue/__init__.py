@@ -1,6 +1,6 @@
 """The classic queue: a pure core (`core.ClassicQueue`) and its effects; the actor shell is separate."""
 from actors.queue.core import ClassicQueue
 from actors.queue.effects import AutoDelete, Confirmed, ConsumerCancelled, Deliver, QueueEffect, Rejected
-from actors.queue.message import Message
+from persist.classic.message import Message
 
 __all__ = ["AutoDelete", "ClassicQueue", "Confirmed", "ConsumerCancelled", "Deliver", "Message", "QueueEffect", "Rejected"]

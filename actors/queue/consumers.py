@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any, Hashable
 
-from actors.queue.message import Message
+from persist.classic.message import Message
 
 ConsumerKey = tuple[Hashable, str]
 

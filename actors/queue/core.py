@@ -61,10 +61,10 @@ from actors.effects import CancelTimer, StartTimer
 from actors.queue import deadletter
 from actors.queue.consumers import Consumer, Consumers
 from actors.queue.effects import AutoDelete, Confirmed, ConsumerCancelled, Deliver, QueueEffect, Rejected
-from actors.queue.message import BODY, HEADER, MSG_ID, Message, size_bytes
+from persist.classic.message import BODY, HEADER, MSG_ID, Message, size_bytes
 from actors.queue.priority import PriorityReady
 from actors.queue.properties import EXPIRATION_HIGH_BIT, expiration_ms
-from actors.queue.ready import Ready, ReadyList
+from persist.classic.ready import Ready, ReadyList
 from actors.queue.settings import DROP_HEAD, REJECT_PUBLISH_DLX, QueueSettings
 from wire.errors import ACCESS_REFUSED, NOT_ALLOWED, PRECONDITION_FAILED, AmqpError
 from wire.properties import HEADER_PROPS_OFFSET

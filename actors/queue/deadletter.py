@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any, Callable, Hashable, Protocol
 
 from actors.effects import Send
-from actors.queue.message import BODY, EXCHANGE, HEADER, ROUTING_KEY, Message
+from persist.classic.message import BODY, EXCHANGE, HEADER, ROUTING_KEY, Message
 from wire.codec import Timestamp
 from wire.properties import HEADER_PROPS_OFFSET, BasicProperties, encode_content_header, parse_content_header
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Hashable
 
 from actors.effects import CancelTimer, Send, StartTimer
-from actors.queue.message import Message
+from persist.classic.message import Message
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
-from actors.queue.message import BODY, HEADER, MSG_ID, Message
+from persist.classic.message import BODY, HEADER, MSG_ID, Message
 from actors.queue.properties import priority
-from actors.queue.ready import Ready, ReadyList
+from persist.classic.ready import Ready, ReadyList
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@ Theory of operation: RabbitMQ configures TTL, expiry, length limits and dead-let
 queue arguments (`x-message-ttl`, ...) or with policy keys (`message-ttl`, ...). The node resolves
 which one wins (issue 4, policies); the queue only ever holds ONE effective set, named by the policy
 keys, and a later `apply_policy` replaces it whole. Arguments were validated at declare time
-(actors/metadata/arguments.py), so parsing here only normalises types (longstrs may arrive as bytes).
+(metadata/arguments.py), so parsing here only normalises types (longstrs may arrive as bytes).
 `x-max-priority` and `x-single-active-consumer` are arguments only and are read by the core directly.
 """
 from __future__ import annotations

@@ -9,8 +9,8 @@ from __future__ import annotations
 from itertools import starmap
 from typing import Any
 
-from persist.raft.log import Entry
-from persist.raft.messages import (AppendEntries, AppendReply, Heartbeat, HeartbeatReply,
+from raft.log import Entry
+from raft.messages import (AppendEntries, AppendReply, Heartbeat, HeartbeatReply,
                                    InstallSnapshot, InstallSnapshotReply, Message, PreVote,
                                    PreVoteReply, RequestVote, RequestVoteReply, TimeoutNow)
 

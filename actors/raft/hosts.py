@@ -1,6 +1,6 @@
 """The "raft" host entry: one process per node holding the WalActor and every Raft member.
 
-They share a process because `MemberLog` reads the WAL writer's memtables (persist/logstore.py).
+They share a process because `MemberLog` reads the WAL writer's memtables (persist/wal/member_log.py).
 Start-up recovers the WAL (segments, snapshots, WAL replay) and then creates the members of the
 configured groups from what was recovered, so a restarted node resumes with its log and vote.
 
@@ -36,9 +36,9 @@ from actors.raft.member import MemberActor
 from actors.raft.wal import WalActor
 from actors.runtime.address import Address
 from persist.disk import RealDisk
-from persist.raft.config import ClusterConfig, RaftSettings
-from persist.raft.core import RaftCore
-from persist.wal_writer import SEGMENT_MAX_ENTRIES, WAL_MAX_SIZE_BYTES, WalWriter
+from raft.config import ClusterConfig, RaftSettings
+from raft.core import RaftCore
+from persist.wal.writer import SEGMENT_MAX_ENTRIES, WAL_MAX_SIZE_BYTES, WalWriter
 
 log = structlog.get_logger("warren.raft.host")
 

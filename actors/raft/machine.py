@@ -15,7 +15,7 @@ from typing import Any
 
 import msgpack
 
-from persist.raft.machine import ApplyMeta
+from raft.machine import ApplyMeta
 
 
 def incr(key: str, delta: int = 1) -> bytes:

@@ -9,7 +9,7 @@ Inputs and what they become:
     end of the loop turn                -> core.replicate(): with `append_per_turn` the leader
                                            sends each follower one AppendEntries per turn, from
                                            the WalActor's flush, before its write and sync
-Effects are carried out in list order (persist/raft/effects.py):
+Effects are carried out in list order (raft/effects.py):
     Send              -> runtime.send to the peer; a member's id IS its actor address as text
     PersistHardState  -> log.save_hard_state: a HARD_STATE record in the WAL's next group commit
     ClientReply       -> "reply" (corr, reply) to the client that proposed; all the replies of
@@ -27,10 +27,10 @@ Ordering rules kept here (etcd's `Ready` rules, Ra's written events):
   any member `written`. A term or vote is never acted on by a peer and then forgotten.
 - Snapshot only what is durable. A WriteSnapshot of entries this log holds waits until the WAL
   has reported them written: a crash could otherwise keep the snapshot and lose the entries
-  under it (recovery copes - persist/wal_writer.py - but the live entries below a snapshot that
+  under it (recovery copes - persist/wal/writer.py - but the live entries below a snapshot that
   the machine still refers to would be gone). A snapshot that replaces the log (a follower's
   InstallSnapshot from the leader) is written at once: nothing of this log is under it.
-- Ack only what is written: the core does it (persist/raft/replication.py); the WalActor calls
+- Ack only what is written: the core does it (raft/replication.py); the WalActor calls
   `written` only after its sync.
 Log appends are not effects: the core writes into its MemberLog, and every input ends with a
 `kick` so the WalActor flushes once this loop turn; acks and commits wait for its `written`.
@@ -45,8 +45,8 @@ import structlog
 from actors.raft import codec
 from actors.raft.wal import WalActor
 from actors.runtime.address import Address
-from persist.raft.core import RaftCore
-from persist.raft.effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState,
+from raft.core import RaftCore
+from raft.effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState,
                                   Rejected, Send, WriteSnapshot)
 
 log = structlog.get_logger("warren.raft.member")

@@ -8,7 +8,7 @@ actor tells each member in the batch how far it is written (`written(upto)` on i
 
 Ordering rules kept here: a member hears `written` only after the sync that covers the entries
 (so a follower's ack and a leader's commit count only durable entries), and the notification is
-delivered synchronously, before that member can truncate again (persist/wal.py requires it).
+delivered synchronously, before that member can truncate again (persist/wal/core.py requires it).
 `after_flush(callback)` runs the callback right after the next sync, before any `written`: a member
 that saved its hard state (a WAL record) releases the messages it held back behind it.
 `at_turn_end(callback)` runs it at the start of the next flush, before the write: a leader sends
@@ -26,7 +26,7 @@ from typing import Callable
 
 import structlog
 
-from persist.wal_writer import WalWriter
+from persist.wal.writer import WalWriter
 
 log = structlog.get_logger("warren.raft.wal")
 

@@ -29,7 +29,7 @@ import structlog
 from actors.channel.core import CLOSED, ChannelCore, CloseConnection, Finished, Write, consumer_timeout_default_ms
 from actors.effects import Send
 from actors.placement import NODE
-from actors.reader.connection import (
+from actors.reader.core import (
     ChannelsDown, CloseSocket, ConnectionCore, OpenChannel, Opened, SetFrameMax, Settings, ToChannel, WriteBytes,
 )
 from actors.runtime.address import Address

@@ -35,7 +35,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from actors.queue.message import Message
+from persist.classic.message import Message
 from persist.classic.msg_store import MsgStore
 from persist.classic.paging import Entry, PagingStats, VariableQueue
 from persist.classic.queue_index import SEGMENT_ENTRIES, PubRecord, QueueIndex

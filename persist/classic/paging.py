@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from actors.queue.message import Message, requeued
+from persist.classic.message import Message, requeued
 
 
 class Entry:

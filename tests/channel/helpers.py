@@ -5,7 +5,7 @@ import random
 import re
 
 from actors.channel.core import ChannelCore
-from actors.metadata.registry import Registry
+from metadata.registry import Registry
 from wire import methods as m
 from wire.errors import ACCESS_REFUSED, AmqpError
 from wire.frames import content_frames, method_frame

@@ -4,8 +4,8 @@ import hashlib
 
 import pytest
 
-from actors.metadata import passwords
-from actors.metadata.registry import Registry
+from metadata import passwords
+from metadata.registry import Registry
 
 SALT = b"\x01\x02\x03\x04"
 

@@ -1,7 +1,7 @@
 """Typed validation of queue arguments on creation: RabbitMQ 3.10's texts (from the oracle)."""
 import pytest
 
-from actors.metadata import Registry
+from metadata import Registry
 
 P = "PRECONDITION_FAILED - "
 

@@ -1,9 +1,9 @@
 """The definitions file: round trip through the registry, and corruption refused as a value."""
 import json
 
-from actors.metadata import definitions, passwords
-from actors.metadata.definitions import DefinitionsError
-from actors.metadata.registry import Registry
+from metadata import definitions, passwords
+from metadata.definitions import DefinitionsError
+from metadata.registry import Registry
 
 
 def populated() -> Registry:

@@ -1,7 +1,7 @@
 """Headers matching: bindings and messages as RabbitMQ 3.10 routed them (recorded from the oracle)."""
 import pytest
 
-from actors.metadata.headers import HeadersPattern, validate_binding
+from metadata.headers import HeadersPattern, validate_binding
 
 BINDINGS = [{}, {"x-match": "any"}, {"a": 1}, {"a": 1, "b": "x"}, {"x-match": "any", "a": 1, "b": "x"}, {"a": None},
             {"x-match": "all", "x-a": 1}, {"x-match": "any", "x-a": 1}, {"x-match": "all-with-x", "x-a": 1},

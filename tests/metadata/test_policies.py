@@ -1,9 +1,9 @@
 """Policies: validation texts (rabbitmqctl 3.10), matching, precedence, effective settings, routing."""
 import pytest
 
-from actors.metadata import policies
-from actors.metadata.policies import Policy
-from actors.metadata.registry import Registry
+from metadata import policies
+from metadata.policies import Policy
+from metadata.registry import Registry
 
 VALIDATION = [  # (definition, pattern, apply_to, operator, rabbitmqctl's reason)
     ({"max-priority": 5}, "^q", "all", False, '[{<<"max-priority">>,5}] are not recognised policy settings'),

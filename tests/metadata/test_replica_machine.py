@@ -6,7 +6,7 @@ import msgpack
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from actors.metadata import Registry
+from metadata import Registry
 
 VH = "/"
 QUEUES = st.sampled_from(["q1", "q2", "q3"])

@@ -2,8 +2,8 @@
 import ast
 import pathlib
 
-import actors.metadata
-from actors.metadata import Registry
+import metadata
+from metadata import Registry
 
 VH = "/"
 
@@ -132,7 +132,7 @@ def test_snapshot_rebuilds_a_replica():
 
 def test_core_modules_import_nothing_impure():
     forbidden = {"zmq", "socket", "os", "time", "random", "threading", "asyncio", "select"}
-    root = pathlib.Path(actors.metadata.__file__).parent
+    root = pathlib.Path(metadata.__file__).parent
     for path in sorted(root.glob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):

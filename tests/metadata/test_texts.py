@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from actors.metadata import Registry
+from metadata import Registry
 from wire.errors import AmqpError
 
 VH = "/"

@@ -13,8 +13,8 @@ import random
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from persist.raft.log import Entry
-from persist.wal_writer import WalWriter
+from raft.log import Entry
+from persist.wal.writer import WalWriter
 from tests.sim.simdisk import SimCrash, SimDisk
 
 MEMBERS = ("a", "b")
@@ -132,7 +132,7 @@ class MemberLogMachine(RuleBasedStateMachine):
 
 
 def within_budget(entries, max_bytes: int) -> list[Entry]:
-    """persist/raft/log.py: stop before the entry that would pass max_bytes, but return one."""
+    """raft/log.py: stop before the entry that would pass max_bytes, but return one."""
     out, size = [], 0
     for e in entries:
         size += len(e.command)

@@ -6,7 +6,7 @@ import zlib
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from persist.records import ENTRY, HEADER_BYTES, MEMBER_META, SNAPSHOT, TRUNCATE, decode_meta, \
+from persist.wal.records import ENTRY, HEADER_BYTES, MEMBER_META, SNAPSHOT, TRUNCATE, decode_meta, \
     decode_snapshot, encode, encode_meta, encode_snapshot, scan
 
 ROUND_TRIPS = [

@@ -1,12 +1,12 @@
 """The pure WAL core: batches, written notifications, rollover decisions, replay and gaps."""
 from __future__ import annotations
 
-from persist.raft.log import Entry
+from raft.log import Entry
 import pytest
 
-from persist.records import (ENTRY, RUN, TRUNCATE, BadRun, encode, encode_run, newer_hard_state,
+from persist.wal.records import (ENTRY, RUN, TRUNCATE, BadRun, encode, encode_run, newer_hard_state,
                              run_entries, scan)
-from persist.wal import Gap, MemberReplay, MemTable, WalCore
+from persist.wal.core import Gap, MemberReplay, MemTable, WalCore
 
 
 def es(lo: int, hi: int, term: int = 1) -> list[Entry]:

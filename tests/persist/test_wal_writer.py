@@ -7,8 +7,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from persist.disk import RealDisk
-from persist.raft.log import Entry
-from persist.wal_writer import LogGapError, WalWriter
+from raft.log import Entry
+from persist.wal.writer import LogGapError, WalWriter
 from tests.sim.simdisk import SimCrash, SimDisk
 
 
@@ -274,7 +274,7 @@ def test_snapshot_that_conflicts_discards_the_whole_log(disk):
 
 
 def test_corrupt_snapshot_is_an_error_not_absence():
-    from persist.snapshots import CorruptStateFile
+    from persist.wal.snapshots import CorruptStateFile
     disk = SimDisk()
     writer = open_writer(disk)
     writer.member("q").install_snapshot(3, 1, b"state")

@@ -17,7 +17,7 @@ from hypothesis import settings
 from hypothesis.stateful import invariant, rule
 
 from actors.queue import ClassicQueue
-from actors.queue.backed import BackedReady
+from persist.classic.backed import BackedReady
 from persist.classic.durable_queue import DurableBacking
 from persist.classic.msg_store import MsgStore
 from persist.disk import RealDisk

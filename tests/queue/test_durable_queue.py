@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from actors.queue.actor import QueueActor, QueueManager
-from actors.queue.backed import BackedReady
+from actors.queue.shell import QueueActor, QueueManager
+from persist.classic.backed import BackedReady
 from actors.queue.core import ClassicQueue
 from actors.queue.effects import Confirmed, Deliver
-from actors.queue.storage import HostStorage, queue_dir
+from persist.classic.host_storage import HostStorage, queue_dir
 from actors.runtime.address import Address
 from wire.properties import BasicProperties, encode_content_header
 
@@ -211,7 +211,7 @@ def test_backed_ready_list_is_pure():
     import ast
     import pathlib
 
-    import actors.queue.backed as backed
+    import persist.classic.backed as backed
     tree = ast.parse(pathlib.Path(backed.__file__).read_text())
     forbidden = {"zmq", "socket", "os", "time", "random", "threading", "asyncio", "select"}
     for node in ast.walk(tree):

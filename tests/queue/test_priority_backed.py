@@ -11,12 +11,12 @@ import tempfile
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from actors.queue.backed import BackedReady
+from persist.classic.backed import BackedReady
 from actors.queue.core import ClassicQueue
 from actors.queue.effects import Deliver
 from actors.queue.priority import PriorityReady
-from actors.queue.spill import SpillReady
-from actors.queue.storage import HostStorage
+from persist.classic.spill import SpillReady
+from persist.classic.host_storage import HostStorage
 from persist.classic.durable_queue import DurableBacking
 from persist.classic.msg_store import MsgStore
 from persist.disk import RealDisk

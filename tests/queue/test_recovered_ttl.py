@@ -14,7 +14,7 @@ import tempfile
 import pytest
 
 from actors.effects import Send, StartTimer
-from actors.queue.backed import BackedReady
+from persist.classic.backed import BackedReady
 from actors.queue.core import TTL_TIMER, ClassicQueue
 from actors.queue.effects import Confirmed, Deliver, Rejected
 from persist.classic.durable_queue import DurableBacking

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import random
 
-from persist.raft import ClusterConfig, Entry, MemoryLog, RaftCore, RaftSettings
-from persist.raft.effects import PersistHardState, Send, WriteSnapshot
+from raft import ClusterConfig, Entry, MemoryLog, RaftCore, RaftSettings
+from raft.effects import PersistHardState, Send, WriteSnapshot
 from tests.sim.kvmachine import KvMachine, command
 
 SETTINGS = RaftSettings(election_ticks=10, heartbeat_ticks=2, max_inflight=2, max_batch_entries=4,
@@ -40,7 +40,7 @@ def cmd(n: int) -> bytes:
 
 def elect(core: RaftCore) -> list:
     """Tick `core` to an election timeout and grant it every pre-vote and vote."""
-    from persist.raft.messages import PreVoteReply, RequestVoteReply
+    from raft.messages import PreVoteReply, RequestVoteReply
     out = []
     while not sends(out):
         out = core.tick()

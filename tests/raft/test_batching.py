@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from persist.raft.effects import ClientReply, NotLeader
-from persist.raft.messages import AppendEntries, AppendReply
-from persist.raft.roles import LEADER
+from raft.effects import ClientReply, NotLeader
+from raft.messages import AppendEntries, AppendReply
+from raft.roles import LEADER
 from tests.raft.harness import SETTINGS, cmd, elect, make, of, sends
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import random
 
-from persist.raft import MemoryLog, RaftCore, RaftSettings
-from persist.raft.effects import ClientReply, Rejected, Send
-from persist.raft.messages import InstallSnapshot, RequestVote, TimeoutNow
-from persist.raft.roles import LEADER
+from raft import MemoryLog, RaftCore, RaftSettings
+from raft.effects import ClientReply, Rejected, Send
+from raft.messages import InstallSnapshot, RequestVote, TimeoutNow
+from raft.roles import LEADER
 from tests.raft.harness import SETTINGS, Cluster, cfg, cmd, make, sends
 from tests.sim.kvmachine import KvMachine, command
 

@@ -1,5 +1,5 @@
 """MemoryLog: the simulated disk's contract (unsynced writes are lost on a crash)."""
-from persist.raft import Entry, MemoryLog
+from raft import Entry, MemoryLog
 
 
 def entries(lo, hi, term=1):

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import random
 
-from persist.raft import Entry
-from persist.raft.commands import NOOP_COMMAND, user
-from persist.raft.effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState, Send)
-from persist.raft.messages import (AppendEntries, AppendReply, Heartbeat, HeartbeatReply, PreVote,
+from raft import Entry
+from raft.commands import NOOP_COMMAND, user
+from raft.effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState, Send)
+from raft.messages import (AppendEntries, AppendReply, Heartbeat, HeartbeatReply, PreVote,
                                    PreVoteReply, RequestVote, RequestVoteReply)
-from persist.raft.roles import CANDIDATE, FOLLOWER, LEADER, PRE_CANDIDATE
+from raft.roles import CANDIDATE, FOLLOWER, LEADER, PRE_CANDIDATE
 from tests.raft.harness import cmd, elect, make, sends
 
 

@@ -5,8 +5,8 @@ import pytest
 
 from actors.raft import codec
 from actors.runtime import envelope
-from persist.raft.log import Entry
-from persist.raft.messages import (AppendEntries, AppendReply, Heartbeat, HeartbeatReply,
+from raft.log import Entry
+from raft.messages import (AppendEntries, AppendReply, Heartbeat, HeartbeatReply,
                                    InstallSnapshot, InstallSnapshotReply, PreVote, PreVoteReply,
                                    RequestVote, RequestVoteReply, TimeoutNow)
 

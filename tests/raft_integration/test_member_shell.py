@@ -9,12 +9,12 @@ from actors.raft.machine import KvMachine
 from actors.raft.member import MemberActor
 from actors.raft.wal import WalActor
 from actors.runtime.address import Address
-from persist.raft.config import ClusterConfig, RaftSettings
-from persist.raft.core import RaftCore
-from persist.raft.effects import WriteSnapshot
-from persist.raft.log import Entry
-from persist.raft.messages import RequestVote, RequestVoteReply
-from persist.wal_writer import WalWriter
+from raft.config import ClusterConfig, RaftSettings
+from raft.core import RaftCore
+from raft.effects import WriteSnapshot
+from raft.log import Entry
+from raft.messages import RequestVote, RequestVoteReply
+from persist.wal.writer import WalWriter
 from tests.sim.simdisk import SimDisk
 
 ME, PEER = "raft-n1/g0", "raft-n2/g0"

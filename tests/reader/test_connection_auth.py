@@ -2,9 +2,9 @@
 replica holds): refused logins, loopback-only users, vhosts without permissions."""
 import pytest
 
-from actors.metadata import passwords
-from actors.metadata.registry import Registry
-from actors.reader.connection import CloseSocket, ConnectionCore, Gatekeeper, Opened, Settings, WriteBytes
+from metadata import passwords
+from metadata.registry import Registry
+from actors.reader.core import CloseSocket, ConnectionCore, Gatekeeper, Opened, Settings, WriteBytes
 from wire import methods as m
 from wire.frames import method_frame
 from wire.inbound import Command, ProtocolHeaderOk

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import msgpack
 
-from persist.raft.machine import ApplyMeta
+from raft.machine import ApplyMeta
 
 LIVE_SETS = 3
 

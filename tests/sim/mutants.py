@@ -1,9 +1,9 @@
 """Deliberately broken cores and disks: the simulator must catch each of them for some seed."""
 from __future__ import annotations
 
-from persist.raft import RaftCore
-from persist.raft.effects import Send
-from persist.raft.messages import AppendReply
+from raft import RaftCore
+from raft.effects import Send
+from raft.messages import AppendReply
 from tests.sim.simdisk import SimDisk
 
 

@@ -32,10 +32,10 @@ import traceback
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from persist.raft import ClusterConfig, RaftCore, RaftSettings
-from persist.raft.effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState, Send,
+from raft import ClusterConfig, RaftCore, RaftSettings
+from raft.effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState, Send,
                                   WriteSnapshot)
-from persist.raft.roles import LEADER
+from raft.roles import LEADER
 from tests.sim import kvmachine
 from tests.sim.checkers import Checker
 from tests.sim.network import NetFaults, SimNetwork

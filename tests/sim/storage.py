@@ -1,7 +1,7 @@
 """A simulated node's storage, in the two modes the simulator runs: `wal` and `memory`.
 
 `WalStorage` is the real thing over a fake disk: a `SimDisk` per node, and on it the node's real
-`WalWriter` (persist/wal_writer.py) whose `MemberLog`s are the members' logs. `flush()` is the WAL
+`WalWriter` (persist/wal/writer.py) whose `MemberLog`s are the members' logs. `flush()` is the WAL
 actor's batch (one append, one sync, rollover into segment files when the WAL is full) and returns
 {member: written_upto}, which the simulator hands to the cores as `written(upto)`. A crash throws the
 writer and every log away and makes the disk lose what was not synced, optionally keeping a torn
@@ -9,7 +9,7 @@ prefix of the last unsynced append; `open()` after a crash is the restart: a new
 same disk, `recover()`, and the member's recovered log. Sizes are small so that rollovers, segment
 files and snapshots below them all happen within a short run.
 
-`MemoryStorage` keeps the colleague's original model (persist/raft/memlog.py's `MemoryLog`, which
+`MemoryStorage` keeps the colleague's original model (raft/memlog.py's `MemoryLog`, which
 models only the Raft-visible part of a WAL), so a failure can be narrowed to the storage or the core.
 
 `DurableView` is what a log has promised before a crash (hard state, snapshot, every entry the
@@ -20,10 +20,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from persist.logstore import MemberLog
-from persist.raft import MemoryLog
-from persist.records import scan
-from persist.wal_writer import WalWriter
+from persist.wal.member_log import MemberLog
+from raft import MemoryLog
+from persist.wal.records import scan
+from persist.wal.writer import WalWriter
 from tests.sim.simdisk import SimDisk
 
 LOG_MODES = ("wal", "memory")

@@ -8,13 +8,13 @@ import random
 
 import pytest
 
-from persist.raft import ClusterConfig, MemoryLog, RaftCore, commands
-from persist.raft.effects import Send
-from persist.raft.log import Entry
-from persist.raft.messages import AppendReply, InstallSnapshot, PreVoteReply, RequestVoteReply
-from persist.raft.roles import LEADER
-from persist.raft.snapshot import encode_snapshot
-from persist.wal_writer import WalWriter
+from raft import ClusterConfig, MemoryLog, RaftCore, commands
+from raft.effects import Send
+from raft.log import Entry
+from raft.messages import AppendReply, InstallSnapshot, PreVoteReply, RequestVoteReply
+from raft.roles import LEADER
+from raft.snapshot import encode_snapshot
+from persist.wal.writer import WalWriter
 from tests.sim.kvmachine import KvMachine, command
 from tests.sim.run import run_seed
 from tests.sim.simdisk import SimDisk

@@ -1,0 +1,167 @@
+"""Policies and operator policies: validation, matching, and the settings they give a queue.
+
+Theory of operation (RabbitMQ 3.10's rabbit_policy, checked against its rabbitmqctl):
+- A policy is (vhost, name, pattern, apply-to, definition, priority). It matches a queue or an
+  exchange when apply-to allows the kind and the pattern is found in the name (an unanchored
+  search, as re:run). Of the matching policies the one with the highest priority applies; equal
+  priorities go to the name that sorts first. Operator policies are chosen the same way,
+  independently, and may set only expires, message-ttl, max-length and max-length-bytes.
+- Policy and operator policy merge: for a key both set, the smaller value wins.
+- A queue's own x-arguments then meet the merged policy per key: for expires, message-ttl,
+  max-length and max-length-bytes the smaller value wins; for dead-letter-exchange,
+  dead-letter-routing-key, overflow and queue-mode the argument wins (rabbit_amqqueue_process's
+  res_min / res_arg table). max-priority is not a policy key in 3.10 (rejected as unrecognised).
+- alternate-exchange applies to exchanges; an exchange's own argument wins.
+Validation errors carry rabbitmqctl's texts; values are printed as Erlang terms (<<"x">>, 5, true).
+Change records: ("policy", vhost, name, pattern, apply_to, definition, priority, operator) and
+("policy_cleared", vhost, name, operator).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from metadata.access import compile_pattern
+from metadata.admin_errors import EX_UNAVAILABLE, AdminError
+
+APPLY_TO = ("queues", "exchanges", "all")
+MIN_KEYS = ("expires", "message-ttl", "max-length", "max-length-bytes")
+ARG_KEYS = ("dead-letter-exchange", "dead-letter-routing-key", "overflow", "queue-mode")
+QUEUE_KEYS = MIN_KEYS + ARG_KEYS
+POLICY_KEYS = frozenset(QUEUE_KEYS + ("alternate-exchange",))
+OPERATOR_KEYS = frozenset(MIN_KEYS)
+OVERFLOW_VALUES = ("drop-head", "reject-publish", "reject-publish-dlx")
+QUEUE_MODES = ("default", "lazy")
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    vhost: str
+    name: str
+    pattern: str
+    apply_to: str
+    definition: dict[str, Any] = field(compare=False, hash=False)
+    priority: int = 0
+    operator: bool = False
+
+    def matches(self, kind: str, name: str) -> bool:
+        if self.apply_to != "all" and self.apply_to != kind + "s":
+            return False
+        compiled = compile_pattern(self.pattern)
+        return not isinstance(compiled, str) and compiled.search(name) is not None
+
+
+def erlang_term(value: Any) -> str:
+    """How RabbitMQ prints a decoded JSON value in its validation errors."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'<<"{value}">>'
+    if isinstance(value, dict):
+        return "[" + ",".join(f"{{{erlang_term(k)},{erlang_term(v)}}}" for k, v in value.items()) + "]"
+    if isinstance(value, list):
+        return "[" + ",".join(erlang_term(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# key -> (accepts, what the error calls it)
+_VALIDATORS: dict[str, tuple[Any, str]] = {
+    "message-ttl": (lambda v: _is_int(v) and v >= 0, "a valid message TTL"),
+    "expires": (lambda v: _is_int(v) and v >= 1, "a valid queue expiry"),
+    "max-length": (lambda v: _is_int(v) and v >= 0, "a valid maximum length"),
+    "max-length-bytes": (lambda v: _is_int(v) and v >= 0, "a valid maximum length in bytes"),
+    "overflow": (lambda v: v in OVERFLOW_VALUES, "a valid overflow value"),
+    "dead-letter-exchange": (lambda v: isinstance(v, str), "a valid dead letter exchange name"),
+    "dead-letter-routing-key": (lambda v: isinstance(v, str), "a valid dead letter routing key"),
+    "alternate-exchange": (lambda v: isinstance(v, str), "a valid alternate exchange name"),
+    "queue-mode": (lambda v: v in QUEUE_MODES, "a valid queue-mode value"),
+}
+
+
+def parse_definition(text: str) -> dict[str, Any] | AdminError:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return AdminError("JSON decoding error. Reason: badarg", EX_UNAVAILABLE)
+    if not isinstance(value, dict):
+        return AdminError(f"{erlang_term(value)} is not a valid policy definition", EX_UNAVAILABLE)
+    return value
+
+
+def validate(pattern: str, apply_to: str, definition: dict[str, Any], *, operator: bool) -> AdminError | None:
+    """The first problem rabbitmqctl would report, as "Validation failed\\n\\n<reason>"."""
+    reason = _reason(pattern, apply_to, definition, operator)
+    return None if reason is None else AdminError(f"Validation failed\n\n{reason}", EX_UNAVAILABLE)
+
+
+def _reason(pattern: str, apply_to: str, definition: dict[str, Any], operator: bool) -> str | None:
+    compiled = compile_pattern(pattern)
+    if isinstance(compiled, str):
+        return f"pattern should be regular expression but is invalid: {compiled}"
+    if apply_to not in APPLY_TO:
+        return f"apply-to '{apply_to}' unrecognised; should be 'queues', 'exchanges' or 'all'"
+    if not definition:
+        return "no policy provided"
+    allowed = OPERATOR_KEYS if operator else POLICY_KEYS
+    unknown = {k: v for k, v in definition.items() if k not in allowed}
+    if unknown:
+        return f"{erlang_term(unknown)} are not recognised policy settings"
+    for key in sorted(definition):
+        accepts, what = _VALIDATORS[key]
+        if not accepts(definition[key]):
+            return f"{erlang_term(definition[key])} is not {what}"
+    return None
+
+
+def select(policies: list[Policy], kind: str, name: str) -> Policy | None:
+    """The policy that applies to `name`: highest priority, then the name that sorts first."""
+    best: Policy | None = None
+    for p in policies:
+        if p.matches(kind, name) and (best is None or (-p.priority, p.name) < (-best.priority, best.name)):
+            best = p
+    return best
+
+
+def merged(policy: Policy | None, operator: Policy | None) -> dict[str, Any]:
+    out = dict(policy.definition) if policy is not None else {}
+    for key, value in (operator.definition.items() if operator is not None else ()):
+        out[key] = min(out[key], value) if key in out else value
+    return out
+
+
+def queue_settings(arguments: dict[str, Any], policy_values: dict[str, Any]) -> dict[str, Any]:
+    """The queue's effective settings (keys as in QUEUE_KEYS, absent = not set): args meet policy."""
+    out: dict[str, Any] = {}
+    for key in QUEUE_KEYS:
+        arg = arguments.get("x-" + key)
+        pol = policy_values.get(key)
+        if isinstance(arg, bytes):
+            arg = arg.decode("utf-8", "replace")
+        if arg is None:
+            value = pol
+        elif pol is None or key in ARG_KEYS:
+            value = arg
+        else:
+            value = min(arg, pol)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def policy_change(p: Policy) -> tuple:
+    return ("policy", p.vhost, p.name, p.pattern, p.apply_to, dict(p.definition), p.priority, p.operator)
+
+
+def from_change(change: tuple) -> Policy:
+    _, vhost, name, pattern, apply_to, definition, priority, operator = change
+    return Policy(vhost, name, pattern, apply_to, dict(definition), priority, operator)
+
+
+def definition_json(p: Policy) -> str:
+    """As rabbitmqctl list_policies prints it: compact JSON, keys sorted."""
+    return json.dumps(p.definition, sort_keys=True, separators=(",", ":"))

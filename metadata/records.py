@@ -1,0 +1,48 @@
+"""The registry's records: frozen values handed to callers and rebuilt from change tuples."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable
+
+from metadata.fieldvalues import as_text
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRecord:
+    vhost: str
+    name: str
+    durable: bool
+    exclusive_owner: Hashable | None  # the connection that owns an exclusive queue
+    auto_delete: bool
+    arguments: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    created: bool = False  # True only in the answer to the declare that created it
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeRecord:
+    vhost: str
+    name: str
+    type: str
+    durable: bool
+    auto_delete: bool
+    internal: bool
+    arguments: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def alternate(self) -> str | None:
+        value = self.arguments.get("alternate-exchange")
+        return as_text(value) if isinstance(value, (str, bytes)) else None
+
+
+QUEUE = "queue"
+EXCHANGE = "exchange"
+
+
+@dataclass(frozen=True, slots=True)
+class BindingRecord:
+    vhost: str
+    source: str
+    destination_kind: str  # QUEUE or EXCHANGE
+    destination: str
+    routing_key: str
+    arguments: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)

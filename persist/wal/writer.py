@@ -1,0 +1,208 @@
+"""`WalWriter`: the IO side of the node's shared WAL (drives persist.wal.core.WalCore with a Disk).
+
+Layout under the disk's root:
+    wal/<seq:016d>.wal                 the WAL files; the highest is current, older ones await rollover
+    members/<quoted id>/NNNNNNNN.segment, snapshot, meta    per member (persist/wal/segments.py, snapshots.py)
+
+`flush()` appends everything submitted since the last flush to the current WAL file as one
+(gathered) write, syncs once, tells each in-process MemberLog how far it is durable, and returns
+that as {member: written_upto} for the WAL actor to notify the members with. When the WAL files
+hold `wal_max_size_bytes`, the same flush rolls over, in this order (each step durable before the
+next): start a new WAL file and write into it every member's durable hard state (HARD_STATE records
+live only in the WAL, so they must outlive the files being deleted; one append and one sync); write
+every member's memtable into its segments (synced); delete the old WAL files. A crash at any point
+leaves the old WAL files in place, and replaying them over segments that already hold their result
+is harmless (see persist.wal.core.MemberReplay); hard states merge by "newest wins"
+(records.newer_hard_state), so the order files are replayed in does not matter for them.
+
+`recover()` loads each member's meta, snapshot and segments, replays every WAL file in order
+(cutting a torn tail: the file is truncated at the last valid record and the cut is logged), raises
+`LogGapError` if any member's log has a hole, and starts a fresh WAL file. Nothing is appended to a
+file recovery cut, and nothing below a member's floor is trusted. A log that recovers ending below
+its member's snapshot (a snapshot written before the WAL had synced the entries under it: the
+member shell must not do that, see actors/raft/member.py, but a disk may still lose them) is reset
+to start just above the snapshot, and that floor is saved before anything is appended: the snapshot
+stands in for the lost entries, which were committed and so survive on a majority.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+from urllib.parse import quote, unquote
+
+import structlog
+
+from persist.disk import Disk
+from persist.wal.member_log import MemberLog
+from raft.log import Entry
+from persist.wal.records import encode_hard_state, newer_hard_state, scan
+from persist.wal.segments import SegmentSet
+from persist.wal.snapshots import MemberMeta, SnapshotStore
+from persist.wal.core import Gap, MemberReplay, MemTable, WalCore
+
+WAL_MAX_SIZE_BYTES = 512 * 1024 * 1024
+SEGMENT_MAX_ENTRIES = 4096
+log = structlog.get_logger("warren.persist.wal")
+
+
+class LogGapError(Exception):
+    def __init__(self, gaps: list[Gap]) -> None:
+        super().__init__("; ".join(g.text for g in gaps))
+        self.gaps = gaps
+
+
+class WalWriter:
+    def __init__(self, disk: Disk, wal_max_size_bytes: int = WAL_MAX_SIZE_BYTES,
+                 segment_max_entries: int = SEGMENT_MAX_ENTRIES) -> None:
+        self.disk = disk
+        self.segment_max_entries = segment_max_entries
+        self.core = WalCore(wal_max_size_bytes)
+        self.logs: dict[str, MemberLog] = {}
+        self._seq = 0
+        self._old_files: list[str] = []
+        self.rollovers = 0
+
+    @property
+    def current_file(self) -> str:
+        return f"wal/{self._seq:016d}.wal"
+
+    # -- members -------------------------------------------------------------------------------
+    def member(self, member: str) -> MemberLog:
+        """The log of `member`, created empty if the node has none yet."""
+        found = self.logs.get(member)
+        if found is not None:
+            return found
+        directory = _member_dir(member)
+        self.disk.makedirs(directory)
+        self.disk.fsync_dir("members")
+        return self._open_member(member, 0, 0, MemTable(), (0, None))
+
+    def _load_member(self, member: str) -> tuple[SegmentSet, SnapshotStore, MemberMeta, Gap | None]:
+        directory = _member_dir(member)
+        meta, snaps = MemberMeta(self.disk, directory), SnapshotStore(self.disk, directory)
+        meta.load()
+        snaps.load()
+        segments = SegmentSet(self.disk, directory, self.segment_max_entries)
+        hole = segments.load()
+        gap = None if hole is None else Gap(member, hole[0], hole[1], "between segment files")
+        return segments, snaps, meta, gap
+
+    def _open_member(self, member: str, seg_limit: int, last: int, mem: MemTable,
+                     hard_state: tuple[int, str | None],
+                     loaded: tuple[SegmentSet, SnapshotStore, MemberMeta, Gap | None] | None = None
+                     ) -> MemberLog:
+        segments, snaps, meta, _ = loaded or self._load_member(member)
+        segments.limit = seg_limit
+        self.core.mem[member] = mem
+        hard_state = newer_hard_state(hard_state, (meta.term, meta.voted_for))
+        member_log = MemberLog(member, self, segments, snaps, meta, last, hard_state)
+        self.logs[member] = member_log
+        return member_log
+
+    # -- the write path ----------------------------------------------------------------------
+    def submit(self, member: str, entries: Sequence[Entry]) -> None:
+        self.logs[member].append(entries)
+
+    def flush(self) -> dict[str, int]:
+        """One write and one sync for everything submitted since the last flush."""
+        assert self._seq, "recover() first"
+        batch = self.core.take_batch()
+        if batch is None:
+            return {}
+        path = self.current_file
+        self.disk.append_parts(path, batch.parts)
+        self.disk.sync(path)
+        written = self.core.written(batch)
+        for member, upto in written.items():
+            self.logs[member]._synced(upto)
+        for member, hard_state in batch.hard.items():
+            self.logs[member]._hard_synced(hard_state)
+        if self.core.should_roll():
+            self._roll()
+        return written
+
+    def _roll(self) -> None:
+        self._old_files.append(self.current_file)
+        self._start_file(self._seq + 1)
+        hard = b"".join([encode_hard_state(*ml.durable_hard_state(), member.encode())
+                         for member, ml in self.logs.items() if ml.durable_hard_state()[0]])
+        if hard:
+            self.disk.append(self.current_file, hard)
+            self.disk.sync(self.current_file)
+        for member, member_log in self.logs.items():
+            member_log.segments.write(self.core.memtable(member).items, member_log.first_index())
+        self.core.rolled()
+        for path in self._old_files:
+            self.disk.remove(path)
+        self.disk.fsync_dir("wal")
+        log.info("wal_rolled_over", removed=len(self._old_files), current=self.current_file)
+        self._old_files.clear()
+        self.rollovers += 1
+
+    def _start_file(self, seq: int) -> None:
+        self._seq = seq
+        self.disk.open(self.current_file)
+        self.disk.fsync_dir("wal")
+
+    # -- recovery ----------------------------------------------------------------------------
+    def recover(self) -> dict[str, MemberLog]:
+        """Start-up (also on an empty disk): rebuild every member's log; call once, first."""
+        self.disk.makedirs("wal")
+        self.disk.makedirs("members")
+        loaded = {unquote(name): self._load_member(unquote(name))
+                  for name in self.disk.listdir("members")}
+        replays: dict[str, MemberReplay] = {}
+        gaps: list[Gap] = [g for *_, g in loaded.values() if g is not None]
+        for member, (segments, snaps, meta, _) in loaded.items():
+            replays[member] = MemberReplay(member, max(meta.floor, snaps.floor),
+                                           segments.first, segments.last)
+            gap = replays[member].check_segments()
+            if gap is not None:
+                gaps.append(gap)
+        wal_bytes = 0
+        names = [n for n in self.disk.listdir("wal") if n.endswith(".wal")]
+        for name in names:
+            path = f"wal/{name}"
+            result = scan(self.disk.read(path))
+            if result.cut is not None:
+                log.warning("wal_torn_tail_cut", path=path, offset=result.cut.offset,
+                            bytes=result.cut.size, reason=result.cut.reason,
+                            last_file=name == names[-1])
+                self.disk.truncate(path, result.cut.offset)
+                self.disk.sync(path)
+            wal_bytes += result.valid_bytes
+            for rec in result.records:
+                replay = replays.get(rec.member)
+                if replay is None:
+                    replay = replays[rec.member] = MemberReplay(rec.member, 1, None, 0)
+                replay.apply(rec)
+            self._old_files.append(path)
+        finished = {member: replay.finish() for member, replay in replays.items()}
+        gaps += [f for f in finished.values() if isinstance(f, Gap)]
+        if gaps:
+            for gap in gaps:
+                log.error("raft_log_gap", member=gap.member, missing_lo=gap.missing_lo,
+                          missing_hi=gap.missing_hi, where=gap.where)
+            raise LogGapError(gaps)
+        self.core = WalCore(self.core.max_size_bytes, wal_bytes)
+        for member, replay in replays.items():
+            if member not in loaded:
+                self.disk.makedirs(_member_dir(member))
+                self.disk.fsync_dir("members")
+            last, mem = finished[member]
+            snap = loaded[member][1].meta if member in loaded else None
+            if snap is not None and last < snap[0]:
+                log.warning("raft_log_below_snapshot", member=member, last=last,
+                            snapshot_index=snap[0])
+                meta = loaded[member][2]
+                meta.save(meta.term, meta.voted_for, snap[0] + 1)
+                last, mem = snap[0], MemTable(snap[0] + 1)
+            self._open_member(member, replay.seg_limit, last, mem, replay.hard_state,
+                              loaded.get(member))
+        self._start_file(int(names[-1].split(".")[0]) + 1 if names else 1)
+        if self.core.should_roll():
+            self._roll()
+        return dict(self.logs)
+
+
+def _member_dir(member: str) -> str:
+    return "members/" + quote(member, safe="")

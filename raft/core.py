@@ -1,0 +1,267 @@
+"""RaftCore: one member of a Raft group as a pure state machine (the shape of Ra's ra_server).
+
+Theory of operation. The core holds the volatile Raft state (role, leader, commit and applied
+indexes, votes, per-follower progress) and drives a `Log` and a `Machine`. Its inputs are
+`tick()` (logical time), `step(msg)` (a peer's message), `propose(command, corr)` and
+`propose_batch([(command, corr), ...])` (client commands), `replicate()` (the end of a shell
+loop turn, see replication.py), `written(upto)` (the WAL made the log durable up to an index),
+`snapshot_written(index, term)`, and the admin calls `add_member`, `remove_member`,
+`transfer_leadership`. Each returns the list of effects (effects.py) the shell carries out in
+order. Randomness (election timeout jitter) comes only from the injected `random.Random`;
+nothing here reads a clock or does IO.
+
+The parts live in mixins named for what they hold: election.py (pre-vote, votes, check-quorum,
+leadership transfer), replication.py (AppendEntries, heartbeats, acks, commit), snapshot.py
+(taking, streaming and installing snapshots) and membership.py (one-at-a-time changes).
+
+Invariants the core asserts or keeps:
+- term and vote are persisted (PersistHardState) before any message that depends on them.
+- a follower acks only entries that are written and verified to match the leader's log.
+- a leader counts itself in a majority only up to its own written index, and commits by
+  counting only entries of its current term (§5.4.2).
+- the log is never truncated at or below the commit index; applied <= commit <= last index.
+- configuration = the latest config entry in the log, committed or not (dissertation §4.1).
+Deliberately left out: joint consensus, read-index/lease reads, snapshot transfer of live
+entries below the snapshot index (the receiver gets the machine state only).
+"""
+from __future__ import annotations
+
+from typing import Any, Hashable, Protocol
+
+from raft import commands
+from raft.config import ClusterConfig, RaftSettings
+from raft.effects import (ClientReply, Effect, LeaderChanged, MachineEffect,
+                                  PersistHardState, Send)
+from raft.election import ElectionMixin
+from raft.log import Entry, Log
+from raft.machine import ApplyMeta, Machine
+from raft.membership import MembershipMixin
+from raft.messages import (AppendEntries, AppendReply, Heartbeat, HeartbeatReply,
+                                   InstallSnapshot, InstallSnapshotReply, Message, PreVote,
+                                   PreVoteReply, RequestVote, RequestVoteReply, TimeoutNow)
+from raft.progress import Progress
+from raft.replication import ReplicationMixin
+from raft.roles import CANDIDATE, FOLLOWER, LEADER, PRE_CANDIDATE
+from raft.snapshot import SnapshotMixin, decode_snapshot
+
+__all__ = ["RaftCore", "FOLLOWER", "PRE_CANDIDATE", "CANDIDATE", "LEADER"]
+
+
+class Rng(Protocol):
+    """What the core needs of the injected `random.Random` (cores never import random)."""
+
+    def randrange(self, stop: int) -> int: ...
+
+
+class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
+    def __init__(self, id: str, config: ClusterConfig, log: Log, machine: Machine,
+                 rng: Rng, settings: RaftSettings = RaftSettings()) -> None:
+        self.id = id
+        self.log = log
+        self.machine = machine
+        self.rng = rng
+        self.settings = settings
+        self.term, self.voted_for = log.hard_state()
+        self.role = FOLLOWER
+        self.leader_id: str | None = None
+        self.election_elapsed = 0
+        self.heartbeat_elapsed = 0
+        self.timeout = 0
+        self.reset_timeout()
+        self.votes: set[str] = set()
+        self.progress: dict[str, Progress] = {}
+        self.pending: dict[int, tuple[int, Hashable]] = {}  # leader: index -> (term, corr)
+        self.append_due = False  # leader, append_per_turn: followers await replicate()
+        self.verified = 0      # follower: highest index known to match this term's leader
+        self.acked = 0         # follower: highest index acked to this term's leader
+        self.transferee: str | None = None
+        self.transfer_elapsed = 0
+        self.transfer_sent = False
+        self.snapshot_pending: tuple[int, int, int] | None = None  # (index, term, lowest live)
+        self.snap_rx: list | None = None  # follower: [index, term, bytearray, complete]
+        self.configs: list[tuple[int, ClusterConfig]] = [(0, config)]
+        self.state: Any = machine.init()
+        self.commit = self.applied = self.snapshot_index = 0
+        meta = log.snapshot_meta()
+        if meta is not None:
+            data = log.snapshot_data()
+            assert data is not None
+            cfg, self.state = decode_snapshot(self.machine, data)
+            self.configs = [(meta[0], cfg)]
+            self.commit = self.applied = self.snapshot_index = meta[0]
+        last, _ = log.last_index_term()
+        for e in log.entries(self.snapshot_index + 1, last + 1):
+            self.note_config(e)
+
+    # -- public API ---------------------------------------------------------------------------
+    @property
+    def config(self) -> ClusterConfig:
+        return self.configs[-1][1]
+
+    def tick(self) -> list[Effect]:
+        out: list[Effect] = []
+        if self.role == LEADER:
+            self.tick_leader(out)
+        else:
+            self.tick_election(out)
+        return out
+
+    def written(self, upto: int) -> list[Effect]:
+        """The WAL says the log is durable up to `upto` (Ra's written event)."""
+        out: list[Effect] = []
+        self.log.set_written(upto)
+        if self.role == LEADER:
+            self.maybe_commit(out)
+        elif self.role == FOLLOWER:
+            self.ack(out)
+        return out
+
+    # -- role changes -------------------------------------------------------------------------
+    def reset_timeout(self) -> None:
+        n = self.settings.election_ticks
+        self.timeout = n + self.rng.randrange(n)
+
+    def set_leader(self, leader: str | None, out: list[Effect]) -> None:
+        if leader != self.leader_id:
+            self.leader_id = leader
+            out.append(LeaderChanged(leader))
+
+    def become_follower(self, term: int, leader: str | None, out: list[Effect]) -> None:
+        if term != self.term:
+            self.term, self.voted_for = term, None
+            self.verified = self.acked = 0
+            self.snap_rx = None
+            out.append(PersistHardState(term, None))
+        self.role = FOLLOWER
+        self.set_leader(leader, out)
+        self.election_elapsed = 0
+        self.reset_timeout()
+        self.progress = {}
+        self.pending = {}
+        self.transferee = None
+
+    def become_leader(self, out: list[Effect]) -> None:
+        self.role = LEADER
+        self.set_leader(self.id, out)
+        self.election_elapsed = self.heartbeat_elapsed = 0
+        last, _ = self.log.last_index_term()
+        self.progress = {m: Progress(next=last + 1) for m in self.config.members() if m != self.id}
+        self.pending = {}
+        self.transferee = None
+        self.append_local(commands.NOOP_COMMAND)
+        self.broadcast_append(out)
+        self.maybe_commit(out)
+
+    # -- log helpers --------------------------------------------------------------------------
+    def append_local(self, command: bytes) -> int:
+        last, _ = self.log.last_index_term()
+        entry = Entry(last + 1, self.term, command)
+        self.log.append([entry])
+        self.note_config(entry)
+        return entry.index
+
+    def note_config(self, entry: Entry) -> None:
+        cfg = commands.config_of(entry.command)
+        if cfg is not None:
+            self.configs.append((entry.index, cfg))
+            self.config_changed()
+
+    def truncate_from(self, index: int) -> None:
+        assert index > self.commit, f"{self.id}: truncate at {index} <= commit {self.commit}"
+        self.log.truncate_from(index)
+        while len(self.configs) > 1 and self.configs[-1][0] >= index:
+            self.configs.pop()
+
+    def config_at(self, index: int) -> ClusterConfig:
+        return [cfg for i, cfg in self.configs if i <= index][-1]
+
+    # -- commit and apply ---------------------------------------------------------------------
+    def advance_commit(self, index: int, out: list[Effect]) -> None:
+        last, _ = self.log.last_index_term()
+        index = min(index, last)
+        if index <= self.commit:
+            return
+        self.commit = index
+        self.apply(out)
+
+    def apply(self, out: list[Effect]) -> None:
+        # the hot path: user commands are inlined (a leader applies tens of thousands a second)
+        pop, machine_apply, user = self.pending.pop, self.machine.apply, commands.USER
+        leader = self.role == LEADER
+        while self.applied < self.commit:
+            batch = self.log.entries(self.applied + 1, self.commit + 1,
+                                     self.settings.max_batch_bytes)
+            for e in batch:
+                command = e.command
+                if command[0] == user:
+                    waiting = pop(e.index, None)
+                    self.state, reply, effects = machine_apply(ApplyMeta(e.index, e.term),
+                                                               command[1:], self.state)
+                    if effects and leader:
+                        out.extend([MachineEffect(x) for x in effects])
+                    if waiting is not None and waiting[0] == e.term:  # same entry (§5.3)
+                        out.append(ClientReply(waiting[1], reply))
+                else:
+                    self.apply_entry(e, out)
+                self.applied = e.index
+        assert self.applied <= self.commit
+        if self.role == LEADER:
+            self.after_commit_leader(out)
+        self.maybe_snapshot(out)
+
+    def apply_entry(self, e: Entry, out: list[Effect]) -> None:
+        waiting = self.pending.pop(e.index, None)
+        mine = waiting is not None and waiting[0] == e.term  # same index, same entry (§5.3)
+        kind = commands.kind(e.command)
+        if kind == commands.USER:
+            self.state, reply, effects = self.machine.apply(
+                ApplyMeta(e.index, e.term), commands.payload(e.command), self.state)
+            if self.role == LEADER:
+                out.extend(MachineEffect(x) for x in effects)
+            if mine:
+                out.append(ClientReply(waiting[1], reply))
+        elif kind == commands.CONFIG and mine:
+            out.append(ClientReply(waiting[1], "ok"))
+
+    # -- messages -----------------------------------------------------------------------------
+    def step(self, msg: Message) -> list[Effect]:
+        """Handle a message from a peer (Raft §5.1: a higher term turns anyone into a follower;
+        a lower-term message is answered with our term or dropped)."""
+        out: list[Effect] = []
+        if msg.term > self.term:
+            if isinstance(msg, (PreVote, RequestVote)) and not getattr(msg, "transfer", False) \
+                    and self.in_lease():
+                return out  # a leader is alive: do not let a partitioned member disrupt it
+            if not isinstance(msg, PreVote) and not (isinstance(msg, PreVoteReply) and msg.granted):
+                leader = msg.src if isinstance(msg, LEADER_MESSAGES) else None
+                self.become_follower(msg.term, leader, out)
+        elif msg.term < self.term:
+            if isinstance(msg, LEADER_MESSAGES):
+                # a stale leader learns our term from this and steps down
+                out.append(Send(msg.src, AppendReply(self.term, self.id, False, 0)))
+            elif isinstance(msg, PreVote):
+                out.append(Send(msg.src, PreVoteReply(self.term, self.id, False)))
+            return out
+        handler = self.HANDLERS.get((type(msg), self.role == LEADER))
+        if handler is not None:
+            handler(self, msg, out)
+        return out
+
+    HANDLERS = {
+        (PreVote, False): ElectionMixin.on_prevote,
+        (PreVote, True): ElectionMixin.on_prevote,
+        (PreVoteReply, False): ElectionMixin.on_prevote_reply,
+        (RequestVote, False): ElectionMixin.on_vote,
+        (RequestVote, True): ElectionMixin.on_vote,
+        (RequestVoteReply, False): ElectionMixin.on_vote_reply,
+        (TimeoutNow, False): ElectionMixin.on_timeout_now,
+        (AppendEntries, False): ReplicationMixin.on_append,
+        (Heartbeat, False): ReplicationMixin.on_heartbeat,
+        (InstallSnapshot, False): SnapshotMixin.on_install_snapshot,
+        (AppendReply, True): ReplicationMixin.on_append_reply,
+        (HeartbeatReply, True): ReplicationMixin.on_heartbeat_reply,
+        (InstallSnapshotReply, True): SnapshotMixin.on_snapshot_reply,
+    }
+
+
+LEADER_MESSAGES = (AppendEntries, Heartbeat, InstallSnapshot)
