@@ -24,7 +24,7 @@ from metadata.registry import Registry
 from actors.node.shell import CONNECTION_ADMIN_NAME, NodeActor
 from actors.placement import NODE, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME, ROUTER_NAME, queue_address
 from actors.placement import queue_host as queue_host_of
-from actors.queue.shell import QueueManager
+from actors.queue.manager import QueueManager
 from persist.classic.host_storage import HostStorage
 from actors.reader import admin as conn_admin
 from actors.reader import tls

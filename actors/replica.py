@@ -1,8 +1,8 @@
 """A host's registry replica: the actor that keeps a read copy of the node's registry current.
 
-A shell only. It subscribes to the node, applies the `("meta", (changes, gone))` records the node
-publishes (the first one is the snapshot), and answers the node's `("sync", (rid,))` once everything
-sent before it is applied — the node waits for that before it answers an admin command, because
+A shell only. It subscribes to the node, applies the `MetadataChanged` records the node publishes
+(the first one is the snapshot), and answers the node's `Sync` once everything sent before it is
+applied — the node waits for that before it answers an admin command, because
 that command's client may act on any host at once. Connection hosts route publishes with the
 replica and pass `on_change` to tell their channels (and `on_host_restarted`, for the node's notice
 that a queue host crashed and came back); queue hosts route dead-lettered messages.
@@ -14,8 +14,9 @@ from typing import Any, Callable
 
 import structlog
 
+from actors.messages.calls import Reply
+from actors.messages.node import MetadataChanged, QueueHostRestarted, Subscribe, Sync
 from actors.placement import NODE
-from actors.replies import ok
 from actors.runtime.address import Address
 
 log = structlog.get_logger("warren.replica")
@@ -35,18 +36,19 @@ class RegistryReplica:
 
     def subscribe(self) -> None:
         """Ask the node for the snapshot and every later change."""
-        self.runtime.send(NODE, "subscribe", (), sender=self.address)
+        self.runtime.send(NODE, Subscribe(), sender=self.address)
 
-    def receive(self, sender: Address, kind: str, body: Any) -> None:
-        if kind == "sync":
-            self.runtime.send(sender, "reply", (body[0], ok()), sender=self.address)
-        elif kind == "meta":
-            changes, gone = body
-            self.registry.apply(changes)
+    def receive(self, sender: Address, msg: Any) -> None:
+        kind = type(msg)
+        if kind is Sync:
+            self.runtime.send(sender, Reply(msg.rid), sender=self.address)
+        elif kind is MetadataChanged:
+            self.registry.apply(msg.changes)
             self.ready.set()
             if self.on_change is not None:
-                self.on_change(sender, changes, gone)
-        elif kind == "queue_host_restarted" and self.on_host_restarted is not None:
-            self.on_host_restarted(sender, body)
+                self.on_change(sender, msg.changes, msg.gone)
+        elif kind is QueueHostRestarted:
+            if self.on_host_restarted is not None:
+                self.on_host_restarted(sender, msg.host)
         else:
-            log.warning("replica.unknown_kind", host=self.runtime.host, kind=kind)
+            log.warning("replica.unexpected_message", host=self.runtime.host, kind=kind.__name__)

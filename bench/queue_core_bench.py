@@ -8,12 +8,12 @@ socket; acks are settled one batch at a time, as a multiple=true ack would be.
 """
 from __future__ import annotations
 
+from actors.messages.channel_queue import Deliver, Published
 import argparse
 import tempfile
 import time
 
 from actors.queue.core import ClassicQueue
-from actors.queue.effects import Deliver
 from persist.classic.spill import SpillReady
 from persist.classic.durable_queue import DurableBacking
 from persist.classic.msg_store import MsgStore
@@ -38,15 +38,15 @@ def run(messages: int, batch: int, ack_required: bool, arguments: dict | None = 
     queue = ClassicQueue("/", "bench", arguments=arguments, ready=ready)
     queue.consume("ch", "c1", ack_required=ack_required, credit=batch)
     header, body = b"\x00" * 20, b"x" * 100
-    payload = [(0, "", "bench", header, body)] * batch
+    payload = [Published(0, "", "bench", header, body)] * batch
     delivered = 0
     start = time.perf_counter()
     for _ in range(messages // batch):
         for effect in queue.publish("ch", payload):
-            if type(effect) is Deliver:
-                delivered += len(effect.messages)
+            if type(effect.msg) is Deliver:
+                delivered += len(effect.msg.messages)
                 if ack_required:
-                    queue.settle("ch", acked=[m[0] for m in effect.messages])
+                    queue.settle("ch", acked=[m[0] for m in effect.msg.messages])
         queue.grant("ch", "c1", batch)
     elapsed = time.perf_counter() - start
     assert delivered == messages // batch * batch, delivered

@@ -29,7 +29,9 @@ import psutil
 from actors.raft import machine
 from actors.raft.client import RaftClient
 from actors.raft.launch import RaftCluster
-from actors.runtime import Address, Runtime
+from actors.messages.raft import Committed, CommittedBatch, Proposal, ProposeBatch
+from actors.runtime.address import Address
+from actors.runtime.mailbox import Runtime
 
 ENTRY_BYTES = 1024
 # 100 members per node tick 100 cores and send 100 groups' heartbeats over 2 CPUs: at the
@@ -63,26 +65,28 @@ class Pipeline:
             self._send()
 
     def _send(self) -> None:
-        """Queue one command; everything queued in a loop turn leaves as one "cmds" per target."""
+        """Queue one command; everything queued in a loop turn leaves as one ProposeBatch per target."""
         corr = self.next
         self.next += 1
         self.sent_at[corr] = time.perf_counter_ns()
         target = self.targets[corr % len(self.targets)]
         if not self.outbox:
             asyncio.get_running_loop().call_soon(self._flush)
-        self.outbox.setdefault(target, []).append((corr, self.command))
+        self.outbox.setdefault(target, []).append(Proposal(corr, self.command))
 
     def _flush(self) -> None:
         outbox, self.outbox = self.outbox, {}
         for target, batch in outbox.items():
-            self.runtime.send(target, "cmds", batch, sender=self.me)
+            self.runtime.send(target, ProposeBatch(batch), sender=self.me)
 
-    def receive(self, sender: Address, kind: str, body: Any) -> None:
-        for corr, _ in (body if kind == "replies" else (body,)):
+    def receive(self, sender: Address, msg: Any) -> None:
+        committed = type(msg) in (Committed, CommittedBatch)
+        corrs = [o.corr for o in msg.outcomes] if type(msg) is CommittedBatch else [msg.corr]
+        for corr in corrs:
             started = self.sent_at.pop(corr, None)
             if started is None:
                 continue
-            if kind in ("reply", "replies"):
+            if committed:
                 self.latencies_ns.append(time.perf_counter_ns() - started)
             else:
                 self.errors += 1

@@ -1,5 +1,6 @@
-"""Runtime micro-benchmarks: envelope cost per item and per MB, and an ipc round through two
-Runtimes. Prints figures; it is not a test.  python -m bench.runtime_bench"""
+"""Runtime micro-benchmarks: envelope cost per message and per MB (typed messages: a channel's
+Publish batch of Published records, the common case), and an ipc round through two Runtimes.
+Prints figures; it is not a test.  python -m bench.runtime_bench"""
 from __future__ import annotations
 
 import asyncio
@@ -8,7 +9,9 @@ import time
 
 import msgpack
 
-from actors.runtime import Runtime, envelope
+from actors.messages.channel_queue import Publish, Published
+from actors.runtime import envelope
+from actors.runtime.mailbox import Runtime
 
 repeats = 2000
 
@@ -22,13 +25,14 @@ def _timed(fn, n: int) -> float:
 
 def envelope_costs() -> None:
     for items_per_env, body_bytes in ((1, 100), (10, 100), (100, 100), (4, 64 * 1024), (2, 1 << 20)):
-        items = [("ch:1:1", "q:/:orders", "publish", 1, [i, b"h" * 40, b"x" * body_bytes])
-                 for i in range(items_per_env)]
+        # one Publish of `items_per_env` records: what one channel sends one queue per loop turn
+        records = [Published(i, "", "orders", b"h" * 40, b"x" * body_bytes) for i in range(items_per_env)]
+        items = [("ch:1", "q:/:orders", Publish(records), items_per_env)]
         n = max(20, repeats // max(1, items_per_env * body_bytes // 65536))
         frame = envelope.encode("conn0", items)
         enc = _timed(lambda: envelope.encode("conn0", items), n)
         dec = _timed(lambda: envelope.decode(frame), n)
-        mp = _timed(lambda: [msgpack.packb(it[4], use_bin_type=True) for it in items], n)
+        mp = _timed(lambda: msgpack.packb([tuple(r) for r in records], use_bin_type=True), n)
         mb = len(frame) / 1e6
         print(f"{items_per_env:4d} items x {body_bytes:8d} B: encode {enc / items_per_env * 1e6:7.2f} us/item"
               f" ({enc / mb * 1e3:6.2f} ms/MB), decode {dec / items_per_env * 1e6:7.2f} us/item"
@@ -45,7 +49,7 @@ async def ipc_round(messages: int = 200_000, per_iteration: int = 100, body: byt
         count = 0
 
         class Sink:
-            def receive(self, sender, kind, msg):
+            def receive(self, sender, msg):
                 nonlocal count
                 count += 1
                 if count == messages:
@@ -54,12 +58,13 @@ async def ipc_round(messages: int = 200_000, per_iteration: int = 100, body: byt
         me = a.spawn("src", Sink())
         start = time.perf_counter()
         sent = 0
+        publish = Publish([Published(0, "", "sink", b"h" * 20, body)])
         while sent < messages:
             if a.blocked(me):
                 await asyncio.sleep(0)
                 continue
             for _ in range(per_iteration):
-                a.send(to, "m", body, sender=me, credit=1)
+                a.send(to, publish, sender=me, credit=1)
             sent += per_iteration
             await asyncio.sleep(0)
         await done

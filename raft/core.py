@@ -6,8 +6,8 @@ indexes, votes, per-follower progress) and drives a `Log` and a `Machine`. Its i
 `propose_batch([(command, corr), ...])` (client commands), `replicate()` (the end of a shell
 loop turn, see replication.py), `written(upto)` (the WAL made the log durable up to an index),
 `snapshot_written(index, term)`, and the admin calls `add_member`, `remove_member`,
-`transfer_leadership`. Each returns the list of effects (effects.py) the shell carries out in
-order. Randomness (election timeout jitter) comes only from the injected `random.Random`;
+`transfer_leadership`. Each returns the list of effects (the one vocabulary of effects/) the shell
+carries out in order. Randomness (election timeout jitter) comes only from the injected `random.Random`;
 nothing here reads a clock or does IO.
 
 The parts live in mixins named for what they hold: election.py (pre-vote, votes, check-quorum,
@@ -21,6 +21,19 @@ Invariants the core asserts or keeps:
   counting only entries of its current term (§5.4.2).
 - the log is never truncated at or below the commit index; applied <= commit <= last index.
 - configuration = the latest config entry in the log, committed or not (dissertation §4.1).
+
+Ordering rules of the effects (etcd's `Ready` contract, written down here because this is where they live):
+- `PersistHardState` must be durable before any `Send` after it (in this list or a later one)
+  goes out: a vote or a term must never be forgotten after someone has acted on it. With the hard
+  state a WAL record (persist/wal/member_log.py) the shell holds those Sends until the WAL flush that
+  carries it has synced.
+- `WriteSnapshot` is written durably with `log.install_snapshot(index, term, data)`, then the
+  shell calls `core.snapshot_written(index, term)`; the core compacts, or (follower) restores
+  and acks the leader only then. Snapshot only what is durable: a snapshot of entries the log
+  holds (`log.term_at(index) == term`) waits until `log.written_index() >= index`.
+- Log appends are not effects: the core calls `log.append` directly, the WAL writes them in the
+  background and the shell reports `core.written(upto)`; acks wait for that.
+
 Deliberately left out: joint consensus, read-index/lease reads, snapshot transfer of live
 entries below the snapshot index (the receiver gets the machine state only).
 """
@@ -28,10 +41,9 @@ from __future__ import annotations
 
 from typing import Any, Hashable, Protocol
 
+from effects import ClientReply, Effect, LeaderChanged, MachineEffect, PersistHardState, Send
 from raft import commands
 from raft.config import ClusterConfig, RaftSettings
-from raft.effects import (ClientReply, Effect, LeaderChanged, MachineEffect,
-                                  PersistHardState, Send)
 from raft.election import ElectionMixin
 from raft.log import Entry, Log
 from raft.machine import ApplyMeta, Machine

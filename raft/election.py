@@ -12,7 +12,7 @@ election timeout steps down (check-quorum), which makes the lease safe to rely o
 """
 from __future__ import annotations
 
-from raft.effects import Effect, PersistHardState, Send
+from effects import Effect, PersistHardState, Send
 from raft.messages import (PreVote, PreVoteReply, RequestVote, RequestVoteReply,
                                    TimeoutNow)
 from raft.roles import CANDIDATE, FOLLOWER, LEADER, PRE_CANDIDATE

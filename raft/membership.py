@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Hashable
 
 from raft.config import ClusterConfig
-from raft.effects import Effect, NotLeader, Rejected
+from effects import Effect, NotLeader, ChangeRefused
 from raft.progress import Progress
 from raft.roles import LEADER
 from raft import commands
@@ -36,9 +36,9 @@ class MembershipMixin:
         if self.role != LEADER or self.transferee is not None:
             return [NotLeader(corr, self.leader_id if self.leader_id != self.id else None)]
         if self.config_pending():
-            return [Rejected(corr, "change_in_progress")]
+            return [ChangeRefused(corr, "change_in_progress")]
         if noop:
-            return [Rejected(corr, "no_change")]
+            return [ChangeRefused(corr, "no_change")]
         out: list[Effect] = []
         index = self.append_local(commands.config(new))
         self.pending[index] = (self.term, corr)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Hashable, Sequence
 
-from raft.effects import Effect, NotLeader, Send
+from effects import Effect, NotLeader, Send
 from raft.log import Entry
 from raft.messages import AppendEntries, AppendReply, Heartbeat, HeartbeatReply
 from raft.progress import PROBE, REPLICATE, SNAPSHOT

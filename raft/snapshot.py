@@ -17,7 +17,7 @@ from typing import Any
 import msgpack
 
 from raft.config import ClusterConfig
-from raft.effects import Effect, Send, WriteSnapshot
+from effects import Effect, Send, WriteSnapshot
 from raft.machine import Machine, live_indexes
 from raft.messages import InstallSnapshot, InstallSnapshotReply
 from raft.progress import SNAPSHOT

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import base64
 from collections import deque
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Hashable
 
 from actors.channel import permissions
@@ -48,7 +47,18 @@ from actors.channel.lazy_headers import LazyHeaders
 from actors.channel.permissions import CONFIGURE, EXCHANGE, QUEUE, READ, WRITE, PublishPermissions
 from actors.channel.publish_checks import REPLY_TO_PREFIX, REPLY_TO_QUEUE, inspect, needs_inspection
 from actors.channel.reply_to import new_key, parse_reply_name, reply_name
-from actors.effects import Send
+from actors.messages.calls import Reply
+from actors.messages.channel_queue import (
+    Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, Grant, Publish, Published, Purge,
+    Rejected, Settle,
+)
+from actors.messages.direct_reply import DirectReply
+from actors.messages.node import (
+    BindExchange, BindQueue, DeclareExchange, DeclareQueue, DeleteExchange, DeleteQueue, QueueHostRestarted,
+    QueuesGone, UnbindExchange, UnbindQueue,
+)
+from actors.messages.runtime import Undelivered
+from effects import ChannelFinished, CloseConnection, Send, Write
 from metadata import names, texts
 from metadata.registry import EXCHANGE_TYPES
 from flow.qos import QosLedger
@@ -63,28 +73,8 @@ if TYPE_CHECKING:
     import random
 
 
-@dataclass(frozen=True, slots=True)
-class Write:
-    """Frames for the socket, in order."""
-
-    chunks: list
-
-
-@dataclass(frozen=True, slots=True)
-class CloseConnection:
-    """A connection-level error found while handling a channel's command."""
-
-    error: AmqpError
-
-
-@dataclass(frozen=True, slots=True)
-class Finished:
-    """The channel is over (close-ok sent or received); the shell may forget it."""
-
-
 OPEN, CLOSING, CLOSED = "open", "closing", "closed"
 
-Reply = tuple  # ("ok", value) | ("err", code, detail, connection)
 consumer_timeout_default_ms = 1_800_000
 CONSUMER_TIMEOUT_TEXT = ("delivery acknowledgement on channel {channel} timed out. Timeout value used: {ms} ms. "
                          "This timeout value can be configured, see consumers doc guide to learn more")
@@ -149,29 +139,31 @@ class ChannelCore:
         else:
             self._dispatch(cmd)
 
-    def receive(self, sender: Hashable, kind: str, body: Any) -> None:
-        if kind == "deliver":
+    def receive(self, sender: Hashable, msg: Any) -> None:
+        """A message from a queue, the node's replica or another channel (actors/messages)."""
+        kind = type(msg)
+        if kind is Deliver:
             if self.state == OPEN:
-                self._deliver(sender, body[0], body[1])
-        elif kind == "confirm":
-            self._confirmed(sender, body)
-        elif kind == "rejected":
-            self._refused(sender, body)
-        elif kind == "direct_reply":
-            self._direct_reply(*body)
-        elif kind == "reply":
-            self._reply(body[0], body[1])
-        elif kind == "cancelled":
-            self._server_cancel(body)
-        elif kind == "queues_gone":
-            for queue in body:
+                self._deliver(sender, msg.consumer_tag, msg.messages)
+        elif kind is Confirm:
+            self._confirmed(sender, msg.upto)
+        elif kind is Rejected:
+            self._refused(sender, msg.seqs)
+        elif kind is DirectReply:
+            self._direct_reply(msg)
+        elif kind is Reply:
+            self._reply(msg.rid, msg)
+        elif kind is ConsumerCancelled:
+            self._server_cancel(msg.consumer_tag)
+        elif kind is QueuesGone:
+            for queue in msg.queues:
                 self._queue_gone(queue)
-        elif kind == "undelivered":
-            self._undelivered(sender, body[0], body[1])
-        elif kind == "queue_host_restarted":
-            self._queue_host_restarted(body)
+        elif kind is Undelivered:
+            self._undelivered(sender, msg.msg)
+        elif kind is QueueHostRestarted:
+            self._queue_host_restarted(msg.host)
         else:
-            raise ValueError(f"channel got unknown message kind {kind!r}")
+            raise ValueError(f"channel got an unexpected message {kind.__name__}")
 
     def _queue_host_restarted(self, host: str) -> None:
         """A queue host crashed and came back, as RabbitMQ's channel sees a queue process go down:
@@ -197,19 +189,19 @@ class ChannelCore:
                 queues.update(tracker.queues())
         return queues
 
-    def _undelivered(self, queue: Hashable, kind: str, body: Any) -> None:
+    def _undelivered(self, queue: Hashable, msg: Any) -> None:
         """A message to `queue` found no queue actor (its host is restarting): as RabbitMQ does for
         a queue that went down, nack what is waiting for it and fail a call that waits for it."""
-        if kind == "publish":
+        if type(msg) is Publish:
             for tracker in (self.confirm, self._commit and self._commit[0]):
                 if tracker:
                     tracker.queue_gone(queue, abnormal=True)
             self._send_confirms()
             self._finish_commit()
-        elif kind in ("consume", "cancel", "get", "purge") and body and body[0] == self._waiting:
+        elif type(msg) in (Consume, Cancel, Get, Purge) and msg.rid == self._waiting:
             name = getattr(queue, "name", str(queue)).split(":", 2)[-1]
-            self._reply(body[0], ("err", NOT_FOUND, f"queue '{name}' in vhost '{self.vhost}' is down or "
-                                  "inaccessible", False))
+            self._reply(msg.rid, Reply(msg.rid, error=AmqpError(
+                NOT_FOUND, f"queue '{name}' in vhost '{self.vhost}' is down or inaccessible")))
 
     def tick(self) -> None:
         """One tick of time: close the channel if its oldest unacked delivery is past the timeout."""
@@ -236,7 +228,7 @@ class ChannelCore:
         self._send_confirms()
         if self.state == OPEN:
             for queue, tag, n in self.qos.take_grants(writable):
-                self._emit(Send(queue, "grant", ((tag, n),)))
+                self._emit(Send(queue, Grant(tag, n)))
         self._emit_pending()
         out, self._out = self._out, []
         return out
@@ -255,21 +247,22 @@ class ChannelCore:
             self._frames = []
         if self._pub:
             for queue, batch in self._pub.items():
-                self._out.append(Send(queue, "publish", batch))
+                self._out.append(Send(queue, Publish(batch), len(batch)))
             self._pub = {}
         if self._settlements:
             for queue, (acked, requeued, discarded) in self._settlements.items():
-                self._out.append(Send(queue, "settle", (acked, requeued, discarded)))
+                self._out.append(Send(queue, Settle(acked, requeued, discarded)))
             self._settlements = {}
 
     def _send_method(self, method: m.Method) -> None:
         self._write(method_frame(self.number, method))
 
-    def _call(self, to: Hashable, kind: str, args: tuple, then: Callable[[Reply], None]) -> None:
+    def _call(self, to: Hashable, request: Callable[[int], Any], then: Callable[[Reply], None]) -> None:
+        """Send `request(rid)` and take no command until its Reply (then `then(reply)`)."""
         self._rid += 1
         self._waiting = self._rid
         self._then = then
-        self._emit(Send(to, kind, (self._rid, *args)))
+        self._emit(Send(to, request(self._rid)))
 
     def _reply(self, rid: int, result: Reply) -> None:
         if rid != self._waiting:
@@ -281,10 +274,9 @@ class ChannelCore:
             self._dispatch(self._backlog.popleft())
 
     def _failed(self, result: Reply, method: m.Method) -> bool:
-        if result[0] == "ok":
+        if result.error is None:
             return False
-        _, code, detail, connection = result
-        self._error(AmqpError(code, detail, connection=connection), method)
+        self._error(result.error, method)
         return True
 
     def _error(self, error: AmqpError, method: m.Method | None = None) -> None:
@@ -313,7 +305,7 @@ class ChannelCore:
             self.qos.remove(tag)
         self.consumers.clear()
         for queue in self._touched:
-            self._emit(Send(queue, "channel_down", ()))
+            self._emit(Send(queue, ChannelDown()))
         self._touched.clear()
         self.confirm = None
         self.tx = None
@@ -322,7 +314,7 @@ class ChannelCore:
     def _while_closing(self, method: m.Method) -> None:
         if isinstance(method, m.ChannelCloseOk) and self.state == CLOSING:
             self.state = CLOSED
-            self._emit(Finished())
+            self._emit(ChannelFinished())
         elif isinstance(method, m.ChannelClose) and self.state == CLOSING:
             self._send_method(m.ChannelCloseOk())
         # everything else on a closing channel is dropped, as RabbitMQ does
@@ -342,7 +334,7 @@ class ChannelCore:
         self._release()
         self._send_method(m.ChannelCloseOk())
         self.state = CLOSED
-        self._emit(Finished())
+        self._emit(ChannelFinished())
 
     def _channel_flow(self, cmd: Command) -> None:
         if not cmd.method.active:
@@ -379,15 +371,15 @@ class ChannelCore:
                 or self._denied(method, WRITE, target_kind, target))
 
     # --- exchange and queue classes (calls to the node)
-    def _node_call(self, cmd: Command, op: str, args: tuple, ok: Callable[[Any], m.Method | None]) -> None:
+    def _node_call(self, cmd: Command, request: Callable[[int], Any], ok: Callable[[Any], m.Method | None]) -> None:
         method = cmd.method
 
         def then(result: Reply) -> None:
             if not self._failed(result, method):
-                reply = ok(result[1])
+                reply = ok(result.value)
                 if reply is not None and not getattr(method, "nowait", False):
                     self._send_method(reply)
-        self._call(self.node, "call", (op, args), then)
+        self._call(self.node, request, then)
 
     def _exchange_declare(self, cmd: Command) -> None:
         x = cmd.method
@@ -398,15 +390,15 @@ class ChannelCore:
             if not names.is_reserved(x.exchange) and self._denied_via(
                     x, EXCHANGE, x.exchange, EXCHANGE, dict(x.arguments).get("alternate-exchange")):
                 return
-        self._node_call(cmd, "exchange.declare",
-                        (self.vhost, x.exchange, x.type, x.passive, x.durable, x.auto_delete, x.internal,
-                         dict(x.arguments)), lambda _: m.ExchangeDeclareOk())
+        self._node_call(cmd, lambda rid: DeclareExchange(rid, self.vhost, x.exchange, x.type, x.passive, x.durable,
+                                                         x.auto_delete, x.internal, dict(x.arguments)),
+                        lambda _: m.ExchangeDeclareOk())
 
     def _exchange_delete(self, cmd: Command) -> None:
         x = cmd.method
         if x.exchange != "" and not names.is_reserved(x.exchange) and self._denied(x, CONFIGURE, EXCHANGE, x.exchange):
             return
-        self._node_call(cmd, "exchange.delete", (self.vhost, x.exchange, x.if_unused),
+        self._node_call(cmd, lambda rid: DeleteExchange(rid, self.vhost, x.exchange, x.if_unused),
                         lambda _: m.ExchangeDeleteOk())
 
     def _binding_denied(self, x: m.Method, kind: str, destination: str, source: str) -> bool:
@@ -422,16 +414,16 @@ class ChannelCore:
         x = cmd.method
         if self._binding_denied(x, EXCHANGE, x.destination, x.source):
             return
-        self._node_call(cmd, "exchange.bind",
-                        (self.vhost, x.destination, x.source, x.routing_key, dict(x.arguments)),
+        self._node_call(cmd, lambda rid: BindExchange(rid, self.vhost, x.destination, x.source, x.routing_key,
+                                                      dict(x.arguments)),
                         lambda _: m.ExchangeBindOk())
 
     def _exchange_unbind(self, cmd: Command) -> None:
         x = cmd.method
         if self._binding_denied(x, EXCHANGE, x.destination, x.source):
             return
-        self._node_call(cmd, "exchange.unbind",
-                        (self.vhost, x.destination, x.source, x.routing_key, dict(x.arguments)),
+        self._node_call(cmd, lambda rid: UnbindExchange(rid, self.vhost, x.destination, x.source, x.routing_key,
+                                                        dict(x.arguments)),
                         lambda _: m.ExchangeUnbindOk())
 
     def _queue_declare(self, cmd: Command) -> None:
@@ -445,10 +437,10 @@ class ChannelCore:
             if self._denied(x, CONFIGURE, QUEUE, name) or self._denied_via(
                     x, QUEUE, name, EXCHANGE, dict(x.arguments).get("x-dead-letter-exchange")):
                 return
-        self._node_call(cmd, "queue.declare",
-                        (self.vhost, x.queue, x.passive, x.durable, x.exclusive, x.auto_delete,
-                         dict(x.arguments), self.owner),
-                        lambda r: m.QueueDeclareOk(queue=r[0], message_count=r[1], consumer_count=r[2]))
+        self._node_call(cmd, lambda rid: DeclareQueue(rid, self.vhost, x.queue, x.passive, x.durable, x.exclusive,
+                                                      x.auto_delete, dict(x.arguments), self.owner),
+                        lambda r: m.QueueDeclareOk(queue=r.queue, message_count=r.message_count,
+                                                   consumer_count=r.consumer_count))
 
     def _reply_to_declare(self, x: m.QueueDeclare) -> None:
         """The pseudo-queue exists; a reply name exists while its consumer does (as far as this
@@ -468,23 +460,23 @@ class ChannelCore:
         x = cmd.method
         if self._denied(x, CONFIGURE, QUEUE, x.queue):
             return
-        self._node_call(cmd, "queue.delete", (self.vhost, x.queue, x.if_unused, x.if_empty, self.owner),
+        self._node_call(cmd, lambda rid: DeleteQueue(rid, self.vhost, x.queue, x.if_unused, x.if_empty, self.owner),
                         lambda n: m.QueueDeleteOk(message_count=n))
 
     def _queue_bind(self, cmd: Command) -> None:
         x = cmd.method
         if self._binding_denied(x, QUEUE, x.queue, x.exchange):
             return
-        self._node_call(cmd, "queue.bind",
-                        (self.vhost, x.queue, x.exchange, x.routing_key, dict(x.arguments), self.owner),
+        self._node_call(cmd, lambda rid: BindQueue(rid, self.vhost, x.queue, x.exchange, x.routing_key,
+                                                   dict(x.arguments), self.owner),
                         lambda _: m.QueueBindOk())
 
     def _queue_unbind(self, cmd: Command) -> None:
         x = cmd.method
         if self._binding_denied(x, QUEUE, x.queue, x.exchange):
             return
-        self._node_call(cmd, "queue.unbind",
-                        (self.vhost, x.queue, x.exchange, x.routing_key, dict(x.arguments), self.owner),
+        self._node_call(cmd, lambda rid: UnbindQueue(rid, self.vhost, x.queue, x.exchange, x.routing_key,
+                                                     dict(x.arguments), self.owner),
                         lambda _: m.QueueUnbindOk())
 
     def _queue_for(self, method: m.Method, name: str) -> Hashable | None:
@@ -505,8 +497,8 @@ class ChannelCore:
 
         def then(result: Reply) -> None:
             if not self._failed(result, x) and not x.nowait:
-                self._send_method(m.QueuePurgeOk(message_count=result[1]))
-        self._call(queue, "purge", (), then)
+                self._send_method(m.QueuePurgeOk(message_count=result.value))
+        self._call(queue, Purge, then)
 
     # --- basic class: consumers
     def _basic_qos(self, cmd: Command) -> None:
@@ -540,14 +532,14 @@ class ChannelCore:
         self._touched.add(queue)
 
         def then(result: Reply) -> None:
-            if result[0] != "ok":
+            if result.error is not None:
                 self.qos.remove(tag)
                 self.consumers.pop(tag, None)
                 self._failed(result, x)
                 return
             if not x.nowait:
                 self._send_method(m.BasicConsumeOk(consumer_tag=tag))
-        self._call(queue, "consume", (tag, ack_required, credit, x.exclusive, dict(x.arguments)), then)
+        self._call(queue, lambda rid: Consume(rid, tag, ack_required, credit, x.exclusive, dict(x.arguments)), then)
 
     def _reply_to_consume(self, x: m.BasicConsume) -> None:
         if self._tag_in_use(x.consumer_tag):
@@ -568,14 +560,14 @@ class ChannelCore:
             return None
         return reply_name(str(self.address), self.reply_consumer[1])
 
-    def _direct_reply(self, key: str, exchange: str, routing_key: str, header: bytes, body: bytes) -> None:
+    def _direct_reply(self, reply: DirectReply) -> None:
         """A reply sent to our reply name: deliver it if the name is still ours (else drop it)."""
-        if self.state != OPEN or self.reply_consumer is None or self.reply_consumer[1] != key:
+        if self.state != OPEN or self.reply_consumer is None or self.reply_consumer[1] != reply.key:
             return
         self._delivery_tag += 1
         deliver = m.BasicDeliver(consumer_tag=self.reply_consumer[0], delivery_tag=self._delivery_tag,
-                                 redelivered=False, exchange=exchange, routing_key=routing_key)
-        self._frames.extend(content_frames(self.number, deliver, header, body, self.frame_max))
+                                 redelivered=False, exchange=reply.exchange, routing_key=reply.routing_key)
+        self._frames.extend(content_frames(self.number, deliver, reply.header, reply.body, self.frame_max))
 
     def _send_direct_replies(self, keys: list[str], x: m.BasicPublish, header: bytes, body: bytes) -> None:
         for key in dict.fromkeys(keys):
@@ -587,7 +579,7 @@ class ChannelCore:
                 to = self.parse_address(address)
             except ValueError:
                 continue  # not a name we issued: nobody to deliver to, as RabbitMQ
-            self._emit(Send(to, "direct_reply", (reply_key, x.exchange, key, header, body)))
+            self._emit(Send(to, DirectReply(reply_key, x.exchange, key, header, body)))
 
     def _basic_cancel(self, cmd: Command) -> None:
         x = cmd.method
@@ -607,7 +599,7 @@ class ChannelCore:
             self.qos.remove(x.consumer_tag)
             if not x.nowait:
                 self._send_method(m.BasicCancelOk(consumer_tag=x.consumer_tag))
-        self._call(found[0], "cancel", (x.consumer_tag,), then)
+        self._call(found[0], lambda rid: Cancel(rid, x.consumer_tag), then)
 
     def _server_cancel(self, tag: str) -> None:
         if self.consumers.pop(tag, None) is None:
@@ -646,7 +638,7 @@ class ChannelCore:
         def then(result: Reply) -> None:
             if self._failed(result, x):
                 return
-            got, remaining = result[1]
+            got, remaining = result.value.message, result.value.remaining
             if got is None:
                 self._send_method(m.BasicGetEmpty())
                 return
@@ -657,7 +649,7 @@ class ChannelCore:
             ok = m.BasicGetOk(delivery_tag=self._delivery_tag, redelivered=redelivered, exchange=exchange,
                               routing_key=routing_key, message_count=remaining)
             self._frames.extend(content_frames(self.number, ok, header, body, self.frame_max))
-        self._call(queue, "get", (ack_required,), then)
+        self._call(queue, lambda rid: Get(rid, ack_required), then)
 
     # --- basic class: settlement
     def _settle_ids(self, queue: Hashable, *, acked=(), requeued=(), discarded=()) -> None:
@@ -759,7 +751,7 @@ class ChannelCore:
                                 routing_key=x.routing_key)
             self._frames.extend(content_frames(self.number, ret, header, body, self.frame_max))
         seq = tracker.publish(queues) if tracker is not None else 0
-        record = (seq, x.exchange, x.routing_key, header, body)
+        record = Published(seq, x.exchange, x.routing_key, header, body)
         pub = self._pub
         for queue in queues:
             batch = pub.get(queue)
@@ -846,7 +838,7 @@ class ChannelCore:
             return
         self._commit = None
         self._send_method(m.TxCommitOk())
-        self._reply(rid, ("ok", None))
+        self._reply(rid, Reply(rid))
 
     def _tx_rollback(self, cmd: Command) -> None:
         if self.tx is None:

@@ -8,9 +8,9 @@ queue whether delete's if-unused/if-empty hold before removing it, and publish e
 connection hosts' replicas BEFORE replying to the caller. The reply and the change travel the same
 node->host pipe, so a channel that got declare-ok routes with a replica that has the queue.
 
-Message kinds: call (rid, op, args) from channels; subscribe from replicas (answered with a
-snapshot); autodelete (vhost, name) from queues; connection_closed (owner,) from readers; reply
-(rid, result) for the node's own calls.
+Messages (actors/messages/node.py): the metadata calls of channels (answered with a Reply), Subscribe
+from replicas (answered with the snapshot), AutoDeleteQueue from queues, ConnectionClosed from readers,
+and the Replies to the node's own calls.
 
 Admin operations (warrenctl, through the node host's control function) enter the same serial work
 queue via `admin(op, args)`. Users, vhosts, permissions and policies live in the definitions file:
@@ -18,7 +18,7 @@ loaded at start (the default user with full permissions on "/" is created when t
 a corrupt file stops the node rather than start it with the wrong users), rewritten after every
 admin change and BEFORE the change is published or answered, so nothing acknowledged is lost.
 Passwords are hashed here, with a salt from the OS; only hashes enter the registry.
-Policies reach queues as ("policy", settings): the queue's effective settings (its arguments met
+Policies reach queues as `ApplyPolicy(settings)`: the queue's effective settings (its arguments met
 with the policy, see metadata/policies.py), sent when a queue is created under a policy and
 whenever a policy change alters what a queue's settings are. Deleting a vhost first asks each
 connection host's admin actor to close the connections on it (320), then deletes its queues.
@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import structlog
 
@@ -36,10 +37,17 @@ from metadata import definitions, passwords
 from metadata.admin_errors import EX_SOFTWARE, AdminError
 from metadata.policies import definition_json
 from actors.node import definitions_file
+from actors.messages.calls import Reply
+from actors.messages.channel_queue import Purge
+from actors.messages.node import (
+    ApplyPolicy, AutoDeleteQueue, BindExchange, BindQueue, CloseConnections, ConnectionClosed, CreateQueue,
+    DeclareExchange, DeclareQueue, DeleteExchange, DeleteQueue, Dispose, MetadataChanged, QueueDeclared,
+    QueueHostRestarted, QueueStats, Subscribe, Sync, UnbindExchange, UnbindQueue,
+)
+from actors.messages.runtime import Undelivered
 from actors.placement import QUEUE_ROUTER_NAME, ROUTER_NAME, queue_address, queue_host, queue_manager
-from actors.replies import err, is_ok, ok
 from actors.runtime.address import Address
-from wire.errors import CONNECTION_FORCED, AmqpError
+from wire.errors import CONNECTION_FORCED, INTERNAL_ERROR, NOT_FOUND, AmqpError
 
 log = structlog.get_logger("warren.node")
 
@@ -53,6 +61,14 @@ class DefinitionsCorrupt(RuntimeError):
 
 def new_hash(password: str) -> str:
     return passwords.hash_password(password, os.urandom(passwords.salt_bytes))
+
+
+@dataclass(frozen=True)
+class AdminOp:
+    """An admin command from warrenctl (through the node host's control function), in the work queue."""
+
+    op: str
+    args: dict
 
 
 TOPOLOGY_CHANGES = frozenset({"exchange", "exchange_deleted", "queue", "queue_deleted", "bound", "unbound"})
@@ -77,45 +93,41 @@ class NodeActor:
         self._task = asyncio.get_running_loop().create_task(self._worker())
 
     # ------------------------------------------------------------------ mailbox
-    def receive(self, sender: Address, kind: str, body: Any) -> None:
-        if kind == "reply":
-            fut = self._pending.pop(body[0], None)
+    def receive(self, sender: Address, msg: Any) -> None:
+        kind = type(msg)
+        if kind is Reply:
+            fut = self._pending.pop(msg.rid, None)
             if fut is not None and not fut.done():
-                fut.set_result(body[1])
-        elif kind == "subscribe":
+                fut.set_result(msg)
+        elif kind in _OPS:
+            self._work.put_nowait((sender, msg))
+        elif kind is Subscribe:
             self.subscribers.add(sender)
-            self._send(sender, "meta", (self.registry.snapshot(), ()))
+            self._send(sender, MetadataChanged(self.registry.snapshot(), []))
             if sender.name == QUEUE_ROUTER_NAME:
                 if sender.host in self._queue_hosts_seen:
                     # it restarted: whatever was in flight to its old process is lost
                     for sub in self.subscribers:
                         if sub.name == ROUTER_NAME:
-                            self._send(sub, "queue_host_restarted", sender.host)
+                            self._send(sub, QueueHostRestarted(sender.host))
                 self._queue_hosts_seen.add(sender.host)
                 self._recreate_queues(sender.host)
-        elif kind == "call":
-            rid, op, args = body
-            self._work.put_nowait((sender, rid, op, tuple(args)))
-        elif kind == "autodelete":
-            self._work.put_nowait((None, 0, "queue.autodelete", tuple(body)))
-        elif kind == "connection_closed":
-            self._work.put_nowait((None, 0, "connection.closed", tuple(body)))
-        elif kind == "undelivered":  # a call to a queue whose host is restarting: fail it, don't wait
-            _, call = body
-            fut = self._pending.pop(call[0], None) if call else None
+        elif kind is Undelivered:  # a call to a queue whose host is restarting: fail it, don't wait
+            rid = getattr(msg.msg, "rid", None)
+            fut = self._pending.pop(rid, None) if rid is not None else None
             if fut is not None and not fut.done():
                 name = sender.name.split(":", 2)[-1]
-                fut.set_result(("err", 404, f"queue '{name}' is down or inaccessible", False))
+                fut.set_result(Reply(rid, error=AmqpError(NOT_FOUND, f"queue '{name}' is down or inaccessible")))
         else:
-            log.warning("node.unknown_kind", kind=kind)
+            log.warning("node.unexpected_message", kind=kind.__name__)
 
     def _recreate_queues(self, host: str) -> None:
         """A queue host (re)started: give it an actor for every queue placed on it — durable queues
         after a node restart, all queues after a crash of that host alone."""
         for rec in self.registry.queues():
             if queue_host(rec.vhost, rec.name, self.queue_hosts) == host:
-                self._send(queue_manager(host), "create", (0, rec.vhost, rec.name, rec.auto_delete, rec.arguments,
-                                                           rec.durable))
+                self._send(queue_manager(host), CreateQueue(0, rec.vhost, rec.name, rec.auto_delete, rec.arguments,
+                                                            rec.durable))
                 self._queue_settings.pop((rec.vhost, rec.name), None)  # the new actor knows no policy yet
                 self._send_policy(rec)
 
@@ -147,23 +159,23 @@ class NodeActor:
     async def admin(self, op: str, args: dict) -> Any:
         """Run admin `op` in turn with the channels' requests; a value, or {"error", "exit"}."""
         fut = asyncio.get_running_loop().create_future()
-        self._work.put_nowait((fut, 0, "admin." + op, (args,)))
+        self._work.put_nowait((fut, AdminOp(op, args)))
         result = await fut
         if isinstance(result, AdminError):
             return {"error": result.message, "exit": result.exit_code}
         await self._replicas_caught_up()
-        if isinstance(result, tuple) and result and result[0] == "err":
-            return {"error": result[2], "exit": EX_SOFTWARE}
+        if isinstance(result, Reply) and result.error is not None:
+            return {"error": result.error.detail, "exit": EX_SOFTWARE}
         return result
 
-    def _send(self, to: Address, kind: str, body: Any) -> None:
-        self.runtime.send(to, kind, body, sender=self.address)
+    def _send(self, to: Address, msg: Any) -> None:
+        self.runtime.send(to, msg, sender=self.address)
 
-    async def _call(self, to: Address, kind: str, *args: Any) -> Any:
+    async def _call(self, to: Address, request: Callable[[int], Any]) -> Reply:
         self._rid += 1
         fut = asyncio.get_running_loop().create_future()
         self._pending[self._rid] = fut
-        self._send(to, kind, (self._rid, *args))
+        self._send(to, request(self._rid))
         return await fut
 
     async def _replicas_caught_up(self) -> None:
@@ -173,119 +185,121 @@ class NodeActor:
         command answers a different client (warrenctl), which may connect to any connection host
         right away — a user just added must be able to log in there."""
         if self.subscribers:
-            await asyncio.gather(*(self._call(sub, "sync") for sub in list(self.subscribers)))
+            await asyncio.gather(*(self._call(sub, Sync) for sub in list(self.subscribers)))
 
     def _publish(self, changes: list, gone: list[tuple[str, str]] = ()) -> None:
         if any(c[0] in TOPOLOGY_CHANGES for c in changes):
             self._save()
         if changes or gone:
             for sub in self.subscribers:
-                self._send(sub, "meta", (changes, list(gone)))
+                self._send(sub, MetadataChanged(changes, list(gone)))
 
     async def _worker(self) -> None:
         while True:
-            sender, rid, op, args = await self._work.get()
+            sender, msg = await self._work.get()
             try:
-                result = await getattr(self, "_op_" + op.replace(".", "_"))(*args)
+                result = await _OPS[type(msg)](self, msg)
             except Exception:  # a bug in one request must not stop the node's metadata service
-                log.exception("node.op_failed", op=op)
-                result = ("err", 541, f"internal error in {op}", True)
+                log.exception("node.op_failed", op=type(msg).__name__)
+                result = Reply(0, error=AmqpError(INTERNAL_ERROR, f"internal error in {type(msg).__name__}",
+                                                  connection=True))
             if isinstance(sender, asyncio.Future):
                 if not sender.done():
                     sender.set_result(result)
-            elif sender is not None:
-                self._send(sender, "reply", (rid, result))
+            elif hasattr(msg, "rid"):  # a call (queue auto-delete and connection close are not)
+                self._send(sender, Reply(msg.rid, result.value, result.error))
 
     # ------------------------------------------------------------------ operations
     @staticmethod
-    def _answer(result: Any, value: Any = None) -> tuple:
-        return err(result) if isinstance(result, AmqpError) else ok(value)
+    def _answer(result: Any, value: Any = None) -> Reply:
+        return Reply(0, error=result) if isinstance(result, AmqpError) else Reply(0, value)
 
-    async def _op_exchange_declare(self, vhost, name, type_, passive, durable, auto_delete, internal, arguments):
-        res, changes = self.registry.declare_exchange(vhost, name, type_, passive=passive, durable=durable,
-                                                      auto_delete=auto_delete, internal=internal,
-                                                      arguments=arguments)
+    async def _op_exchange_declare(self, x: DeclareExchange) -> Reply:
+        res, changes = self.registry.declare_exchange(x.vhost, x.exchange, x.type, passive=x.passive,
+                                                      durable=x.durable, auto_delete=x.auto_delete,
+                                                      internal=x.internal, arguments=x.arguments)
         self._publish(changes)
         return self._answer(res)
 
-    async def _op_exchange_delete(self, vhost, name, if_unused):
-        res, changes = self.registry.delete_exchange(vhost, name, if_unused=if_unused)
+    async def _op_exchange_delete(self, x: DeleteExchange) -> Reply:
+        res, changes = self.registry.delete_exchange(x.vhost, x.exchange, if_unused=x.if_unused)
         self._publish(changes)
         return self._answer(res)
 
-    async def _op_exchange_bind(self, vhost, destination, source, routing_key, arguments):
-        res, changes = self.registry.bind_exchange(vhost, destination, source, routing_key, arguments)
+    async def _op_exchange_bind(self, x: BindExchange) -> Reply:
+        res, changes = self.registry.bind_exchange(x.vhost, x.destination, x.source, x.routing_key, x.arguments)
         self._publish(changes)
         return self._answer(res)
 
-    async def _op_exchange_unbind(self, vhost, destination, source, routing_key, arguments):
-        res, changes = self.registry.unbind_exchange(vhost, destination, source, routing_key, arguments)
+    async def _op_exchange_unbind(self, x: UnbindExchange) -> Reply:
+        res, changes = self.registry.unbind_exchange(x.vhost, x.destination, x.source, x.routing_key, x.arguments)
         self._publish(changes)
         return self._answer(res)
 
-    async def _op_queue_bind(self, vhost, queue, exchange, routing_key, arguments, owner):
-        res, changes = self.registry.bind_queue(vhost, queue, exchange, routing_key, arguments, owner)
+    async def _op_queue_bind(self, x: BindQueue) -> Reply:
+        res, changes = self.registry.bind_queue(x.vhost, x.queue, x.exchange, x.routing_key, x.arguments, x.owner)
         self._publish(changes)
         return self._answer(res)
 
-    async def _op_queue_unbind(self, vhost, queue, exchange, routing_key, arguments, owner):
-        res, changes = self.registry.unbind_queue(vhost, queue, exchange, routing_key, arguments, owner)
+    async def _op_queue_unbind(self, x: UnbindQueue) -> Reply:
+        res, changes = self.registry.unbind_queue(x.vhost, x.queue, x.exchange, x.routing_key, x.arguments, x.owner)
         self._publish(changes)
         return self._answer(res)
 
-    async def _op_queue_declare(self, vhost, name, passive, durable, exclusive, auto_delete, arguments, owner):
-        rec, changes = self.registry.declare_queue(vhost, name, passive=passive, durable=durable,
-                                                   exclusive=exclusive, auto_delete=auto_delete,
-                                                   arguments=arguments, owner=owner)
+    async def _op_queue_declare(self, x: DeclareQueue) -> Reply:
+        vhost = x.vhost
+        rec, changes = self.registry.declare_queue(vhost, x.queue, passive=x.passive, durable=x.durable,
+                                                   exclusive=x.exclusive, auto_delete=x.auto_delete,
+                                                   arguments=x.arguments, owner=x.owner)
         if isinstance(rec, AmqpError):
-            return err(rec)
+            return Reply(0, error=rec)
         if rec.created:
             host = queue_host(vhost, rec.name, self.queue_hosts)
-            await self._call(queue_manager(host), "create", vhost, rec.name, rec.auto_delete, rec.arguments,
-                             rec.durable)
+            await self._call(queue_manager(host), lambda rid: CreateQueue(rid, vhost, rec.name, rec.auto_delete,
+                                                                          rec.arguments, rec.durable))
             self._send_policy(rec)
             self._publish(changes)
-            return ok((rec.name, 0, 0))
+            return Reply(0, QueueDeclared(rec.name, 0, 0))
         self._publish(changes)
-        stats = await self._call(queue_address(vhost, rec.name, self.queue_hosts), "stats")
-        if not is_ok(stats):
+        stats = await self._call(queue_address(vhost, rec.name, self.queue_hosts), QueueStats)
+        if not stats.ok:
             return stats
-        messages, consumers = stats[1]
-        return ok((rec.name, messages, consumers))
+        return Reply(0, QueueDeclared(rec.name, stats.value.messages, stats.value.consumers))
 
-    async def _delete_queue(self, vhost: str, name: str, owner: Any, if_unused: bool, if_empty: bool) -> tuple:
-        rec = self.registry.check_queue_access(vhost, name, owner)
-        if isinstance(rec, AmqpError):
-            # deleting a queue that does not exist is not an error in RabbitMQ
-            return ok(0) if rec.code == 404 else err(rec)
-        return await self._delete_record(rec, if_unused, if_empty)
-
-    async def _delete_record(self, rec: Any, if_unused: bool, if_empty: bool) -> tuple:
+    async def _delete_record(self, rec: Any, if_unused: bool, if_empty: bool) -> Reply:
         vhost, name = rec.vhost, rec.name
-        reply = await self._call(queue_address(vhost, name, self.queue_hosts), "delete", if_unused, if_empty)
-        if not is_ok(reply):
+        reply = await self._call(queue_address(vhost, name, self.queue_hosts),
+                                 lambda rid: Dispose(rid, if_unused, if_empty))
+        if not reply.ok:
             return reply
         res, changes = self.registry.delete_queue(vhost, name, rec.exclusive_owner)
         self._queue_settings.pop((vhost, name), None)
         self._publish(changes, [(vhost, name)])
         return reply
 
-    async def _op_queue_delete(self, vhost, name, if_unused, if_empty, owner):
-        return await self._delete_queue(vhost, name, owner, if_unused, if_empty)
+    async def _op_queue_delete(self, x: DeleteQueue) -> Reply:
+        rec = self.registry.check_queue_access(x.vhost, x.queue, x.owner)
+        if isinstance(rec, AmqpError):
+            # deleting a queue that does not exist is not an error in RabbitMQ
+            return Reply(0, 0) if rec.code == NOT_FOUND else Reply(0, error=rec)
+        return await self._delete_record(rec, x.if_unused, x.if_empty)
 
-    async def _op_queue_autodelete(self, vhost, name):
-        rec = next((q for q in self.registry.queues(vhost) if q.name == name), None)
+    async def _op_queue_autodelete(self, x: AutoDeleteQueue) -> Reply:
+        rec = next((q for q in self.registry.queues(x.vhost) if q.name == x.name), None)
         if rec is None:
-            return ok(0)
+            return Reply(0, 0)
         return await self._delete_record(rec, True, False)
 
-    async def _op_connection_closed(self, owner):
-        records, changes = self.registry.connection_closed(owner)
+    async def _op_connection_closed(self, x: ConnectionClosed) -> Reply:
+        records, changes = self.registry.connection_closed(x.owner)
         for rec in records:
             self._queue_settings.pop((rec.vhost, rec.name), None)
-            await self._call(queue_address(rec.vhost, rec.name, self.queue_hosts), "delete", False, False)
+            await self._call(queue_address(rec.vhost, rec.name, self.queue_hosts), lambda rid: Dispose(rid, False, False))
         self._publish(changes, [(rec.vhost, rec.name) for rec in records])
-        return ok()
+        return Reply(0)
+
+    async def _op_admin(self, x: AdminOp) -> Any:
+        return await getattr(self, "_op_admin_" + x.op)(x.args)
 
     # ------------------------------------------------------------------ policies to queues
     def _send_policy(self, rec: Any) -> None:
@@ -298,7 +312,7 @@ class NodeActor:
             return
         if settings != last:
             self._queue_settings[key] = settings
-            self._send(queue_address(rec.vhost, rec.name, self.queue_hosts), "policy", settings)
+            self._send(queue_address(rec.vhost, rec.name, self.queue_hosts), ApplyPolicy(settings))
 
     def _policies_changed(self, vhost: str) -> None:
         for rec in self.registry.queues(vhost):
@@ -343,11 +357,11 @@ class NodeActor:
         if not self.registry.vhost_exists(vhost):
             return self.registry.delete_vhost(vhost)[0]
         for sub in self._connection_hosts():
-            self._send(Address(sub.host, CONNECTION_ADMIN_NAME), "close_connections",
-                       (vhost, None, CONNECTION_FORCED, f"vhost '{vhost}' is deleted"))
+            self._send(Address(sub.host, CONNECTION_ADMIN_NAME),
+                       CloseConnections(vhost, None, CONNECTION_FORCED, f"vhost '{vhost}' is deleted"))
         gone, changes = self.registry.delete_vhost(vhost)
         for rec in gone:
-            await self._call(queue_address(rec.vhost, rec.name, self.queue_hosts), "delete", False, False)
+            await self._call(queue_address(rec.vhost, rec.name, self.queue_hosts), lambda rid: Dispose(rid, False, False))
             self._queue_settings.pop((rec.vhost, rec.name), None)
         self._save()
         self._publish(changes, [(rec.vhost, rec.name) for rec in gone])
@@ -375,15 +389,15 @@ class NodeActor:
         rec = self._find_queue(a.get("vhost", "/"), a["name"])
         if isinstance(rec, AdminError):
             return rec
-        reply = await self._call(queue_address(rec.vhost, rec.name, self.queue_hosts), "purge")
-        return {"messages": reply[1]} if is_ok(reply) else AdminError(reply[2])
+        reply = await self._call(queue_address(rec.vhost, rec.name, self.queue_hosts), Purge)
+        return {"messages": reply.value} if reply.ok else AdminError(reply.error.detail)
 
     async def _op_admin_delete_queue(self, a: dict) -> Any:
         rec = self._find_queue(a.get("vhost", "/"), a["name"])
         if isinstance(rec, AdminError):
             return rec
         reply = await self._delete_record(rec, a.get("if_unused", False), a.get("if_empty", False))
-        return {"messages": reply[1]} if is_ok(reply) else AdminError(reply[2])
+        return {"messages": reply.value} if reply.ok else AdminError(reply.error.detail)
 
     def _find_queue(self, vhost: str, name: str) -> Any:
         if not self.registry.vhost_exists(vhost):
@@ -439,3 +453,11 @@ def _printable(args: dict) -> dict:
     """Field-table values as JSON can carry them (bytes as text)."""
     return {k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v if isinstance(v, (str, int, float, bool))
                 or v is None else repr(v)) for k, v in args.items()}
+
+
+_OPS = {DeclareExchange: NodeActor._op_exchange_declare, DeleteExchange: NodeActor._op_exchange_delete,
+        BindExchange: NodeActor._op_exchange_bind, UnbindExchange: NodeActor._op_exchange_unbind,
+        DeclareQueue: NodeActor._op_queue_declare, DeleteQueue: NodeActor._op_queue_delete,
+        BindQueue: NodeActor._op_queue_bind, UnbindQueue: NodeActor._op_queue_unbind,
+        AutoDeleteQueue: NodeActor._op_queue_autodelete, ConnectionClosed: NodeActor._op_connection_closed,
+        AdminOp: NodeActor._op_admin}

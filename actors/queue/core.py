@@ -32,11 +32,18 @@ call; an omitted `now_ms` means no time has passed. Features, all off unless con
 - Dead-lettering (`deadletter.py`): rejected (discarded by a settle), expired and maxlen messages go
   to the dead-letter exchange as `Send` effects, routed with the registry replica given as `router`.
 
-Effect order within one call: Deliver effects first (one per consumer, in order of each consumer's
-first message), then dead-letter Sends and timers, then Rejected and Confirmed (one each per publish
-call; Rejected first, since Confirmed's range covers refused seqs too), then AutoDelete and the
-x-expires timer. ConsumerCancelled only comes from delete. Confirmed means "enqueued": for a
-durable queue the shell holds it back until the group commit that covers the batch (actor.py).
+Effects are the one vocabulary (effects/): `Send`s of typed messages (actors/messages) and timers.
+Effect order within one call: Deliver sends first (one per consumer, in order of each consumer's
+first message), then dead-letter Publishes and timers, then Rejected and Confirm (one each per
+publish call; Rejected first, since Confirm's range covers refused seqs too), then AutoDeleteQueue
+and the x-expires timer. ConsumerCancelled only comes from delete. `handle(sender, msg)` takes the
+messages of actors/messages/channel_queue.py and node.py and answers requests with a `Reply`.
+
+Confirms (THE ORDERING RULE of durable queues): Confirm means "enqueued", and for a queue made with
+`hold_confirms` (a durable one) "on disk": its confirms are held here, the highest seq per channel,
+and leave only from `flushed()`, which the shell calls after the group commit's fdatasync that
+covers everything this queue wrote (persist/classic/host_storage.py). Rejected is never held: a
+refused message was never written.
 
 Storage: ready messages live in the ready list, in RAM (`ready.py`, `priority.py`) or, for a durable
 queue, in `backed.BackedReady` over a paged store that the shell builds and recovers and hands in
@@ -57,19 +64,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Callable, Hashable, Mapping
 
-from actors.effects import CancelTimer, StartTimer
+from actors.messages.calls import Reply
+from actors.messages.channel_queue import (
+    Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, GetResult, Grant, Publish, Published,
+    Purge, Rejected, Settle,
+)
+from actors.messages.node import ApplyPolicy, AutoDeleteQueue, Dispose, QueueCounts, QueueStats
 from actors.queue import deadletter
 from actors.queue.consumers import Consumer, Consumers
-from actors.queue.effects import AutoDelete, Confirmed, ConsumerCancelled, Deliver, QueueEffect, Rejected
-from persist.classic.message import BODY, HEADER, MSG_ID, Message, size_bytes
 from actors.queue.priority import PriorityReady
 from actors.queue.properties import EXPIRATION_HIGH_BIT, expiration_ms
-from persist.classic.ready import Ready, ReadyList
 from actors.queue.settings import DROP_HEAD, REJECT_PUBLISH_DLX, QueueSettings
+from effects import CancelTimer, Effect, Send, StartTimer
+from persist.classic.message import BODY, HEADER, MSG_ID, Message, size_bytes
+from persist.classic.ready import Ready, ReadyList
 from wire.errors import ACCESS_REFUSED, NOT_ALLOWED, PRECONDITION_FAILED, AmqpError
 from wire.properties import HEADER_PROPS_OFFSET
-
-Published = tuple[int, str, str, bytes, bytes]  # (confirm seq or 0, exchange, routing_key, header, body)
 
 TTL_TIMER = "ttl"
 EXPIRES_TIMER = "expires"
@@ -81,8 +91,13 @@ class ClassicQueue:
     def __init__(self, vhost: str, name: str, *, auto_delete: bool = False,
                  arguments: dict[str, Any] | None = None, router: deadletter.Router | None = None,
                  place: Callable[[str, str], Hashable] | None = None, now_ms: int = 0,
-                 ready: Ready | None = None, next_id: int = 1) -> None:
+                 ready: Ready | None = None, next_id: int = 1, node: Hashable = "node",
+                 hold_confirms: bool = False) -> None:
         self.vhost = vhost
+        self._node = node  # where AutoDeleteQueue goes
+        self._hold_confirms = hold_confirms
+        self._held: dict[Hashable, int] = {}  # channel -> highest confirm seq waiting for flushed()
+        self.deleted = False
         self.name = name
         self.auto_delete = auto_delete
         self.arguments = dict(arguments or {})
@@ -149,7 +164,7 @@ class ClassicQueue:
         if now_ms is not None and now_ms > self._now:
             self._now = now_ms
 
-    def start(self, *, now_ms: int | None = None) -> list[QueueEffect]:
+    def start(self, *, now_ms: int | None = None) -> list[Effect]:
         """The queue exists (the shell calls this once, after creating it): enforce the length
         limits and TTL on what it recovered from disk (RabbitMQ's init_max_length / init_ttl), arm
         the TTL timer for the head and the x-expires timer."""
@@ -158,7 +173,7 @@ class ClassicQueue:
         effects.extend(self._touch())
         return effects
 
-    def apply_policy(self, settings: Mapping[str, Any], *, now_ms: int | None = None) -> list[QueueEffect]:
+    def apply_policy(self, settings: Mapping[str, Any], *, now_ms: int | None = None) -> list[Effect]:
         """Replace the effective settings (policy key names, already merged with the arguments by the
         node) and enforce them now: limits drop at once, the expiry timer restarts (RabbitMQ's
         process_args_policy). A new message-ttl applies to messages enqueued from now on."""
@@ -170,26 +185,43 @@ class ClassicQueue:
             effects.extend(self._touch() if self.settings.expires_ms is not None else [CancelTimer(EXPIRES_TIMER)])
         return effects
 
-    def touch(self, *, now_ms: int | None = None) -> list[QueueEffect]:
+    def touch(self, *, now_ms: int | None = None) -> list[Effect]:
         """The queue was used without consuming: the node's `stats` call, made on every redeclare
         (queue.declare, passive or not), which RabbitMQ counts as use for x-expires."""
         self._clock(now_ms)
         return self._touch()
 
-    def on_timer(self, name: str, *, now_ms: int | None = None) -> list[QueueEffect]:
+    def on_timer(self, name: str, *, now_ms: int | None = None) -> list[Effect]:
         """A timer the core asked for fired."""
         self._clock(now_ms)
         if name == TTL_TIMER:
             self._ttl_timer_at = None
             return self._housekeep()
         if name == EXPIRES_TIMER and self.settings.expires_ms is not None and not self._consumers:
-            return [AutoDelete()]
+            return [Send(self._node, AutoDeleteQueue(self.vhost, self.name))]
         return []
+
+    # -- messages and the group commit ----------------------------------------------------------
+
+    def handle(self, sender: Hashable, msg: Any, *, now_ms: int | None = None) -> list[Effect]:
+        """One message from a channel or the node (actors/messages), as effects."""
+        return _HANDLERS[type(msg)](self, sender, msg, now_ms)
+
+    def flushed(self) -> list[Effect]:
+        """The group commit that covers everything this queue wrote has synced: confirm it."""
+        held, self._held = self._held, {}
+        return [Send(channel, Confirm(upto)) for channel, upto in held.items()]
+
+    def _confirm(self, channel: Hashable, upto: int, effects: list[Effect]) -> None:
+        if not self._hold_confirms:
+            effects.append(Send(channel, Confirm(upto)))
+        elif upto > self._held.get(channel, 0):
+            self._held[channel] = upto
 
     # -- publishing -----------------------------------------------------------------------------
 
     def publish(self, channel: Hashable, messages: Sequence[Published], *,
-                now_ms: int | None = None) -> list[QueueEffect]:
+                now_ms: int | None = None) -> list[Effect]:
         """Enqueue `messages` in order, deliver what consumer credit allows, then confirm."""
         if now_ms is not None and now_ms > self._now:  # inline _clock: the hot path
             self._now = now_ms
@@ -203,7 +235,7 @@ class ClassicQueue:
         upto = 0
         expiring: list[Message] = []
         for seq, exchange, routing_key, header, body in messages:
-            message = (msg_id, False, exchange, routing_key, header, body)
+            message = Message(msg_id, False, exchange, routing_key, header, body)
             append(message)
             msg_id += 1
             body_bytes += len(body)
@@ -221,15 +253,15 @@ class ClassicQueue:
         if refused:
             if self.settings.overflow == REJECT_PUBLISH_DLX:
                 effects.extend(self._dead_letter(
-                    [(0, False, *p[1:]) for p in refused], deadletter.MAXLEN))
+                    [Message(0, False, *p[1:]) for p in refused], deadletter.MAXLEN))
             seqs = [p[0] for p in refused if p[0]]
             if seqs:
-                effects.append(Rejected(channel, seqs))
+                effects.append(Send(channel, Rejected(seqs)))
             for seq, *_ in refused:
                 if seq > upto:
                     upto = seq
         if upto:
-            effects.append(Confirmed(channel, upto))
+            self._confirm(channel, upto, effects)
         return effects
 
     def _admit(self, messages: Sequence[Published]) -> tuple[list[Published], list[Published]]:
@@ -272,7 +304,7 @@ class ClassicQueue:
 
     def consume(self, channel: Hashable, consumer_tag: str, *, ack_required: bool, credit: int,
                 exclusive: bool = False, arguments: dict[str, Any] | None = None,
-                now_ms: int | None = None) -> list[QueueEffect] | AmqpError:
+                now_ms: int | None = None) -> list[Effect] | AmqpError:
         """Add a consumer with `credit` and deliver to it at once what it can take."""
         self._clock(now_ms)
         consumers = self._consumers
@@ -289,7 +321,7 @@ class ClassicQueue:
             effects.append(CancelTimer(EXPIRES_TIMER))
         return effects
 
-    def cancel(self, channel: Hashable, consumer_tag: str, *, now_ms: int | None = None) -> list[QueueEffect]:
+    def cancel(self, channel: Hashable, consumer_tag: str, *, now_ms: int | None = None) -> list[Effect]:
         """Remove a consumer; its unacknowledged messages stay with its channel."""
         self._clock(now_ms)
         consumer = self._consumers.get(channel, consumer_tag)
@@ -303,7 +335,7 @@ class ClassicQueue:
         return effects
 
     def grant(self, channel: Hashable, consumer_tag: str, credit: int, *,
-              now_ms: int | None = None) -> list[QueueEffect]:
+              now_ms: int | None = None) -> list[Effect]:
         """Add `credit` to a consumer and deliver what it allows."""
         if now_ms is not None and now_ms > self._now:  # inline _clock: the hot path
             self._now = now_ms
@@ -317,7 +349,7 @@ class ClassicQueue:
         return effects
 
     def get(self, channel: Hashable, *, ack_required: bool,
-            now_ms: int | None = None) -> tuple[Message | None, int, list[QueueEffect]]:
+            now_ms: int | None = None) -> tuple[Message | None, int, list[Effect]]:
         """basic.get: the next ready message (or None), how many stay ready after it, and effects
         (expired messages dead-lettered on the way, the x-expires timer restarted)."""
         self._clock(now_ms)
@@ -340,7 +372,7 @@ class ClassicQueue:
     # -- settling -------------------------------------------------------------------------------
 
     def settle(self, channel: Hashable, *, acked: Sequence[int] = (), requeued: Sequence[int] = (),
-               discarded: Sequence[int] = (), now_ms: int | None = None) -> list[QueueEffect]:
+               discarded: Sequence[int] = (), now_ms: int | None = None) -> list[Effect]:
         """Settle msg_ids that `channel` holds; ids it does not hold are ignored."""
         if now_ms is not None and now_ms > self._now:  # inline _clock: the hot path
             self._now = now_ms
@@ -375,14 +407,14 @@ class ClassicQueue:
                 effects.extend(self._housekeep())
         return effects
 
-    def channel_down(self, channel: Hashable, *, now_ms: int | None = None) -> list[QueueEffect]:
+    def channel_down(self, channel: Hashable, *, now_ms: int | None = None) -> list[Effect]:
         """The channel closed: drop its consumers and requeue everything it held (redelivered)."""
         self._clock(now_ms)
         lost = self._consumers.on_channel(channel)
         for consumer in lost:
             self._consumers.remove(consumer)
         held = self._unacked.pop(channel, None)
-        effects: list[QueueEffect] = []
+        effects: list[Effect] = []
         if held:
             self._unacked_count -= len(held)
             self._unacked_bytes -= sum([size_bytes(m) for m in held.values()])
@@ -408,7 +440,7 @@ class ClassicQueue:
                 del expiry[msg_id]
         return n
 
-    def delete(self, *, if_unused: bool, if_empty: bool) -> tuple[int, list[QueueEffect]] | AmqpError:
+    def delete(self, *, if_unused: bool, if_empty: bool) -> tuple[int, list[Effect]] | AmqpError:
         """queue.delete: check the conditions (not-empty first, as RabbitMQ), then drop everything.
 
         "Empty" means no READY messages, as in RabbitMQ: unacknowledged ones do not count.
@@ -419,7 +451,7 @@ class ClassicQueue:
             return AmqpError(PRECONDITION_FAILED, f"{where} not empty")
         if if_unused and len(self._consumers):
             return AmqpError(PRECONDITION_FAILED, f"{where} in use")
-        effects: list[QueueEffect] = [ConsumerCancelled(c.channel, c.tag) for c in self._consumers]
+        effects: list[Effect] = [Send(c.channel, ConsumerCancelled(c.tag)) for c in self._consumers]
         self._consumers.clear()
         self._unacked.clear()
         self._unacked_count = 0
@@ -430,7 +462,7 @@ class ClassicQueue:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _take(self, n: int, check_expiry: bool = True) -> tuple[list[Message], list[QueueEffect]]:
+    def _take(self, n: int, check_expiry: bool = True) -> tuple[list[Message], list[Effect]]:
         """Up to `n` ready messages from the head; expired ones met on the way are dead-lettered."""
         ready = self._ready
         expiry = self._expiry
@@ -450,7 +482,7 @@ class ClassicQueue:
             ready.forget([m[MSG_ID] for m in expired])
         return out, self._dead_letter(expired, deadletter.EXPIRED)
 
-    def _deliver(self, check_expiry: bool = True) -> list[QueueEffect]:
+    def _deliver(self, check_expiry: bool = True) -> list[Effect]:
         """Deliver ready messages while any consumer has credit: one Deliver per consumer."""
         ready = self._ready
         if not ready:
@@ -459,7 +491,7 @@ class ClassicQueue:
         if not credit:
             return []
         taken, dead = self._take(credit, check_expiry)
-        effects: list[QueueEffect] = []
+        effects: list[Effect] = []
         expiry = self._expiry
         for consumer, messages in self._consumers.distribute(taken) if taken else ():
             if consumer.ack_required:
@@ -468,15 +500,15 @@ class ClassicQueue:
                 ready.forget([m[MSG_ID] for m in messages])
                 if expiry:
                     self._forget([m[MSG_ID] for m in messages])
-            effects.append(Deliver(consumer.channel, consumer.tag, messages))
+            effects.append(Send(consumer.channel, Deliver(consumer.tag, messages)))
         assert not ready or not self._consumers.credit_total(), "delivery stopped with credit left"
         return effects + dead
 
-    def _housekeep(self) -> list[QueueEffect]:
+    def _housekeep(self) -> list[Effect]:
         """After a change: drop-head down to the limits (maxlen), then drop expired messages at the
         head (expired), as RabbitMQ's maybe_drop_head then drop_expired_msgs; arm the TTL timer."""
         ready = self._ready
-        effects: list[QueueEffect] = []
+        effects: list[Effect] = []
         settings = self.settings
         if self._limited and settings.overflow == DROP_HEAD:
             max_length, max_bytes = settings.max_length, settings.max_length_bytes
@@ -503,7 +535,7 @@ class ClassicQueue:
                 effects.append(StartTimer(TTL_TIMER, head_at - now))
         return effects
 
-    def _touch(self) -> list[QueueEffect]:
+    def _touch(self) -> list[Effect]:
         """x-expires: (re)start the period while the queue has no consumers."""
         expires = self.settings.expires_ms
         if expires is None or self._consumers:
@@ -524,7 +556,7 @@ class ClassicQueue:
         self._unacked_count += len(messages)
         self._unacked_bytes += sum([len(m[HEADER]) + len(m[BODY]) for m in messages])
 
-    def _dead_letter(self, messages: list[Message], reason: str) -> list[QueueEffect]:
+    def _dead_letter(self, messages: list[Message], reason: str) -> list[Effect]:
         """Messages leaving for `reason`: republished to the dead-letter exchange if one is set
         (and a router is known), else dropped."""
         if not messages:
@@ -537,7 +569,73 @@ class ClassicQueue:
         return list(deadletter.dead_letter(self._router, self._place, self.vhost, self.name, messages, reason,
                                            exchange, self.settings.dead_letter_routing_key, self._now))
 
-    def _auto_delete_check(self) -> list[QueueEffect]:
+    def _auto_delete_check(self) -> list[Effect]:
         if self.auto_delete and self._had_consumers and not self._consumers:
-            return [AutoDelete()]
+            return [Send(self._node, AutoDeleteQueue(self.vhost, self.name))]
         return []
+
+
+# -- messages: what each one means for the core (see `handle`) -----------------------------------
+
+
+def _publish(q: ClassicQueue, sender: Hashable, msg: Publish, now: int | None) -> list[Effect]:
+    return q.publish(sender, msg.messages, now_ms=now)
+
+
+def _settle(q: ClassicQueue, sender: Hashable, msg: Settle, now: int | None) -> list[Effect]:
+    return q.settle(sender, acked=msg.acked, requeued=msg.requeued, discarded=msg.discarded, now_ms=now)
+
+
+def _grant(q: ClassicQueue, sender: Hashable, msg: Grant, now: int | None) -> list[Effect]:
+    return q.grant(sender, msg.consumer_tag, msg.credit, now_ms=now)
+
+
+def _consume(q: ClassicQueue, sender: Hashable, msg: Consume, now: int | None) -> list[Effect]:
+    res = q.consume(sender, msg.consumer_tag, ack_required=msg.ack_required, credit=msg.credit,
+                    exclusive=msg.exclusive, arguments=msg.arguments, now_ms=now)
+    if isinstance(res, AmqpError):
+        return [Send(sender, Reply(msg.rid, error=res))]
+    return [Send(sender, Reply(msg.rid)), *res]
+
+
+def _cancel(q: ClassicQueue, sender: Hashable, msg: Cancel, now: int | None) -> list[Effect]:
+    return [Send(sender, Reply(msg.rid)), *q.cancel(sender, msg.consumer_tag, now_ms=now)]
+
+
+def _get(q: ClassicQueue, sender: Hashable, msg: Get, now: int | None) -> list[Effect]:
+    message, remaining, effects = q.get(sender, ack_required=msg.ack_required, now_ms=now)
+    return [Send(sender, Reply(msg.rid, GetResult(message, remaining))), *effects]
+
+
+def _channel_down(q: ClassicQueue, sender: Hashable, msg: ChannelDown, now: int | None) -> list[Effect]:
+    return q.channel_down(sender, now_ms=now)
+
+
+def _purge(q: ClassicQueue, sender: Hashable, msg: Purge, now: int | None) -> list[Effect]:
+    return [Send(sender, Reply(msg.rid, q.purge()))]
+
+
+def _stats(q: ClassicQueue, sender: Hashable, msg: QueueStats, now: int | None) -> list[Effect]:
+    effects = q.touch(now_ms=now)  # the node asks on every redeclare: a use, for x-expires
+    return [Send(sender, Reply(msg.rid, QueueCounts(q.message_count, q.consumer_count))), *effects]
+
+
+def _apply_policy(q: ClassicQueue, sender: Hashable, msg: ApplyPolicy, now: int | None) -> list[Effect]:
+    return q.apply_policy(msg.settings, now_ms=now)
+
+
+def _dispose(q: ClassicQueue, sender: Hashable, msg: Dispose, now: int | None) -> list[Effect]:
+    """The node deletes the queue: consumers are cancelled, what was confirmable is confirmed (the
+    shell has flushed the queue's storage before it runs these), then the answer."""
+    res = q.delete(if_unused=msg.if_unused, if_empty=msg.if_empty)
+    if isinstance(res, AmqpError):
+        return [Send(sender, Reply(msg.rid, error=res))]
+    count, effects = res
+    q.deleted = True
+    return [*effects, *q.flushed(), Send(sender, Reply(msg.rid, count))]
+
+
+_HANDLERS: dict[type, Callable[[ClassicQueue, Hashable, Any, int | None], list[Effect]]] = {
+    Publish: _publish, Settle: _settle, Grant: _grant, Consume: _consume, Cancel: _cancel, Get: _get,
+    ChannelDown: _channel_down, Purge: _purge, QueueStats: _stats, ApplyPolicy: _apply_policy, Dispose: _dispose,
+}

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable, Protocol
 
-from actors.effects import Send
+from actors.messages.channel_queue import Publish, Published
+from effects import Send
 from persist.classic.message import BODY, EXCHANGE, HEADER, ROUTING_KEY, Message
 from wire.codec import Timestamp
 from wire.properties import HEADER_PROPS_OFFSET, BasicProperties, encode_content_header, parse_content_header
@@ -37,7 +38,6 @@ EXPIRED = "expired"
 MAXLEN = "maxlen"
 ROUTING_HEADERS = ("CC", "BCC")
 
-Published = tuple[int, str, str, bytes, bytes]
 
 
 class Router(Protocol):
@@ -158,7 +158,8 @@ def is_cycle(queue: str, deaths: list[Any]) -> bool:
 def dead_letter(router: Router, place: Callable[[str, str], Hashable], vhost: str, queue: str,
                 messages: list[Message], reason: str, exchange: str, routing_key: str | None,
                 now_ms: int) -> list[Send]:
-    """One `Send(queue_address, "publish", batch)` per target queue for the dead-lettered copies."""
+    """One `Send(queue_address, Publish(batch))` per target queue for the dead-lettered copies
+    (seq 0: nobody waits for a confirm, at-most-once as RabbitMQ 3.10's classic queues)."""
     batches: dict[Hashable, list[Published]] = {}
     for message in messages:
         keys, header, headers = rewrite(message, reason, queue, routing_key, now_ms)
@@ -166,9 +167,9 @@ def dead_letter(router: Router, place: Callable[[str, str], Hashable], vhost: st
         targets: dict[str, None] = {}
         for key in keys:
             targets.update(dict.fromkeys(router.route(vhost, exchange, key, headers)))
-        record = (0, exchange, keys[0], header, message[BODY])
+        record = Published(0, exchange, keys[0], header, message[BODY])
         for name in targets:
             if reason != REJECTED and is_cycle(name, deaths):
                 continue
             batches.setdefault(place(vhost, name), []).append(record)
-    return [Send(to, "publish", batch) for to, batch in batches.items()]
+    return [Send(to, Publish(batch)) for to, batch in batches.items()]

@@ -1,8 +1,8 @@
 """RaftClient: the client side of a Raft group, as an actor in the caller's own Runtime.
 
-It sends ("cmd", (corr, command)) to the member it believes leads the group and resolves the
-future of `corr` when "reply" (or a "replies" batch) comes back. "not_leader" names the leader (or None while an election
-runs): the call retries there, or after `retry_s` at the next member. A call that hears nothing
+It sends `Propose(corr, command)` to the member it believes leads the group and resolves the
+future of `corr` when `Committed` (or a `CommittedBatch`) comes back. `NotLeaderReply` names the
+leader (or None while an election runs): the call retries there, or after `retry_s` at the next member. A call that hears nothing
 within `attempt_s` (its member's node may be dead: zmq keeps the message queued for it) retries
 at the next member. Retries can apply a command twice; callers that care send idempotent
 commands ("set"). Replies for calls already given up are dropped.
@@ -13,6 +13,7 @@ import asyncio
 import itertools
 from typing import Any
 
+from actors.messages.raft import ChangeRefusedReply, Committed, CommittedBatch, NotLeaderReply, Propose
 from actors.runtime.address import Address
 
 attempt_s = 1.0
@@ -33,28 +34,29 @@ class RaftClient:
         self._corr = itertools.count(1)
         self._waiting: dict[int, asyncio.Future] = {}
 
-    def receive(self, sender: Address, kind: str, body: Any) -> None:
-        if kind == "replies":
-            for one in body:
-                self.receive(sender, "reply", one)
-            return
-        corr, value = body
+    def receive(self, sender: Address, msg: Any) -> None:
+        kind = type(msg)
+        if kind is CommittedBatch:
+            for corr, reply in msg.outcomes:
+                self._resolve(corr, ("ok", sender, reply))
+        elif kind is Committed:
+            self._resolve(msg.corr, ("ok", sender, msg.reply))
+        elif kind is NotLeaderReply:
+            self._resolve(msg.corr, ("not_leader", sender, msg.leader))
+        elif kind is ChangeRefusedReply:
+            self._resolve(msg.corr, ("rejected", sender, msg.reason))
+
+    def _resolve(self, corr: int, outcome: tuple) -> None:
         future = self._waiting.pop(corr, None)
-        if future is None or future.done():
-            return
-        if kind == "reply":
-            future.set_result(("ok", sender, value))
-        elif kind == "not_leader":
-            future.set_result(("not_leader", sender, value))
-        else:
-            future.set_result(("rejected", sender, value))
+        if future is not None and not future.done():
+            future.set_result(outcome)
 
     def send(self, to: Address, command: bytes) -> tuple[int, asyncio.Future]:
         """One attempt at `to`: its corr, and a future that gets (status, member, value)."""
         corr = next(self._corr)
         future = asyncio.get_running_loop().create_future()
         self._waiting[corr] = future
-        self.runtime.send(to, "cmd", (corr, command), sender=self.me)
+        self.runtime.send(to, Propose(corr, command), sender=self.me)
         return corr, future
 
     async def call(self, group: str, command: bytes, timeout_s: float = 10.0) -> Any:

@@ -1,21 +1,21 @@
 """MemberActor: one Raft member as a thin shell around `RaftCore`.
 
-Inputs and what they become:
-    "cmd"   body (corr, command)        -> core.propose(command, (sender, corr))
-    "cmds"  body ((corr, command), ...) -> ONE core.propose_batch for the whole client batch
-    "raft.*" body (message fields)      -> core.step(message)     (peers, see codec.py)
+Inputs (actors/messages/raft.py) and what they become:
+    Propose(corr, command)              -> core.propose(command, (sender, corr))
+    ProposeBatch(proposals)             -> ONE core.propose_batch for the whole client batch
+    a peer's message (raft/messages.py) -> core.step(message)
     tick()    from the host's ticker    -> core.tick()
     written() from the WalActor         -> core.written(upto)
     end of the loop turn                -> core.replicate(): with `append_per_turn` the leader
                                            sends each follower one AppendEntries per turn, from
                                            the WalActor's flush, before its write and sync
-Effects are carried out in list order (raft/effects.py):
+Effects are carried out in list order by one Interpreter (raft/core.py has the rules):
     Send              -> runtime.send to the peer; a member's id IS its actor address as text
     PersistHardState  -> log.save_hard_state: a HARD_STATE record in the WAL's next group commit
-    ClientReply       -> "reply" (corr, reply) to the client that proposed; all the replies of
-                         one run to one client leave as ONE "replies" ((corr, reply), ...)
-    NotLeader         -> "not_leader" (corr, leader id or None)
-    Rejected          -> "rejected" (corr, reason)
+    ClientReply       -> Committed(corr, reply) to the client that proposed; all the replies of
+                         one run to one client leave as ONE CommittedBatch
+    NotLeader         -> NotLeaderReply(corr, leader id or None)
+    ChangeRefused     -> ChangeRefusedReply(corr, reason)
     WriteSnapshot     -> log.install_snapshot (durable), then core.snapshot_written
     LeaderChanged     -> remembered and logged
     MachineEffect     -> nothing: the test machine returns none
@@ -42,12 +42,16 @@ from typing import Any
 
 import structlog
 
-from actors.raft import codec
+from actors.messages.raft import (
+    ChangeRefusedReply, Committed, CommittedBatch, NotLeaderReply, Outcome, Propose, ProposeBatch,
+)
 from actors.raft.wal import WalActor
 from actors.runtime.address import Address
+from effects import (
+    ChangeRefused, ClientReply, LeaderChanged, MachineEffect, NotLeader, PersistHardState, Send, WriteSnapshot,
+)
+from effects.interpreter import Interpreter
 from raft.core import RaftCore
-from raft.effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState,
-                                  Rejected, Send, WriteSnapshot)
 
 log = structlog.get_logger("warren.raft.member")
 
@@ -59,27 +63,31 @@ class MemberActor:
         self.core = core
         self.wal = wal
         self._peers: dict[str, Address] = {}
-        self._held: list[tuple[Address, str, tuple]] | None = None  # sends after a hard state
+        self._held: list[tuple[Address, object]] | None = None  # sends after a hard state
+        self._replies: dict[str, list[Outcome]] = {}  # this run's client replies, per client
         self._snapshots: list[WriteSnapshot] = []  # waiting for the WAL (snapshot only durable)
         self._turn_scheduled = False
         self._per_turn = core.settings.append_per_turn
         self.recovered = core.log.last_index_term()[0]  # what the WAL/segments held at start
         self.leader_since: float | None = None  # time.monotonic() (system-wide) of taking over
         wal.register(core.id, self.written, core.log.written_index())
+        self._apply = Interpreter({
+            Send: self._send, ClientReply: self._client_reply, PersistHardState: self._persist_hard_state,
+            NotLeader: lambda e: self._to_client(e.corr, lambda corr: NotLeaderReply(corr, e.leader)),
+            ChangeRefused: lambda e: self._to_client(e.corr, lambda corr: ChangeRefusedReply(corr, e.reason)),
+            WriteSnapshot: self._write_snapshot, LeaderChanged: self._leader_changed,
+            MachineEffect: lambda _: None})  # the test machine returns none
 
     # -- inputs --------------------------------------------------------------------------------
-    def receive(self, sender: Address, kind: str, body: Any) -> None:
-        if kind == "cmds":
+    def receive(self, sender: Address, msg: Any) -> None:
+        kind = type(msg)
+        if kind is ProposeBatch:
             client = str(sender)
-            self.run(self.core.propose_batch([(command, (client, corr))
-                                              for corr, command in body]))
-        elif kind == "cmd":
-            corr, command = body
-            self.run(self.core.propose(command, (str(sender), corr)))
-        elif codec.is_raft(kind):
-            self.run(self.core.step(codec.decode(kind, body)))
+            self.run(self.core.propose_batch([(p.command, (client, p.corr)) for p in msg.proposals]))
+        elif kind is Propose:
+            self.run(self.core.propose(msg.command, (str(sender), msg.corr)))
         else:
-            log.warning("raft.unknown_kind", member=self.core.id, kind=kind, sender=str(sender))
+            self.run(self.core.step(msg))
         self._end_turn_soon()
 
     def tick(self) -> None:
@@ -105,54 +113,54 @@ class MemberActor:
 
     # -- effects -------------------------------------------------------------------------------
     def run(self, effects: list) -> None:
-        send = self.runtime.send
-        replies: dict[str, list] | None = None
-        for eff in effects:
-            kind = type(eff)
-            if kind is Send:
-                msg_kind, body = codec.encode(eff.msg)
-                if self._held is None:
-                    send(self._peer(eff.to), msg_kind, body, sender=self.me)
-                else:
-                    self._held.append((self._peer(eff.to), msg_kind, body))
-            elif kind is ClientReply:
-                client, corr = eff.corr
-                if replies is None:
-                    replies = {}
-                replies.setdefault(client, []).append((corr, eff.reply))
-            elif kind is PersistHardState:
-                self.core.log.save_hard_state(eff.term, eff.voted_for)
-                if self._held is None:
-                    self._held = []
-                    self.wal.after_flush(self._release)
-                self.wal.kick()
-            elif kind is NotLeader:
-                client, corr = eff.corr
-                send(Address.parse(client), "not_leader", (corr, eff.leader), sender=self.me)
-            elif kind is Rejected:
-                client, corr = eff.corr
-                send(Address.parse(client), "rejected", (corr, eff.reason), sender=self.me)
-            elif kind is WriteSnapshot:
-                self._snapshots.append(eff)
-                self._write_snapshots()
-            elif kind is LeaderChanged:
-                if eff.leader == self.core.id:
-                    self.leader_since = time.monotonic()
-                log.info("raft.leader_changed", member=self.core.id, leader=eff.leader,
-                         term=self.core.term)
-        if replies is not None:
+        self._apply(effects)
+        if self._replies:
+            replies, self._replies = self._replies, {}
+            send = self.runtime.send
             for client, batch in replies.items():
+                to = Address.parse(client)
                 if len(batch) == 1:
-                    send(Address.parse(client), "reply", batch[0], sender=self.me)
+                    send(to, Committed(*batch[0]), sender=self.me)
                 else:
-                    send(Address.parse(client), "replies", batch, sender=self.me)
+                    send(to, CommittedBatch(batch), sender=self.me)
+
+    def _send(self, e: Send) -> None:
+        to = self._peer(e.to)
+        if self._held is None:
+            self.runtime.send(to, e.msg, sender=self.me)
+        else:
+            self._held.append((to, e.msg))
+
+    def _client_reply(self, e: ClientReply) -> None:
+        client, corr = e.corr
+        self._replies.setdefault(client, []).append(Outcome(corr, e.reply))
+
+    def _to_client(self, corr: tuple[str, int], build: Any) -> None:
+        client, client_corr = corr
+        self.runtime.send(Address.parse(client), build(client_corr), sender=self.me)
+
+    def _persist_hard_state(self, e: PersistHardState) -> None:
+        self.core.log.save_hard_state(e.term, e.voted_for)
+        if self._held is None:
+            self._held = []
+            self.wal.after_flush(self._release)
+        self.wal.kick()
+
+    def _write_snapshot(self, e: WriteSnapshot) -> None:
+        self._snapshots.append(e)
+        self._write_snapshots()
+
+    def _leader_changed(self, e: LeaderChanged) -> None:
+        if e.leader == self.core.id:
+            self.leader_since = time.monotonic()
+        log.info("raft.leader_changed", member=self.core.id, leader=e.leader, term=self.core.term)
 
     def _release(self) -> None:
         """The WAL synced the hard state(s) saved since holding began: let the sends go."""
         held, self._held = self._held or [], None
         send = self.runtime.send
-        for to, msg_kind, body in held:
-            send(to, msg_kind, body, sender=self.me)
+        for to, msg in held:
+            send(to, msg, sender=self.me)
 
     def _write_snapshots(self) -> None:
         """Write the waiting snapshots the WAL now covers, in order (see the module doc)."""

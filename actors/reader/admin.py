@@ -11,6 +11,7 @@ from typing import Any
 
 import structlog
 
+from actors.messages.node import CloseConnections
 from wire.errors import AmqpError
 
 log = structlog.get_logger("warren.conn_admin")
@@ -74,7 +75,7 @@ def close_connections(ctx: Any, vhost: str | None, owner: str | None, code: int,
             continue
         if (owner is not None and r.owner != owner) or (vhost is not None and (r.opened is None or r.opened.vhost != vhost)):
             continue
-        r._apply(r.core.channel_error(AmqpError(code, detail, connection=True)))
+        r.channel_error(AmqpError(code, detail, connection=True))
         r.flush_all()
         closed += 1
         log.info("connection.force_closed", owner=r.owner, code=code, detail=detail)
@@ -82,13 +83,10 @@ def close_connections(ctx: Any, vhost: str | None, owner: str | None, code: int,
 
 
 class ConnectionAdmin:
-    """Mailbox kind close_connections (vhost, owner, code, detail) from the node."""
+    """The actor that takes `CloseConnections` from the node."""
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
 
-    def receive(self, sender: Any, kind: str, body: Any) -> None:
-        if kind == "close_connections":
-            close_connections(self.ctx, *body)
-        else:
-            log.warning("conn_admin.unknown_kind", kind=kind)
+    def receive(self, sender: Any, msg: CloseConnections) -> None:
+        close_connections(self.ctx, msg.vhost, msg.owner, msg.code, msg.text)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from effects import ChannelsDown, CloseSocket, Opened, OpenChannel, SetFrameMax, ToChannel, Write
 from wire import methods as m
 from wire.codec import DecodeError, decode_table
 from wire.errors import (
@@ -63,47 +64,6 @@ class Gatekeeper:
 
     def __call__(self, user: str, password: str) -> bool:
         return self.check_login(user, password)
-
-
-@dataclass(frozen=True, slots=True)
-class WriteBytes:
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class CloseSocket:
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Opened:
-    """The connection is open: the shell may now create channels for `vhost` as `user`."""
-
-    vhost: str
-    user: str
-    frame_max: int
-    capabilities: dict
-
-
-@dataclass(frozen=True, slots=True)
-class OpenChannel:
-    number: int
-
-
-@dataclass(frozen=True, slots=True)
-class ToChannel:
-    number: int
-    command: Command
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelsDown:
-    """Every channel must release what it holds (the connection is closing)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SetFrameMax:
-    frame_max: int
 
 
 START, START_OK, TUNE_OK, OPEN_WAIT, OPEN, CLOSING, CLOSED = (
@@ -177,7 +137,7 @@ class ConnectionCore:
                 mechanisms=b"PLAIN AMQPLAIN", locales=b"en_US")) + self._to(START_OK)
         if isinstance(event, BadProtocolHeader):
             self.state = CLOSED
-            return [WriteBytes(PROTOCOL_HEADER), CloseSocket("bad protocol header")]
+            return [Write([PROTOCOL_HEADER]), CloseSocket("bad protocol header")]
         if isinstance(event, Heartbeat):
             return []
         if isinstance(event, ConnectionErrorEvent):
@@ -196,7 +156,7 @@ class ConnectionCore:
             return [ChannelsDown(), CloseSocket(f"missed heartbeats from client, timeout: {self.heartbeat}s")]
         if self._idle_out * 2 >= self.heartbeat * tps:
             self._idle_out = 0
-            return [WriteBytes(HEARTBEAT_FRAME)]
+            return [Write([HEARTBEAT_FRAME])]
         return []
 
     def sent(self) -> None:
@@ -216,7 +176,7 @@ class ConnectionCore:
         return []
 
     def _send(self, method: m.Method, channel: int = 0) -> list:
-        return [WriteBytes(method_frame(channel, method))]
+        return [Write([method_frame(channel, method)])]
 
     def _server_properties(self) -> dict:
         s = self.settings
@@ -350,5 +310,4 @@ class ConnectionCore:
         return [Opened(self.vhost, self.user, self.frame_max, self.capabilities), *self._send(m.ConnectionOpenOk())]
 
 
-__all__ = ["ConnectionCore", "Gatekeeper", "Settings", "WriteBytes", "CloseSocket", "Opened", "OpenChannel", "ToChannel",
-           "ChannelsDown", "SetFrameMax", "FRAME_ERROR"]
+__all__ = ["ConnectionCore", "Gatekeeper", "Settings"]

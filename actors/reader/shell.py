@@ -1,9 +1,9 @@
 """The reader: one asyncio Protocol per AMQP connection, and the channel actors it owns.
 
 A shell only. Bytes go through wire.InboundParser; the events go to the ConnectionCore; commands for a
-channel go to that channel's ChannelCore; effects come back and are carried out here: frames are
-written with one `writelines` per batch, messages leave through the runtime (which batches them per
-destination host). Everything one `data_received` produced is flushed together, so a burst of
+channel go to that channel's ChannelCore (through its ChannelActor, actors/channel/shell.py); effects
+come back and are carried out by an Interpreter: frames are written with one `writelines` per
+batch, messages leave through the runtime (which batches them per destination host). Everything one `data_received` produced is flushed together, so a burst of
 publishes becomes one message per destination queue.
 
 Flow control, from the socket to the queues: publishes are credit-controlled runtime sends. When any
@@ -26,13 +26,14 @@ from typing import Any, Callable
 
 import structlog
 
-from actors.channel.core import CLOSED, ChannelCore, CloseConnection, Finished, Write, consumer_timeout_default_ms
-from actors.effects import Send
+from actors.channel.core import CLOSED, ChannelCore, consumer_timeout_default_ms
+from actors.channel.shell import ChannelActor
+from actors.messages.node import ConnectionClosed, QueueHostRestarted, QueuesGone
 from actors.placement import NODE
-from actors.reader.core import (
-    ChannelsDown, CloseSocket, ConnectionCore, OpenChannel, Opened, SetFrameMax, Settings, ToChannel, WriteBytes,
-)
+from actors.reader.core import ConnectionCore, Settings
 from actors.runtime.address import Address
+from effects import ChannelsDown, CloseSocket, Opened, OpenChannel, SetFrameMax, ToChannel, Write
+from effects.interpreter import Interpreter
 from flow.read_share import ReadShare
 from wire.errors import INTERNAL_ERROR, AmqpError
 from wire.inbound import InboundParser
@@ -47,25 +48,6 @@ def is_loopback(peer: Any) -> bool:
         return False
 
 
-class ChannelActor:
-    """The mailbox face of one channel: queue and node messages go to its core."""
-
-    def __init__(self, reader: "Reader", core: ChannelCore, address: Address) -> None:
-        self.reader = reader
-        self.core = core
-        self.address = address
-
-    def receive(self, sender: Address, kind: str, body: Any) -> None:
-        try:
-            self.core.receive(sender, kind, body)
-            self.reader.flush_channel(self)
-        except Exception:  # a bug must cost this connection only, never the host
-            self.reader._internal_error()
-
-    def on_unblocked(self) -> None:
-        self.reader.maybe_resume()
-
-
 class Reader(asyncio.BufferedProtocol):
     def __init__(self, host: "ConnectionHostContext") -> None:
         self.host = host
@@ -78,6 +60,10 @@ class Reader(asyncio.BufferedProtocol):
         self.writable = True
         self.paused = False
         self.closed = False
+        self._apply = Interpreter({
+            ToChannel: self._to_channel, Write: self.write, OpenChannel: self._open_channel,
+            ChannelsDown: lambda _: self._channels_down(), CloseSocket: self._close_socket, Opened: self._opened,
+            SetFrameMax: self._set_frame_max})
 
     # ------------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -108,9 +94,9 @@ class Reader(asyncio.BufferedProtocol):
                     return
             self.flush_all()
         except Exception:  # a bug must cost this connection only, never the host
-            self._internal_error()
+            self.internal_error()
 
-    def _internal_error(self) -> None:
+    def internal_error(self) -> None:
         log.exception("connection.internal_error", owner=self.owner)
         if self.closed:
             return
@@ -133,35 +119,35 @@ class Reader(asyncio.BufferedProtocol):
         self.flush_all()
 
     # ------------------------------------------------------------------ effects
-    def _write(self, chunks: list) -> None:
+    def write(self, e: Write) -> None:
         if self.transport is not None and not self.closed:
-            self.transport.writelines(chunks)
+            self.transport.writelines(e.chunks)
             self.core.sent()
 
-    def _apply(self, effects: list) -> None:
-        for e in effects:
-            if isinstance(e, ToChannel):
-                ch = self.channels.get(e.number)
-                if ch is not None:
-                    ch.core.command(e.command)
-                    if ch.core.state == CLOSED:  # free the number now: the client may reopen it next
-                        self.flush_channel(ch)
-            elif isinstance(e, WriteBytes):
-                self._write([e.data])
-            elif isinstance(e, OpenChannel):
-                self._open_channel(e.number)
-            elif isinstance(e, ChannelsDown):
-                self._channels_down()
-            elif isinstance(e, CloseSocket):
-                self.flush_all()
-                self._shutdown(e.reason)
-            elif isinstance(e, Opened):
-                self.opened = e
-                log.info("connection.opened", owner=self.owner, user=e.user, vhost=e.vhost)
-            elif isinstance(e, SetFrameMax):
-                self.parser.frame_max = e.frame_max
+    def _to_channel(self, e: ToChannel) -> None:
+        ch = self.channels.get(e.number)
+        if ch is not None:
+            ch.core.command(e.command)
+            if ch.core.state == CLOSED:  # free the number now: the client may reopen it next
+                ch.flush()
 
-    def _open_channel(self, number: int) -> None:
+    def _close_socket(self, e: CloseSocket) -> None:
+        self.flush_all()
+        self._shutdown(e.reason)
+
+    def _opened(self, e: Opened) -> None:
+        self.opened = e
+        log.info("connection.opened", owner=self.owner, user=e.user, vhost=e.vhost)
+
+    def _set_frame_max(self, e: SetFrameMax) -> None:
+        self.parser.frame_max = e.frame_max
+
+    def channel_error(self, error: Any) -> None:
+        """A channel found a connection-level error: the connection closes with it."""
+        self._apply(self.core.channel_error(error))
+
+    def _open_channel(self, e: OpenChannel) -> None:
+        number = e.number
         o = self.opened
         host = self.host
         name = host.next_channel_name()
@@ -171,11 +157,11 @@ class Reader(asyncio.BufferedProtocol):
                            capabilities=o.capabilities, rng=host.rng, user=o.user, address=address,
                            parse_address=Address.parse, consumer_timeout_ms=host.consumer_timeout_ms,
                            ticks_per_second=host.settings.ticks_per_second)
-        actor = ChannelActor(self, core, address)
+        actor = ChannelActor(self, core, address, host.runtime)
         self.host.runtime.spawn(name, actor)
         self.channels[number] = actor
 
-    def _forget_channel(self, ch: ChannelActor) -> None:
+    def forget_channel(self, ch: ChannelActor) -> None:
         if self.channels.get(ch.core.number) is ch:
             del self.channels[ch.core.number]
             self.core.channel_finished(ch.core.number)
@@ -184,26 +170,13 @@ class Reader(asyncio.BufferedProtocol):
     def _channels_down(self) -> None:
         for ch in list(self.channels.values()):
             ch.core.connection_closed()
-            self.flush_channel(ch)
-            self._forget_channel(ch)
+            ch.flush()
+            self.forget_channel(ch)
 
     def flush_all(self) -> None:
         for ch in list(self.channels.values()):
-            self.flush_channel(ch)
+            ch.flush()
         self._check_blocked()
-
-    def flush_channel(self, ch: ChannelActor) -> None:
-        runtime = self.host.runtime
-        for e in ch.core.flush(self.writable):
-            if isinstance(e, Send):
-                credit = len(e.body) if e.kind == "publish" else 0
-                runtime.send(e.to, e.kind, e.body, sender=ch.address, credit=credit)
-            elif isinstance(e, Write):
-                self._write(e.chunks)
-            elif isinstance(e, Finished):
-                self._forget_channel(ch)
-            elif isinstance(e, CloseConnection):
-                self._apply(self.core.channel_error(e.error))
 
     def _check_blocked(self) -> None:
         if self.paused or self.transport is None or self.closed:
@@ -228,7 +201,7 @@ class Reader(asyncio.BufferedProtocol):
             if self.closed:
                 return
             ch.core.tick()
-            self.flush_channel(ch)
+            ch.flush()
 
     def _shutdown(self, reason: str) -> None:
         if self.closed:
@@ -237,7 +210,7 @@ class Reader(asyncio.BufferedProtocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
-        self.host.runtime.send(NODE, "connection_closed", (self.owner,), sender=self.host.router_address)
+        self.host.runtime.send(NODE, ConnectionClosed(self.owner), sender=self.host.router_address)
         log.info("connection.closed", owner=self.owner, reason=reason)
 
 
@@ -281,7 +254,7 @@ def tell_channels_host_restarted(ctx: ConnectionHostContext) -> Callable[[Addres
     """The replica's on_host_restarted: every channel learns that a queue host lost its state."""
     def on_host_restarted(sender: Address, host: str) -> None:
         for ch in ctx.channels():
-            ch.receive(sender, "queue_host_restarted", host)
+            ch.receive(sender, QueueHostRestarted(host))
     return on_host_restarted
 
 
@@ -294,5 +267,5 @@ def tell_channels(ctx: ConnectionHostContext) -> Callable[[Address, list, list],
         if gone:
             queues = [ctx.place(vhost, name) for vhost, name in gone]
             for ch in ctx.channels():
-                ch.receive(sender, "queues_gone", queues)
+                ch.receive(sender, QueuesGone(queues))
     return on_change

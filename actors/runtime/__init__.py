@@ -1,7 +1,6 @@
-"""warren's actor runtime: ZeroMQ mailboxes, credit flow, Thespian supervision (control only)."""
-from actors.runtime.address import Address
-from actors.runtime.control import HostSpec, control
-from actors.runtime.mailbox import Actor, Runtime
-from actors.runtime.node_process import run_node
+"""warren's actor runtime: ZeroMQ mailboxes, credit flow, Thespian supervision (control only).
 
-__all__ = ["Actor", "Address", "HostSpec", "Runtime", "control", "run_node"]
+Import what you need from its modules (address, mailbox, envelope, control, host, supervisor,
+node_process); this package file imports nothing, so the modules depend on each other in one
+direction only.
+"""

@@ -1,14 +1,15 @@
-"""Encoding of one host-to-host batch: a Cap'n Proto `Envelope` (wire/envelope.capnp) + the bodies.
+"""Encoding of one host-to-host batch: a Cap'n Proto `Envelope` (wire/envelope.capnp) + the messages.
 
-A frame is one msgpack array of two: the capnp `Envelope` as bytes (sender, target, kind and credit
-per item) and the array of the items' bodies in item order (use_bin_type=True). `encode` returns
+A frame is one msgpack array of two: the capnp `Envelope` as bytes (sender, target, message tag and
+credit per item) and the array of the items' message field values in item order (use_bin_type=True;
+actors/messages says how a typed message becomes a tag and values, and back). `encode` returns
 the msgpack buffer itself, to be sent without a copy (ZeroMQ's copy=False), so each body byte is
 copied once on the way out, into that buffer, and once on the way in, when msgpack builds the bytes
 objects straight out of ZeroMQ's buffer. (Bodies inside capnp Data fields were copied six times per
 hop: packb, its buffer growth, the Data field, and twice in `to_bytes`; for 16 KiB messages that
 was most of a host's user time.)
 
-Bodies decode with `raw=False, use_list=False`, so a list sent to another host arrives as a tuple.
+Values decode with `raw=False, use_list=False`, so a list sent to another host arrives as a tuple.
 Receivers must accept any sequence. Messages between actors of the same host never pass through
 here (they get the same Python object). Nothing decoded refers to the frame's memory, so the
 caller may release it as soon as `decode` returns.
@@ -21,6 +22,8 @@ from typing import Any
 import capnp
 import msgpack
 
+from actors.messages import build, ext_hook, fields_of, pack_default
+
 _schema = capnp.load(str(Path(__file__).resolve().parents[2] / "wire" / "envelope.capnp"))
 Envelope = _schema.Envelope
 
@@ -29,8 +32,8 @@ traversal_limit_words = 1 << 40
 
 buf_bytes_min = 256 * 1024  # msgpack's own default buffer
 
-# (sender name, target name, kind, credit, body)
-Item = tuple[str, str, str, int, Any]
+# (sender name, target name, message, credit)
+Item = tuple[str, str, Any, int]
 
 
 def encode(source: str, items: list[Item], size_hint: int = 0) -> memoryview:
@@ -40,22 +43,25 @@ def encode(source: str, items: list[Item], size_hint: int = 0) -> memoryview:
     front: growing it by doubling copies a batch of large bodies about once more."""
     message = Envelope.new_message(source=source)
     slots = message.init("items", len(items))
-    for slot, (sender, target, kind, credit, _body) in zip(slots, items):
+    values = []
+    for slot, (sender, target, msg, credit) in zip(slots, items):
+        tag, fields = fields_of(msg)
         slot.sender = sender
         slot.target = target
-        slot.kind = kind
+        slot.kind = tag
         slot.credit = credit
+        values.append(fields)
     # a Packer per frame: the frame is its buffer, exported until ZeroMQ has sent it
-    packer = msgpack.Packer(use_bin_type=True, autoreset=False,
+    packer = msgpack.Packer(use_bin_type=True, autoreset=False, default=pack_default,
                             buf_size=max(buf_bytes_min, size_hint + size_hint // 4))
-    packer.pack((message.to_bytes(), [item[4] for item in items]))
+    packer.pack((message.to_bytes(), values))
     return packer.getbuffer()
 
 
 def decode(frame: Any) -> tuple[str, list[Item]]:
     """The source host and the items of one frame (anything with the buffer protocol). A
-    malformed frame raises ValueError (a corrupt capnp header, capnp's error)."""
-    unpacked = msgpack.unpackb(frame, raw=False, use_list=False)
+    malformed frame raises ValueError (a corrupt capnp header, capnp's error, an unknown tag)."""
+    unpacked = msgpack.unpackb(frame, raw=False, use_list=False, ext_hook=ext_hook)
     if not (isinstance(unpacked, tuple) and len(unpacked) == 2 and isinstance(unpacked[0], bytes)
             and isinstance(unpacked[1], tuple)):
         raise ValueError("a frame is (envelope header, bodies)")
@@ -65,5 +71,8 @@ def decode(frame: Any) -> tuple[str, list[Item]]:
         items = message.items
         if len(items) != len(bodies):
             raise ValueError(f"{len(items)} envelope items but {len(bodies)} bodies")
-        return message.source, [(item.sender, item.target, item.kind, item.credit, body)
-                                for item, body in zip(items, bodies)]
+        try:
+            return message.source, [(item.sender, item.target, build(item.kind, values), item.credit)
+                                    for item, values in zip(items, bodies)]
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"a frame item does not decode to a message: {exc!r}") from exc

@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 One `Runtime` runs in each host process on an asyncio loop. Actors are plain objects with
-`receive(sender, kind, body)`; they are addressed by `Address(host, name)`.
+`receive(sender, msg)`, where `msg` is a typed message of actors/messages; they are addressed by
+`Address(host, name)`.
 
 `send` never blocks and never does IO. It appends the item to the outbox of the destination
 *host* and, on the first send of a loop iteration, schedules `_flush` with `call_soon`. The flush
@@ -21,14 +22,14 @@ one envelope in send order.
 Credit (flow/credit.py): `send(..., credit=n)` consumes n on the link sender->destination in the
 sender's ledger. After the receiver's `receive` returns, the runtime marks n processed in the
 receiver's ledger - unless the actor has `manual_credit = True` and calls `processed` itself. Grants
-travel back as items of kind `CREDIT_KIND`, batched like everything else. Credit is never lost:
+travel back as `Credit` messages, batched like everything else. Credit is never lost:
 messages for a dead or unknown actor, messages whose `receive` crashed, and everything a removed
 actor had received but not yet granted are credited back to their senders.
 
 A `receive` (or `on_unblocked`) that raises is logged with its traceback and the actor is removed;
 the host keeps running.
-A message for an actor that does not exist is answered with an `undelivered` message carrying
-its kind and body, so a sender waiting for a reply or a confirm learns that it will not come.
+A message for an actor that does not exist is answered with `Undelivered(msg)`, so a sender
+waiting for a reply or a confirm learns that it will not come.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from typing import Any, Awaitable, Callable, Protocol
 import structlog
 import zmq
 
+from actors.messages.runtime import Credit, Undelivered
 from actors.runtime import envelope
 from actors.runtime.address import Address
 from flow.credit import CreditLedger
@@ -46,15 +48,13 @@ from flow.state import FlowState
 
 log = structlog.get_logger("warren.runtime")
 
-CREDIT_KIND = "$credit"
-UNDELIVERED_KIND = "undelivered"  # (kind, body) of a message whose target actor does not exist
 recv_frames_max = 256  # frames drained per loop iteration before yielding to other callbacks
 close_linger_ms = 1000  # how long close() waits for queued frames to leave
 ticks_per_second = 1000  # flow-state ticks are milliseconds of the monotonic clock
 
 
 class Actor(Protocol):
-    def receive(self, sender: Address, kind: str, body: Any) -> None: ...
+    def receive(self, sender: Address, msg: Any) -> None: ...
 
 
 def _now() -> int:
@@ -140,14 +140,14 @@ class Runtime:
         return self._actors.get(name)
 
     # -- sending -----------------------------------------------------------------------------
-    def send(self, to: Address, kind: str, body: Any, *, sender: Address, credit: int = 0) -> None:
+    def send(self, to: Address, msg: Any, *, sender: Address, credit: int = 0) -> None:
         """Queue a message; it leaves with this loop iteration's batch for `to.host`."""
         assert sender.host == self.host, (sender, self.host)
         if credit:
             ledger = self._ledgers.get(sender.name)
             if ledger is not None and ledger.sent(to, credit):
                 self._observe(sender.name, ledger)
-        self._enqueue(to.host, (sender.name, to.name, kind, credit, body))
+        self._enqueue(to.host, (sender.name, to.name, msg, credit))
 
     def blocked(self, actor: Address) -> bool:
         """Whether any credit-controlled outgoing link of `actor` is out of credit."""
@@ -204,7 +204,7 @@ class Runtime:
             self._loop.call_soon(self._flush)
 
     def _send_credit(self, frm: Address, to: Address, amount: int) -> None:
-        self._enqueue(to.host, (frm.name, to.name, CREDIT_KIND, 0, amount))
+        self._enqueue(to.host, (frm.name, to.name, Credit(amount), 0))
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -259,27 +259,27 @@ class Runtime:
         self._loop.call_soon(self._drain)  # more may be waiting; let other callbacks run first
 
     def _dispatch_all(self, source: str, items: list[envelope.Item]) -> None:
-        for sender, target, kind, credit, body in items:
-            self._dispatch(Address(source, sender), target, kind, credit, body)
+        for sender, target, msg, credit in items:
+            self._dispatch(Address(source, sender), target, msg, credit)
 
-    def _dispatch(self, sender: Address, target: str, kind: str, credit: int, body: Any) -> None:
-        if kind == CREDIT_KIND:
-            self._credit_arrived(target, sender, body)
+    def _dispatch(self, sender: Address, target: str, msg: Any, credit: int) -> None:
+        if type(msg) is Credit:
+            self._credit_arrived(target, sender, msg.amount)
             return
         actor = self._actors.get(target)
         me = Address(self.host, target)
         if actor is None:
-            log.warning("runtime.unknown_actor", host=self.host, actor=target, kind=kind,
+            log.warning("runtime.unknown_actor", host=self.host, actor=target, kind=type(msg).__name__,
                         sender=str(sender))
             if credit:
                 self._send_credit(me, sender, credit)
-            if kind != UNDELIVERED_KIND:  # tell the sender, so nothing waits for a dead actor's answer
-                self._enqueue(sender.host, (target, sender.name, UNDELIVERED_KIND, 0, (kind, body)))
+            if type(msg) is not Undelivered:  # tell the sender, so nothing waits for a dead actor's answer
+                self._enqueue(sender.host, (target, sender.name, Undelivered(msg), 0))
             return
         try:
-            actor.receive(sender, kind, body)
+            actor.receive(sender, msg)
         except Exception:
-            log.exception("actor.crashed", actor=str(me), kind=kind, sender=str(sender))
+            log.exception("actor.crashed", actor=str(me), kind=type(msg).__name__, sender=str(sender))
             self.remove(target)
             if credit:
                 self._send_credit(me, sender, credit)

@@ -264,7 +264,7 @@ class DurableBacking:
                  if transient else [])):
             for e, payload in zip(group, payloads):
                 exchange, routing_key, header, body = decode_message(payload)
-                e.message = (e.seq, e.redelivered, exchange, routing_key, header, body)
+                e.message = Message(e.seq, e.redelivered, exchange, routing_key, header, body)
 
     # -- inspection ------------------------------------------------------------------------------
     def stats(self) -> BackingStats:

@@ -4,17 +4,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from actors.runtime import Address, HostSpec, Runtime, run_node
+from actors.runtime.address import Address
+from actors.runtime.control import HostSpec
+from actors.runtime.mailbox import Runtime
+from actors.runtime.node_process import run_node
+from tests.actors.messages import Note
 
 
 class Echo:
-    """Answers every message with ("echo", body) to its sender."""
+    """Answers every message with Note("echo", body) to its sender."""
 
     def __init__(self, runtime: Runtime, me: Address) -> None:
         self.runtime, self.me = runtime, me
 
-    def receive(self, sender: Address, kind: str, body) -> None:
-        self.runtime.send(sender, "echo", body, sender=self.me)
+    def receive(self, sender: Address, msg: Note) -> None:
+        self.runtime.send(sender, Note("echo", msg.body), sender=self.me)
 
 
 def echo_host(runtime: Runtime, spec: HostSpec) -> None:
@@ -27,10 +31,10 @@ def echo_host(runtime: Runtime, spec: HostSpec) -> None:
             got = asyncio.get_running_loop().create_future()
 
             class Probe:
-                def receive(self, sender, kind, body):
-                    got.set_result([str(sender), kind, list(body)])
+                def receive(self, sender, msg):
+                    got.set_result([str(sender), msg.kind, list(msg.body)])
             runtime.spawn("probe", Probe())
-            runtime.send(Address(args["host"], "echo"), "ping", [1, 2], sender=Address(runtime.host, "probe"))
+            runtime.send(Address(args["host"], "echo"), Note("ping", [1, 2]), sender=Address(runtime.host, "probe"))
             try:
                 return await asyncio.wait_for(got, 5)
             finally:

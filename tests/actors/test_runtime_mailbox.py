@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.runtime import Address, Runtime
 from actors.runtime import envelope
+from actors.runtime.address import Address
+from actors.runtime.mailbox import Runtime
+from tests.actors.messages import Note
 
 deadline_s = 10.0
 
@@ -21,14 +23,14 @@ class Recorder:
         self.expect = expect
         self.done = asyncio.get_running_loop().create_future()
 
-    def receive(self, sender: Address, kind: str, body) -> None:
-        self.got.append((sender, kind, body))
+    def receive(self, sender: Address, msg: Note) -> None:
+        self.got.append((sender, msg.kind, msg.body))
         if len(self.got) >= self.expect and not self.done.done():
             self.done.set_result(None)
 
 
 class Crasher:
-    def receive(self, sender, kind, body) -> None:
+    def receive(self, sender, msg) -> None:
         raise ValueError("boom")
 
 
@@ -57,29 +59,44 @@ def test_address_round_trips_through_text() -> None:
 
 
 def test_envelope_round_trip_turns_lists_into_tuples() -> None:
-    items = [("s", "t", "kind", 3, [1, b"\x00raw", {"k": [2]}]), ("s", "u", "k2", 0, None)]
+    items = [("s", "t", Note("kind", [1, b"\x00raw", {"k": [2]}]), 3), ("s", "u", Note("k2", None), 0)]
     source, decoded = envelope.decode(envelope.encode("h", items))
     assert source == "h"
-    assert decoded == [("s", "t", "kind", 3, (1, b"\x00raw", {"k": (2,)})), ("s", "u", "k2", 0, None)]
+    assert decoded == [("s", "t", Note("kind", (1, b"\x00raw", {"k": (2,)})), 3), ("s", "u", Note("k2", None), 0)]
+
+
+def test_typed_records_come_back_typed() -> None:
+    """Per-message records (NamedTuples) and nested records (an Address, an AmqpError) decode as
+    their own types, not as the plain tuples msgpack hands back."""
+    from actors.messages.calls import Reply
+    from actors.messages.channel_queue import Publish, Published
+    from wire.errors import AmqpError
+    publish = Publish([Published(1, "", "q", b"h", b"body")])
+    reply = Reply(7, Note("x", Address("queue0", "q:/:a")), AmqpError(404, "no queue"))
+    _, decoded = envelope.decode(envelope.encode("h", [("s", "t", publish, 1), ("s", "t", reply, 0)]))
+    (_, _, got_publish, _), (_, _, got_reply, _) = decoded
+    assert got_publish == publish and type(got_publish.messages[0]) is Published
+    assert got_reply == reply and type(got_reply.value.body) is Address
 
 
 def test_envelope_bodies_are_copies_that_outlive_the_frame() -> None:
     """Receivers decode straight out of ZeroMQ's buffer and then let it go: nothing decoded may
     point into it. Large bodies (16 KiB publishes) come out whole and in item order."""
     big = bytes(range(256)) * 64
-    items = [("ch:1", "q:/:q", "publish", 2, ((1, "", "q", b"h", big), (2, "", "q", b"h", big[::-1]))),
-             ("ch:1", "q:/:r", "settle", 0, ((), (), ()))]
+    from actors.messages.channel_queue import Publish, Published, Settle
+    items = [("ch:1", "q:/:q", Publish([Published(1, "", "q", b"h", big), Published(2, "", "q", b"h", big[::-1])]), 2),
+             ("ch:1", "q:/:r", Settle([], [], []), 0)]
     frame = bytearray(envelope.encode("conn0", items))
     source, decoded = envelope.decode(frame)
     frame[:] = b"\x00" * len(frame)
     assert source == "conn0"
-    assert decoded[0][4][0][4] == big and decoded[0][4][1][4] == big[::-1]
-    assert [item[:4] for item in decoded] == [item[:4] for item in items]
+    assert decoded[0][2].messages[0].body == big and decoded[0][2].messages[1].body == big[::-1]
+    assert decoded == [items[0], ("ch:1", "q:/:r", Settle((), (), ()), 0)]  # lists arrive as tuples
 
 
 @pytest.mark.parametrize("frame", [
     b"", b"\x92", b"\xc4\x00", b"\x92\xc4\x00\x90",  # empty, truncated, not a pair, empty header
-    bytes(envelope.encode("h", [("s", "t", "k", 0, b"x" * 100), ("s", "t", "k", 0, b"y")]))[:-1],
+    bytes(envelope.encode("h", [("s", "t", Note("k", b"x" * 100), 0), ("s", "t", Note("k", b"y"), 0)]))[:-1],
 ])
 def test_a_malformed_envelope_is_an_error_not_a_partial_batch(frame: bytes) -> None:
     with pytest.raises(Exception):  # ValueError from msgpack or this module, capnp's own error
@@ -88,9 +105,16 @@ def test_a_malformed_envelope_is_an_error_not_a_partial_batch(frame: bytes) -> N
 
 def test_an_envelope_whose_items_and_bodies_disagree_is_refused() -> None:
     import msgpack
-    header, bodies = msgpack.unpackb(envelope.encode("h", [("s", "t", "k", 0, 1)]), use_list=False)
+    header, bodies = msgpack.unpackb(envelope.encode("h", [("s", "t", Note("k", 1), 0)]), use_list=False)
     with pytest.raises(ValueError, match="1 envelope items but 2 bodies"):
-        envelope.decode(msgpack.packb((header, bodies + (2,))))
+        envelope.decode(msgpack.packb((header, bodies + (("k", 2),))))
+
+
+def test_an_unknown_message_tag_is_refused() -> None:
+    import msgpack
+    header, bodies = msgpack.unpackb(envelope.encode("h", [("s", "t", Note("k", 1), 0)]), use_list=False)
+    with pytest.raises(ValueError, match="does not decode to a message"):
+        envelope.decode(msgpack.packb((header.replace(b"Note", b"Nope"), bodies)))
 
 
 def test_local_delivery_hands_over_the_same_object_later_and_in_order(tmp_path: Path) -> None:
@@ -101,9 +125,9 @@ def test_local_delivery_hands_over_the_same_object_later_and_in_order(tmp_path: 
         to = rt.spawn("rec", rec)
         me = Address("a", "me")
         body = {"big": [1, 2, 3]}
-        rt.send(to, "k1", body, sender=me)
-        rt.send(to, "k2", 2, sender=me)
-        rt.send(to, "k3", 3, sender=me)
+        rt.send(to, Note("k1", body), sender=me)
+        rt.send(to, Note("k2", 2), sender=me)
+        rt.send(to, Note("k3", 3), sender=me)
         assert rec.got == []  # never delivered inside send
         await rec.done
         assert [k for _, k, _ in rec.got] == ["k1", "k2", "k3"]
@@ -120,15 +144,15 @@ def test_one_frame_per_destination_host_per_iteration_in_order(tmp_path: Path) -
         t1, t2 = b.spawn("r1", r1), b.spawn("r2", r2)
         s1, s2 = Address("a", "s1"), Address("a", "s2")
         for i in range(300):  # two senders, two receivers, one loop iteration
-            a.send(t1, "m", i, sender=s1)
-            a.send(t2, "m", [i, "x"], sender=s2)
+            a.send(t1, Note("m", i), sender=s1)
+            a.send(t2, Note("m", [i, "x"]), sender=s2)
         await asyncio.gather(r1.done, r2.done)
         assert a.frames_sent == 1 and b.frames_received == 1
         assert [body for _, _, body in r1.got] == list(range(300))
         assert [body for _, _, body in r2.got] == [(i, "x") for i in range(300)]
         assert r1.got[0][0] == s1
         for i in range(3):  # three iterations -> three frames
-            a.send(t1, "m", i, sender=s1)
+            a.send(t1, Note("m", i), sender=s1)
             await asyncio.sleep(0)  # yields one loop iteration (not a timing wait)
         r1.expect, r1.done = 303, asyncio.get_running_loop().create_future()
         await r1.done
@@ -146,15 +170,15 @@ class ManualSink:
     def __init__(self) -> None:
         self.got: list[tuple[Address, object]] = []
 
-    def receive(self, sender, kind, body) -> None:
-        self.got.append((sender, body))
+    def receive(self, sender, msg) -> None:
+        self.got.append((sender, msg.body))
 
 
 class Source:
     def __init__(self) -> None:
         self.unblocked = asyncio.get_running_loop().create_future()
 
-    def receive(self, sender, kind, body) -> None:
+    def receive(self, sender, msg) -> None:
         pass
 
     def on_unblocked(self) -> None:
@@ -179,9 +203,9 @@ def test_credit_blocks_sender_after_initial_and_unblocks_after_processed(tmp_pat
         source = Source()
         me = a.spawn("src", source)
         for i in range(399):
-            a.send(to, "m", i, sender=me, credit=1)
+            a.send(to, Note("m", i), sender=me, credit=1)
         assert not a.blocked(me)
-        a.send(to, "m", 399, sender=me, credit=1)
+        a.send(to, Note("m", 399), sender=me, credit=1)
         assert a.blocked(me)
         assert a.flow_states()["src"]["state"] == "flow"
         assert a.flow_states()["src"]["blocked_on"] == ["b/sink"]
@@ -213,7 +237,7 @@ def test_automatic_credit_keeps_a_long_stream_flowing(tmp_path: Path) -> None:
             if a.blocked(me):
                 await asyncio.sleep(0)
                 continue
-            a.send(to, "m", sent, sender=me, credit=1)
+            a.send(to, Note("m", sent), sender=me, credit=1)
             sent += 1
         await rec.done
         assert [body for _, _, body in rec.got] == list(range(1000))
@@ -230,12 +254,12 @@ def test_credit_to_an_unknown_or_crashing_actor_comes_back(tmp_path: Path) -> No
         b.spawn("rec", rec)
         source = Source()
         me = a.spawn("src", source)
-        a.send(Address("b", "nobody"), "m", 1, sender=me, credit=400)
+        a.send(Address("b", "nobody"), Note("m", 1), sender=me, credit=400)
         assert a.blocked(me)
         await source.unblocked
         source.unblocked = asyncio.get_running_loop().create_future()
-        a.send(Address("b", "crasher"), "m", 1, sender=me, credit=400)
-        a.send(Address("b", "rec"), "after", 2, sender=me)
+        a.send(Address("b", "crasher"), Note("m", 1), sender=me, credit=400)
+        a.send(Address("b", "rec"), Note("after", 2), sender=me)
         await source.unblocked
         await rec.done
         assert b.actor("crasher") is None  # crashed and removed, the host keeps running
@@ -252,7 +276,7 @@ def test_removing_an_actor_returns_the_credit_it_held(tmp_path: Path) -> None:
         b.spawn("sink", sink)
         source = Source()
         me = a.spawn("src", source)
-        a.send(Address("b", "sink"), "m", 1, sender=me, credit=400)
+        a.send(Address("b", "sink"), Note("m", 1), sender=me, credit=400)
         while not sink.got:
             await asyncio.sleep(0)
         b.remove("sink")
@@ -270,10 +294,10 @@ def _echo_process(endpoints: dict[str, str], ready) -> None:
         stop = asyncio.get_running_loop().create_future()
 
         class Echo:
-            def receive(self, sender, kind, body):
-                if kind == "stop":
+            def receive(self, sender, msg):
+                if msg.kind == "stop":
                     stop.set_result(None)
-                rt.send(sender, kind, body, sender=Address("far", "echo"))
+                rt.send(sender, msg, sender=Address("far", "echo"))
         rt.spawn("echo", Echo())
         ready.set()
         await stop
@@ -298,9 +322,9 @@ def test_two_processes_exchange_batches_in_order(tmp_path: Path) -> None:
             echo = Address("far", "echo")
             for batch in range(10):
                 for i in range(100):
-                    rt.send(echo, "m", [batch, i, b"x" * 1000], sender=me)
+                    rt.send(echo, Note("m", [batch, i, b"x" * 1000]), sender=me)
                 await asyncio.sleep(0)
-            rt.send(echo, "stop", None, sender=me)
+            rt.send(echo, Note("stop", None), sender=me)
             await rec.done
             assert [body[:2] for _, _, body in rec.got[:-1]] == [(b, i) for b in range(10) for i in range(100)]
             assert rec.got[0][0] == echo and rec.got[0][2][2] == b"x" * 1000

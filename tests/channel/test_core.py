@@ -1,8 +1,13 @@
 """Channel core, testing ladder step 2: the exact effects returned for each input."""
 from __future__ import annotations
 
-from actors.channel.core import CloseConnection, Finished, Write
-from actors.effects import Send
+from actors.messages.calls import Reply
+from actors.messages.channel_queue import (
+    ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Grant, Publish, Rejected, Settle,
+)
+from actors.messages.node import QueueHostRestarted
+from actors.messages.runtime import Undelivered
+from effects import ChannelFinished, CloseConnection, Send, Write
 from wire import methods as m
 from wire.errors import AmqpError
 
@@ -20,15 +25,15 @@ def consuming(core, queue="q", tag="c1", no_ack=False, **qos):
         core.command(cmd(m.BasicQos(**qos)))
     core.command(cmd(m.BasicConsume(queue=queue, consumer_tag=tag, no_ack=no_ack)))
     out = core.flush()
-    send = [e for e in out if isinstance(e, Send) and e.kind == "consume"][0]
-    core.receive(("q", "/", queue), "reply", (send.body[0], ("ok", None)))
+    send = [e for e in out if isinstance(e, Send) and isinstance(e.msg, Consume)][0]
+    core.receive(("q", "/", queue), Reply(send.msg.rid))
     core.flush()
-    return send.body[3]
+    return send.msg.credit
 
 
 def delivered(core, n, queue=Q, tag="c1", first_id=100):
     msgs = [(first_id + i, False, "", "q", header(), b"hi") for i in range(n)]
-    core.receive(queue, "deliver", (tag, msgs))
+    core.receive(queue, Deliver(tag, msgs))
     return core.flush()
 
 
@@ -40,7 +45,7 @@ def test_publish_routed_is_one_send_per_queue_per_flush():
     p1, p2 = publish(body=b"a"), publish(body=b"b")
     core.command(p1)
     core.command(p2)
-    assert core.flush() == [Send(Q, "publish", [(0, "", "q", p1.header, b"a"), (0, "", "q", p2.header, b"b")])]
+    assert core.flush() == [Send(Q, Publish([(0, "", "q", p1.header, b"a"), (0, "", "q", p2.header, b"b")]), 2)]
 
 
 def test_publish_unroutable_is_dropped():
@@ -67,8 +72,8 @@ def test_confirms_coalesce_into_one_multiple_ack():
     for _ in range(3):
         core.command(publish())
     out = core.flush()
-    assert [e.body[i][0] for e in out if isinstance(e, Send) for i in range(3)] == [1, 2, 3]
-    core.receive(Q, "confirm", 3)
+    assert [e.msg.messages[i][0] for e in out if isinstance(e, Send) for i in range(3)] == [1, 2, 3]
+    core.receive(Q, Confirm(3))
     assert core.flush() == [Write([frame(m.BasicAck(delivery_tag=3, multiple=True))])]
 
 
@@ -80,9 +85,9 @@ def test_queue_refused_publishes_are_nacked_exactly():
     for _ in range(3):
         core.command(publish())
     core.flush()
-    core.receive(Q, "rejected", [2])
+    core.receive(Q, Rejected([2]))
     assert core.flush() == [Write([frame(m.BasicNack(delivery_tag=2, multiple=False, requeue=False))])]
-    core.receive(Q, "confirm", 3)  # 2 is already nacked, so one multiple ack may cover it, as RabbitMQ's
+    core.receive(Q, Confirm(3))  # 2 is already nacked, so one multiple ack may cover it, as RabbitMQ's
     assert core.flush() == [Write([frame(m.BasicAck(delivery_tag=3, multiple=True))])]
 
 
@@ -92,7 +97,7 @@ def test_rejected_without_confirm_mode_is_ignored():
     core = make(reg)
     core.command(publish())
     core.flush()
-    core.receive(Q, "rejected", [1])
+    core.receive(Q, Rejected([1]))
     assert core.flush() == []
 
 
@@ -102,16 +107,16 @@ def test_delivery_then_ack():
     declare(reg, "q")
     core = make(reg)
     core.command(cmd(m.BasicConsume(queue="q", consumer_tag="c1")))
-    assert core.flush() == [Send(Q, "consume", (1, "c1", True, 400, False, {}))]
-    core.receive(Q, "reply", (1, ("ok", None)))
+    assert core.flush() == [Send(Q, Consume(1, "c1", True, 400, False, {}))]
+    core.receive(Q, Reply(1))
     assert core.flush() == [Write([frame(m.BasicConsumeOk(consumer_tag="c1"))])]
     h = header()
-    core.receive(Q, "deliver", ("c1", [(100, False, "", "q", h, b"hi"), (101, True, "", "q", h, b"hi")]))
+    core.receive(Q, Deliver("c1", [(100, False, "", "q", h, b"hi"), (101, True, "", "q", h, b"hi")]))
     d1 = m.BasicDeliver(consumer_tag="c1", delivery_tag=1, redelivered=False, exchange="", routing_key="q")
     d2 = m.BasicDeliver(consumer_tag="c1", delivery_tag=2, redelivered=True, exchange="", routing_key="q")
     assert core.flush() == [Write([*content(d1, h, b"hi"), *content(d2, h, b"hi")])]
     core.command(cmd(m.BasicAck(delivery_tag=2, multiple=True)))
-    assert core.flush() == [Send(Q, "settle", ([100, 101], [], []))]
+    assert core.flush() == [Send(Q, Settle([100, 101], [], []))]
 
 
 def test_nack_reject_single_and_multiple_and_tag_zero():
@@ -122,9 +127,9 @@ def test_nack_reject_single_and_multiple_and_tag_zero():
     delivered(core, 5)
     core.command(cmd(m.BasicReject(delivery_tag=1, requeue=True)))
     core.command(cmd(m.BasicNack(delivery_tag=3, multiple=True, requeue=False)))
-    assert core.flush() == [Send(Q, "settle", ([], [100], [101, 102]))]
+    assert core.flush() == [Send(Q, Settle([], [100], [101, 102]))]
     core.command(cmd(m.BasicNack(delivery_tag=0, multiple=True, requeue=True)))
-    assert core.flush() == [Send(Q, "settle", ([], [103, 104], []))]
+    assert core.flush() == [Send(Q, Settle([], [103, 104], []))]
 
 
 def test_unknown_delivery_tag_closes_the_channel_and_releases_queues():
@@ -134,7 +139,7 @@ def test_unknown_delivery_tag_closes_the_channel_and_releases_queues():
     consuming(core)
     core.command(cmd(m.BasicAck(delivery_tag=5)))
     assert core.flush() == [Write([close_frame(406, "PRECONDITION_FAILED - unknown delivery tag 5", 60, 80)]),
-                            Send(Q, "channel_down", ())]
+                            Send(Q, ChannelDown())]
 
 
 def test_per_consumer_prefetch_is_credit():
@@ -144,7 +149,7 @@ def test_per_consumer_prefetch_is_credit():
     assert consuming(core, prefetch_count=2) == 2
     delivered(core, 2)
     core.command(cmd(m.BasicAck(delivery_tag=1)))
-    assert core.flush() == [Send(Q, "settle", ([100], [], [])), Send(Q, "grant", (("c1", 1),))]
+    assert core.flush() == [Send(Q, Settle([100], [], [])), Send(Q, Grant("c1", 1))]
 
 
 def test_consume_grants_only_the_new_consumer_and_keeps_others_due_credit():
@@ -153,10 +158,10 @@ def test_consume_grants_only_the_new_consumer_and_keeps_others_due_credit():
     core = make(reg)
     consuming(core, tag="a", no_ack=True)
     # a is left with 150 credit, due for a top-up; the consume in the same batch must not swallow it
-    core.receive(Q, "deliver", ("a", [(i, False, "", "q", header(), b"hi") for i in range(250)]))
+    core.receive(Q, Deliver("a", [(i, False, "", "q", header(), b"hi") for i in range(250)]))
     core.command(cmd(m.BasicConsume(queue="q2", consumer_tag="b", no_ack=True)))
     out = [e for e in core.flush() if not isinstance(e, Write)]
-    assert out == [Send(Q2, "consume", (2, "b", False, 400, False, {})), Send(Q, "grant", (("a", 250),))]
+    assert out == [Send(Q2, Consume(2, "b", False, 400, False, {})), Send(Q, Grant("a", 250))]
 
 
 # ---------------------------------------------------------------- tx and confirm modes
@@ -171,8 +176,8 @@ def test_tx_commit_and_rollback():
     p = publish(body=b"kept")
     core.command(p)
     core.command(cmd(m.TxCommit()))
-    assert core.flush() == [Send(Q, "publish", [(1, "", "q", p.header, b"kept")])]
-    core.receive(Q, "confirm", 1)
+    assert core.flush() == [Send(Q, Publish([(1, "", "q", p.header, b"kept")]), 1)]
+    core.receive(Q, Confirm(1))
     assert core.flush() == [Write([frame(m.TxCommitOk())])]
 
 
@@ -197,11 +202,11 @@ def test_server_cancel_notifies_only_with_the_capability():
     declare(reg, "q")
     core = make(reg)
     consuming(core)
-    core.receive(Q, "cancelled", "c1")
+    core.receive(Q, ConsumerCancelled("c1"))
     assert core.flush() == [Write([frame(m.BasicCancel(consumer_tag="c1", nowait=True))])]
     core = make(reg, capabilities={})
     consuming(core)
-    core.receive(Q, "cancelled", "c1")
+    core.receive(Q, ConsumerCancelled("c1"))
     assert core.flush() == []
     assert "c1" not in core.consumers
 
@@ -213,7 +218,7 @@ def test_close_releases_every_touched_queue():
     consuming(core)
     delivered(core, 1)
     core.command(cmd(m.ChannelClose()))
-    assert core.flush() == [Send(Q, "channel_down", ()), Write([frame(m.ChannelCloseOk())]), Finished()]
+    assert core.flush() == [Send(Q, ChannelDown()), Write([frame(m.ChannelCloseOk())]), ChannelFinished()]
     assert len(core.unacked) == 0
 
 
@@ -234,12 +239,12 @@ def test_prefetch_top_ups_are_batched_but_never_starve_the_consumer():
     assert consuming(core, prefetch_count=8) == 8
     delivered(core, 6)                      # the queue still holds 2 credit
     core.command(cmd(m.BasicAck(delivery_tag=1)))
-    assert core.flush() == [Send(Q, "settle", ([100], [], []))]      # room 1 < 8/4: wait
+    assert core.flush() == [Send(Q, Settle([100], [], []))]      # room 1 < 8/4: wait
     core.command(cmd(m.BasicAck(delivery_tag=2)))
-    assert core.flush() == [Send(Q, "settle", ([101], [], [])), Send(Q, "grant", (("c1", 2),))]
+    assert core.flush() == [Send(Q, Settle([101], [], [])), Send(Q, Grant("c1", 2))]
     delivered(core, 4, first_id=200)        # credit used up: any room is granted at once
     core.command(cmd(m.BasicAck(delivery_tag=3)))
-    assert core.flush() == [Send(Q, "settle", ([102], [], [])), Send(Q, "grant", (("c1", 1),))]
+    assert core.flush() == [Send(Q, Settle([102], [], [])), Send(Q, Grant("c1", 1))]
 
 
 def test_publishes_to_a_missing_queue_actor_are_nacked():
@@ -250,7 +255,7 @@ def test_publishes_to_a_missing_queue_actor_are_nacked():
     for _ in range(2):
         core.command(publish())
     [send] = [e for e in core.flush() if isinstance(e, Send)]
-    core.receive(Q, "undelivered", ("publish", send.body))  # the runtime found no queue actor
+    core.receive(Q, Undelivered(send.msg))  # the runtime found no queue actor
     assert core.flush() == [Write([frame(m.BasicNack(delivery_tag=1, multiple=False, requeue=False)),
                                    frame(m.BasicNack(delivery_tag=2, multiple=False, requeue=False))])]
 
@@ -263,12 +268,12 @@ def test_a_restarted_queue_host_nacks_pending_publishes_cancels_consumers_and_or
     queue = Address("queue0", "q:/:q")
     core.command(cmd(m.BasicConsume(queue="q", consumer_tag="c1")))
     core.flush()
-    core.receive(queue, "reply", (1, ("ok", None)))
-    core.receive(queue, "deliver", ("c1", [(7, False, "", "q", header(), b"hi")]))
+    core.receive(queue, Reply(1))
+    core.receive(queue, Deliver("c1", [(7, False, "", "q", header(), b"hi")]))
     core.command(cmd(m.ConfirmSelect()))
     core.command(publish())
     core.flush()
-    core.receive(NODE, "queue_host_restarted", "queue0")
+    core.receive(NODE, QueueHostRestarted("queue0"))
     assert core.flush() == [Write([frame(m.BasicNack(delivery_tag=1, multiple=False, requeue=False)),
                                    frame(m.BasicCancel(consumer_tag="c1", nowait=True))])]
     core.command(cmd(m.BasicAck(delivery_tag=1)))  # the orphaned delivery may still be acked, to nowhere

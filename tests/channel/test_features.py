@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from actors.channel.core import Write
 from actors.channel.publish_checks import expiration_error
 from actors.channel.reply_to import parse_reply_name
-from actors.effects import Send
+from actors.messages.channel_queue import ChannelDown, Publish
+from actors.messages.direct_reply import DirectReply
+from effects import Send, Write
 from wire import methods as m
 from wire.properties import HEADER_PROPS_OFFSET, BasicProperties
 
@@ -96,7 +97,7 @@ def test_direct_reply_to_round_trip():
     reply_consumer(client)
     client.command(publish(routing_key="q", reply_to="amq.rabbitmq.reply-to", correlation_id="7"))
     [send] = client.flush()
-    stored = send.body[0][3]
+    stored = send.msg.messages[0][3]
     props = BasicProperties.decode(stored, HEADER_PROPS_OFFSET)
     assert props.correlation_id == "7" and props.reply_to.startswith("amq.rabbitmq.reply-to.")
     address, key = parse_reply_name(props.reply_to)
@@ -105,9 +106,9 @@ def test_direct_reply_to_round_trip():
     server = make(reg, address="conn0/ch:2", number=2)
     answer = publish(routing_key=props.reply_to, body=b"42", number=2)
     server.command(answer)
-    assert server.flush() == [Send(ME, "direct_reply", (key, "", props.reply_to, answer.header, b"42"))]
+    assert server.flush() == [Send(ME, DirectReply(key, "", props.reply_to, answer.header, b"42"))]
 
-    client.receive("conn0/ch:2", "direct_reply", (key, "", props.reply_to, answer.header, b"42"))
+    client.receive("conn0/ch:2", DirectReply(key, "", props.reply_to, answer.header, b"42"))
     deliver = m.BasicDeliver(consumer_tag="rc", delivery_tag=1, redelivered=False, exchange="",
                              routing_key=props.reply_to)
     assert client.flush() == [Write(content(deliver, answer.header, b"42"))]
@@ -119,7 +120,7 @@ def test_direct_reply_mandatory_is_returned_as_rabbitmq_3_10_does():
     p = publish(routing_key=name, mandatory=True)
     server.command(p)
     ret = m.BasicReturn(reply_code=312, reply_text="NO_ROUTE", exchange="", routing_key=name)
-    assert server.flush() == [Send(ME, "direct_reply", ("k", "", name, p.header, p.body)),
+    assert server.flush() == [Send(ME, DirectReply("k", "", name, p.header, p.body)),
                               Write(content(ret, p.header, p.body))]
 
 
@@ -128,7 +129,7 @@ def test_stale_reply_key_is_dropped():
     reply_consumer(client)
     client.command(cmd(m.BasicCancel(consumer_tag="rc")))
     assert client.flush() == [Write([frame(m.BasicCancelOk(consumer_tag="rc"))])]
-    client.receive("x", "direct_reply", ("old", "", "amq.rabbitmq.reply-to.x.old", header(), b"hi"))
+    client.receive("x", DirectReply("old", "", "amq.rabbitmq.reply-to.x.old", header(), b"hi"))
     assert client.flush() == []
 
 
@@ -173,7 +174,7 @@ def test_cc_and_bcc_route_to_the_union_and_bcc_is_stripped():
     out = core.flush()
     stripped = p.header[:HEADER_PROPS_OFFSET] + BasicProperties(headers={"CC": ["b", "a"], "x": "y"}).encode()
     record = (0, "", "a", stripped, p.body)
-    assert out == [Send(("q", "/", q), "publish", [record]) for q in ("a", "b", "c")]
+    assert out == [Send(("q", "/", q), Publish([record]), 1) for q in ("a", "b", "c")]
 
 
 def test_cc_without_bcc_keeps_the_original_header_bytes():
@@ -182,7 +183,7 @@ def test_cc_without_bcc_keeps_the_original_header_bytes():
     core = make(reg)
     p = publish(routing_key="a", headers={"CC": ["b"]})
     core.command(p)
-    assert [e.body[0][3] is p.header for e in core.flush()] == [True, True]
+    assert [e.msg.messages[0][3] is p.header for e in core.flush()] == [True, True]
 
 
 @pytest.mark.parametrize("headers,text", [
@@ -201,7 +202,7 @@ def test_user_id_must_be_the_authenticated_user():
     declare(reg, "q")
     core = make(reg)
     core.command(publish(user_id="guest"))
-    assert [e.kind for e in core.flush()] == ["publish"]
+    assert [type(e.msg) for e in core.flush()] == [Publish]
     core.command(publish(user_id="bob"))
     text = "PRECONDITION_FAILED - user_id property set to 'bob' but authenticated user was 'guest'"
     assert core.flush() == [Write([close_frame(406, text, 60, 40)])]
@@ -246,7 +247,7 @@ def test_consumer_timeout_closes_the_channel_after_the_timeout():
     core.tick()
     text = ("PRECONDITION_FAILED - delivery acknowledgement on channel 3 timed out. Timeout value used: 1000 ms. "
             "This timeout value can be configured, see consumers doc guide to learn more")
-    assert core.flush() == [Write([close_frame(406, text, 0, 0, number=3)]), Send(Q, "channel_down", ())]
+    assert core.flush() == [Write([close_frame(406, text, 0, 0, number=3)]), Send(Q, ChannelDown())]
 
 
 def test_consumer_timeout_counts_from_the_oldest_unacked_delivery():

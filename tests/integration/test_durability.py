@@ -263,7 +263,13 @@ def test_gc_reclaims_disk_after_acks_and_store_summary(tmp_path: Path) -> None:
     store_dir = node.data_dir / "msg_stores" / "queue0" / "persistent"
 
     def disk_bytes() -> int:
-        return sum(f.stat().st_size for f in store_dir.glob("*.rdq"))
+        total = 0
+        for f in store_dir.glob("*.rdq"):
+            try:
+                total += f.stat().st_size
+            except FileNotFoundError:  # the GC deleted it between the listing and the stat
+                pass
+        return total
     try:
         with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
             ch = conn.channel()

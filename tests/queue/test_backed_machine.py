@@ -10,13 +10,13 @@ message still held is ready again (unacked ones redelivered) and no consumer is 
 """
 from __future__ import annotations
 
+from actors.queue.core import ClassicQueue
 import shutil
 import tempfile
 
 from hypothesis import settings
 from hypothesis.stateful import invariant, rule
 
-from actors.queue import ClassicQueue
 from persist.classic.backed import BackedReady
 from persist.classic.durable_queue import DurableBacking
 from persist.classic.msg_store import MsgStore

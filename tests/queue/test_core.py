@@ -4,7 +4,10 @@ Reply codes and texts were checked against RabbitMQ 3.10 (scripts/rabbitmq_oracl
 """
 from __future__ import annotations
 
-from actors.queue import AutoDelete, ClassicQueue, Confirmed, ConsumerCancelled, Deliver
+from actors.messages.channel_queue import Confirm, ConsumerCancelled, Deliver
+from actors.messages.node import AutoDeleteQueue
+from actors.queue.core import ClassicQueue
+from effects import Send
 from wire.errors import AmqpError
 from wire.properties import BasicProperties, encode_content_header
 
@@ -35,7 +38,7 @@ def queue_with(n: int, **kw) -> ClassicQueue:
 
 def test_publish_without_consumers_enqueues_and_confirms_max_seq():
     q = ClassicQueue("/", "q")
-    assert q.publish("P", [pub(b"a", 5), pub(b"b", 6), pub(b"c", 7)]) == [Confirmed("P", 7)]
+    assert q.publish("P", [pub(b"a", 5), pub(b"b", 6), pub(b"c", 7)]) == [Send("P", Confirm(7))]
     assert (q.message_count, q.messages_ready, q.messages_unacknowledged) == (3, 3, 0)
 
 
@@ -47,7 +50,7 @@ def test_publish_delivers_before_confirming():
     q = ClassicQueue("/", "q")
     assert q.consume("C", "t", ack_required=True, credit=10) == []
     assert q.publish("P", [pub(b"a", 1), pub(b"b", 2)]) == [
-        Deliver("C", "t", [msg(1, b"a"), msg(2, b"b")]), Confirmed("P", 2)]
+        Send("C", Deliver("t", [msg(1, b"a"), msg(2, b"b")])), Send("P", Confirm(2))]
     assert (q.messages_ready, q.messages_unacknowledged) == (0, 2)
 
 
@@ -57,12 +60,12 @@ def test_round_robin_across_three_consumers_one_deliver_each():
         q.consume("C", tag, ack_required=True, credit=10)
     effects = q.publish("P", [pub(b"m%d" % i) for i in range(1, 8)])
     assert effects == [
-        Deliver("C", "a", [msg(1, b"m1"), msg(4, b"m4"), msg(7, b"m7")]),
-        Deliver("C", "b", [msg(2, b"m2"), msg(5, b"m5")]),
-        Deliver("C", "c", [msg(3, b"m3"), msg(6, b"m6")]),
+        Send("C", Deliver("a", [msg(1, b"m1"), msg(4, b"m4"), msg(7, b"m7")])),
+        Send("C", Deliver("b", [msg(2, b"m2"), msg(5, b"m5")])),
+        Send("C", Deliver("c", [msg(3, b"m3"), msg(6, b"m6")])),
     ]
     # "a" received last, so it went to the back: the next message goes to "b".
-    assert q.publish("P", [pub(b"m8")]) == [Deliver("C", "b", [msg(8, b"m8")])]
+    assert q.publish("P", [pub(b"m8")]) == [Send("C", Deliver("b", [msg(8, b"m8")]))]
 
 
 def test_round_robin_skips_consumer_out_of_credit():
@@ -70,19 +73,19 @@ def test_round_robin_skips_consumer_out_of_credit():
     q.consume("C", "a", ack_required=True, credit=1)
     q.consume("C", "b", ack_required=True, credit=10)
     assert q.publish("P", [pub(b"1"), pub(b"2"), pub(b"3")]) == [
-        Deliver("C", "a", [msg(1, b"1")]), Deliver("C", "b", [msg(2, b"2"), msg(3, b"3")])]
+        Send("C", Deliver("a", [msg(1, b"1")])), Send("C", Deliver("b", [msg(2, b"2"), msg(3, b"3")]))]
 
 
 def test_credit_exhaustion_then_grant_delivers_the_rest():
     q = queue_with(5)
     assert q.consume("C", "t", ack_required=True, credit=2) == [
-        Deliver("C", "t", [msg(1, b"m1"), msg(2, b"m2")])]
+        Send("C", Deliver("t", [msg(1, b"m1"), msg(2, b"m2")]))]
     assert q.publish("P", [pub(b"m6")]) == []
     assert q.messages_ready == 4
-    assert q.grant("C", "t", 3) == [Deliver("C", "t", [msg(3, b"m3"), msg(4, b"m4"), msg(5, b"m5")])]
-    assert q.grant("C", "t", 5) == [Deliver("C", "t", [msg(6, b"m6")])]
+    assert q.grant("C", "t", 3) == [Send("C", Deliver("t", [msg(3, b"m3"), msg(4, b"m4"), msg(5, b"m5")]))]
+    assert q.grant("C", "t", 5) == [Send("C", Deliver("t", [msg(6, b"m6")]))]
     # 4 credits left: the next publish goes straight out.
-    assert q.publish("P", [pub(b"m7")]) == [Deliver("C", "t", [msg(7, b"m7")])]
+    assert q.publish("P", [pub(b"m7")]) == [Send("C", Deliver("t", [msg(7, b"m7")]))]
 
 
 def test_grant_unknown_consumer_is_ignored():
@@ -96,13 +99,13 @@ def test_regranted_consumer_joins_back_of_ring():
     q.publish("P", [pub(b"1"), pub(b"2")])  # a gets 1 (now empty), b gets 2
     q.grant("C", "a", 5)  # ring is now b, a
     assert q.publish("P", [pub(b"3"), pub(b"4")]) == [
-        Deliver("C", "b", [msg(3, b"3")]), Deliver("C", "a", [msg(4, b"4")])]
+        Send("C", Deliver("b", [msg(3, b"3")])), Send("C", Deliver("a", [msg(4, b"4")]))]
 
 
 def test_no_ack_delivery_removes_at_once_but_spends_credit():
     q = queue_with(3)
     assert q.consume("C", "t", ack_required=False, credit=2) == [
-        Deliver("C", "t", [msg(1, b"m1"), msg(2, b"m2")])]
+        Send("C", Deliver("t", [msg(1, b"m1"), msg(2, b"m2")]))]
     assert (q.messages_ready, q.messages_unacknowledged) == (1, 0)
     assert q.settle("C", acked=[1, 2]) == []  # nothing held: ignored
     assert q.stats()["messages"] == 1
@@ -125,7 +128,7 @@ def test_requeue_delivers_to_consumer_with_credit():
     q = queue_with(2)
     q.consume("C", "t", ack_required=True, credit=2)
     q.consume("D", "u", ack_required=True, credit=1)
-    assert q.settle("C", requeued=[2]) == [Deliver("D", "u", [msg(2, b"m2", True)])]
+    assert q.settle("C", requeued=[2]) == [Send("D", Deliver("u", [msg(2, b"m2", True)]))]
 
 
 def test_settle_ack_and_discard_drop_and_ignore_unknown_ids():
@@ -147,7 +150,7 @@ def test_channel_down_requeues_only_that_channels_messages():
     assert q.channel_down("D") == []  # no consumer has credit left
     assert (q.messages_ready, q.messages_unacknowledged, q.consumer_count) == (2, 2, 1)
     # Channel C's own messages stay unacked; D's come back redelivered, at their original positions.
-    assert q.grant("C", "t", 10) == [Deliver("C", "t", [msg(3, b"m3", True), msg(4, b"m4", True)])]
+    assert q.grant("C", "t", 10) == [Send("C", Deliver("t", [msg(3, b"m3", True), msg(4, b"m4", True)]))]
     assert q.settle("C", acked=[1, 2, 3, 4]) == []
     assert (q.messages_ready, q.messages_unacknowledged) == (0, 0)
 
@@ -157,7 +160,7 @@ def test_channel_down_delivers_requeued_messages_to_others():
     q.consume("C", "t", ack_required=True, credit=2)
     q.consume("D", "u", ack_required=True, credit=0)
     q.grant("D", "u", 5)
-    assert q.channel_down("C") == [Deliver("D", "u", [msg(1, b"m1", True), msg(2, b"m2", True)])]
+    assert q.channel_down("C") == [Send("D", Deliver("u", [msg(1, b"m1", True), msg(2, b"m2", True)]))]
     assert q.consumer_count == 1
 
 
@@ -206,13 +209,13 @@ def test_auto_delete_after_last_cancel_but_not_before_any_consumer():
     q.consume("C", "a", ack_required=True, credit=0)
     q.consume("C", "b", ack_required=True, credit=0)
     assert q.cancel("C", "a") == []
-    assert q.cancel("C", "b") == [AutoDelete()]
+    assert q.cancel("C", "b") == [Send("node", AutoDeleteQueue("/", "q"))]
 
 
 def test_auto_delete_when_channel_down_removes_last_consumer():
     q = queue_with(1, auto_delete=True)
     q.consume("C", "a", ack_required=True, credit=1)
-    assert q.channel_down("C") == [AutoDelete()]
+    assert q.channel_down("C") == [Send("node", AutoDeleteQueue("/", "q"))]
     assert q.messages_ready == 1
 
 
@@ -240,7 +243,7 @@ def test_delete_returns_ready_count_and_cancels_consumers():
     q.consume("C", "a", ack_required=True, credit=1)
     q.consume("D", "b", ack_required=False, credit=0)
     assert q.delete(if_unused=False, if_empty=False) == (
-        2, [ConsumerCancelled("C", "a"), ConsumerCancelled("D", "b")])
+        2, [Send("C", ConsumerCancelled("a")), Send("D", ConsumerCancelled("b"))])
     assert (q.messages_ready, q.messages_unacknowledged, q.consumer_count) == (0, 0, 0)
     assert q.settle("C", acked=[1]) == []
 

@@ -9,12 +9,13 @@ list stays within x-max-length, basic.get takes the highest priority live messag
 """
 from __future__ import annotations
 
+from actors.messages.channel_queue import Confirm, Deliver, Publish
+from actors.queue.core import ClassicQueue
+from effects import CancelTimer, Send, StartTimer
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from actors.effects import CancelTimer, Send, StartTimer
-from actors.queue import ClassicQueue, Confirmed, Deliver
 from wire.properties import BasicProperties, encode_content_header
 
 MAX_LENGTH = 6
@@ -47,15 +48,15 @@ class FeatureMachine(RuleBasedStateMachine):
 
     def apply(self, effects, *, direct: bool = False) -> None:
         for e in effects:
-            if isinstance(e, Deliver):
-                consumer = self.consumers[(e.channel, e.consumer_tag)]
-                assert len(e.messages) <= consumer[1]
-                consumer[1] -= len(e.messages)
-                for m in e.messages:
-                    self.leave(m, e.channel if consumer[0] else "dropped", direct)
-            elif isinstance(e, Send):
-                assert e.to == "sink" and e.kind == "publish"
-                for _, _, _, header, body in e.body:
+            if isinstance(e, Send) and isinstance(e.msg, Deliver):
+                consumer = self.consumers[(e.to, e.msg.consumer_tag)]
+                assert len(e.msg.messages) <= consumer[1]
+                consumer[1] -= len(e.msg.messages)
+                for m in e.msg.messages:
+                    self.leave(m, e.to if consumer[0] else "dropped", direct)
+            elif isinstance(e, Send) and isinstance(e.msg, Publish):
+                assert e.to == "sink"
+                for _, _, _, header, body in e.msg.messages:
                     deaths = BasicProperties.decode(header, 12).headers["x-death"]
                     reason = deaths[0]["reason"]
                     assert self.where[body] == "ready", (body, self.where[body])
@@ -63,7 +64,7 @@ class FeatureMachine(RuleBasedStateMachine):
                         assert self.expiry[body] is not None and self.expiry[body] <= self.now
                     self.where[body] = reason
             else:
-                assert isinstance(e, (Confirmed, StartTimer, CancelTimer)), e
+                assert isinstance(e, (StartTimer, CancelTimer)) or isinstance(e.msg, Confirm), e
 
     def leave(self, message, to, direct: bool) -> None:
         body = message[5]
@@ -137,13 +138,13 @@ class FeatureMachine(RuleBasedStateMachine):
                 self.where[b] = "ready"
         effects = self.queue.settle(channel, **{kw: ids}, now_ms=self.now)
         for e in effects:
-            if isinstance(e, Send):
-                for _, _, _, header, body in e.body:
+            if isinstance(e, Send) and isinstance(e.msg, Publish):
+                for _, _, _, header, body in e.msg.messages:
                     if BasicProperties.decode(header, 12).headers["x-death"][0]["reason"] == "rejected":
                         assert body in chosen and self.where[body] == "ready"
                         self.where[body] = "rejected"
-        self.apply([e for e in effects if not (isinstance(e, Send) and all(
-            BasicProperties.decode(r[3], 12).headers["x-death"][0]["reason"] == "rejected" for r in e.body))])
+        self.apply([e for e in effects if not (isinstance(e, Send) and isinstance(e.msg, Publish) and all(
+            BasicProperties.decode(r[3], 12).headers["x-death"][0]["reason"] == "rejected" for r in e.msg.messages))])
 
     @rule(channel=st.sampled_from(CHANNELS))
     def channel_down(self, channel):

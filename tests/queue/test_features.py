@@ -7,9 +7,10 @@ reject-publish-dlx nacking AND dead-lettering.
 """
 from __future__ import annotations
 
-from actors.effects import CancelTimer, Send, StartTimer
-from actors.queue import AutoDelete, ClassicQueue, Confirmed, Deliver
-from actors.queue.effects import Rejected
+from actors.messages.channel_queue import Confirm, Deliver, Publish, Rejected
+from actors.messages.node import AutoDeleteQueue
+from actors.queue.core import ClassicQueue
+from effects import CancelTimer, Send, StartTimer
 from wire.codec import Timestamp
 from wire.properties import BasicProperties, encode_content_header
 
@@ -81,7 +82,7 @@ def test_expired_message_is_never_delivered_or_got():
 def test_ttl_zero_reaches_a_waiting_consumer_but_not_the_queue():
     q = ClassicQueue("/", "q", arguments={"x-message-ttl": 0}, now_ms=T0)
     q.consume("C", "t", ack_required=False, credit=1)
-    assert q.publish("P", [pub(b"a"), pub(b"b")], now_ms=T0) == [Deliver("C", "t", [msg(1, b"a")])]
+    assert q.publish("P", [pub(b"a"), pub(b"b")], now_ms=T0) == [Send("C", Deliver("t", [msg(1, b"a")]))]
     assert q.message_count == 0
 
 
@@ -118,10 +119,10 @@ def test_expired_messages_are_dead_lettered_with_x_death():
     effects = q.on_timer("ttl", now_ms=T0 + 5)
     assert len(effects) == 1 and isinstance(effects[0], Send)
     send = effects[0]
-    assert (send.to, send.kind, len(send.body)) == ("Q:dead", "publish", 1)
-    seq, exchange, rk, hdr, body = send.body[0]
+    assert (send.to, type(send.msg), len(send.msg.messages)) == ("Q:dead", Publish, 1)
+    seq, exchange, rk, hdr, body = send.msg.messages[0]
     assert (seq, exchange, rk, body) == (0, "dlx", "q", b"a")
-    props = decoded(send.body[0])
+    props = decoded(send.msg.messages[0])
     assert props.expiration is None
     assert list(props.headers.items()) == [
         ("CC", ["k"]),
@@ -141,7 +142,7 @@ def test_x_expires_restarts_on_use_and_deletes_when_unused():
     assert q.consume("C", "t", ack_required=True, credit=1) == [CancelTimer("expires")]
     assert q.on_timer("expires", now_ms=T0 + 5000) == []  # in use
     assert q.cancel("C", "t") == [StartTimer("expires", 1000)]
-    assert q.on_timer("expires", now_ms=T0 + 6000) == [AutoDelete()]
+    assert q.on_timer("expires", now_ms=T0 + 6000) == [Send("node", AutoDeleteQueue("/", "q"))]
 
 
 # -- length limits --------------------------------------------------------------------------------
@@ -149,10 +150,10 @@ def test_x_expires_restarts_on_use_and_deletes_when_unused():
 def test_max_length_drop_head_dead_letters_the_oldest():
     q = dl_queue(**{"x-max-length": 2})
     effects = q.publish("P", [pub(b"1"), pub(b"2"), pub(b"3", seq=7)], now_ms=T0)
-    assert [type(e) for e in effects] == [Send, Confirmed]
-    assert [r[4] for r in effects[0].body] == [b"1"]
-    assert decoded(effects[0].body[0]).headers["x-death"][0]["reason"] == "maxlen"
-    assert effects[1] == Confirmed("P", 7)
+    assert [type(e.msg) for e in effects] == [Publish, Confirm]
+    assert [r[4] for r in effects[0].msg.messages] == [b"1"]
+    assert decoded(effects[0].msg.messages[0]).headers["x-death"][0]["reason"] == "maxlen"
+    assert effects[1] == Send("P", Confirm(7))
     assert q.message_count == 2
 
 
@@ -172,29 +173,29 @@ def get_bodies(q: ClassicQueue) -> list[bytes]:
 
 def test_reject_publish_refuses_and_reports_seqs_before_confirming():
     q = ClassicQueue("/", "q", arguments={"x-max-length": 1, "x-overflow": "reject-publish"})
-    assert q.publish("P", [pub(b"a", 1), pub(b"b", 2), pub(b"c", 0)]) == [Rejected("P", [2]), Confirmed("P", 2)]
+    assert q.publish("P", [pub(b"a", 1), pub(b"b", 2), pub(b"c", 0)]) == [Send("P", Rejected([2])), Send("P", Confirm(2))]
     assert get_bodies(q) == [b"a"]
 
 
 def test_reject_publish_refuses_even_with_a_waiting_consumer_at_length_zero():
     q = ClassicQueue("/", "q", arguments={"x-max-length": 0, "x-overflow": "reject-publish"})
     q.consume("C", "t", ack_required=False, credit=5)
-    assert q.publish("P", [pub(b"a", 1)]) == [Rejected("P", [1]), Confirmed("P", 1)]
+    assert q.publish("P", [pub(b"a", 1)]) == [Send("P", Rejected([1])), Send("P", Confirm(1))]
 
 
 def test_reject_publish_counts_direct_deliveries_out():
     q = ClassicQueue("/", "q", arguments={"x-max-length": 1, "x-overflow": "reject-publish"})
     q.consume("C", "t", ack_required=True, credit=1)
     effects = q.publish("P", [pub(b"a", 1), pub(b"b", 2), pub(b"c", 3)])
-    assert effects == [Deliver("C", "t", [msg(1, b"a")]), Rejected("P", [3]), Confirmed("P", 3)]
+    assert effects == [Send("C", Deliver("t", [msg(1, b"a")])), Send("P", Rejected([3])), Send("P", Confirm(3))]
 
 
 def test_reject_publish_dlx_refuses_and_dead_letters():
     q = dl_queue(**{"x-max-length": 1, "x-overflow": "reject-publish-dlx"})
     effects = q.publish("P", [pub(b"a", 1), pub(b"b", 2)], now_ms=T0)
-    assert [type(e) for e in effects] == [Send, Rejected, Confirmed]
-    assert [r[4] for r in effects[0].body] == [b"b"]
-    assert effects[1:] == [Rejected("P", [2]), Confirmed("P", 2)]
+    assert [type(e.msg) for e in effects] == [Publish, Rejected, Confirm]
+    assert [r[4] for r in effects[0].msg.messages] == [b"b"]
+    assert effects[1:] == [Send("P", Rejected([2])), Send("P", Confirm(2))]
 
 
 # -- dead-lettering -------------------------------------------------------------------------------
@@ -204,8 +205,8 @@ def test_rejected_with_routing_key_drops_cc_and_routes_by_that_key():
     q.publish("P", [pub(b"a", hdr=header(headers={"CC": ["zz"]}))])
     q.get("G", ack_required=True)
     effects = q.settle("G", discarded=[1], now_ms=T0)
-    assert [(e.to, [r[2] for r in e.body]) for e in effects] == [("Q:dead", ["k"]), ("Q:dead2", ["k"])]
-    headers = decoded(effects[0].body[0]).headers
+    assert [(e.to, [r[2] for r in e.msg.messages]) for e in effects] == [("Q:dead", ["k"]), ("Q:dead2", ["k"])]
+    headers = decoded(effects[0].msg.messages[0]).headers
     assert "CC" not in headers
     assert headers["x-death"][0]["routing-keys"] == ["q", "zz"]
 
@@ -226,7 +227,7 @@ def test_repeated_death_increments_the_entry_and_moves_it_first():
     hdr = header(headers={"x-death": [first, mine], "x-first-death-queue": "other"})
     q = dl_queue(routes={("dlx", "q"): ["elsewhere"]}, **{"x-message-ttl": 0})
     effects = q.publish("P", [pub(b"m", hdr=hdr)], now_ms=T0)
-    headers = decoded(effects[0].body[0]).headers
+    headers = decoded(effects[0].msg.messages[0]).headers
     assert headers["x-death"] == [{**mine, "count": 4}, first]
     assert list(headers["x-death"][0]) == ["count", "exchange", "queue", "reason", "routing-keys", "time"]
     assert "x-first-death-reason" not in headers  # only added with the first x-death
@@ -267,10 +268,10 @@ def test_higher_priority_consumer_first_lower_only_when_it_is_full():
     q.consume("C", "low", ack_required=True, credit=10)
     q.consume("C", "high", ack_required=True, credit=2, arguments={"x-priority": 5})
     effects = q.publish("P", [pub(b"%d" % i) for i in range(1, 5)])
-    assert effects == [Deliver("C", "high", [msg(1, b"1"), msg(2, b"2")]),
-                       Deliver("C", "low", [msg(3, b"3"), msg(4, b"4")])]
+    assert effects == [Send("C", Deliver("high", [msg(1, b"1"), msg(2, b"2")])),
+                       Send("C", Deliver("low", [msg(3, b"3"), msg(4, b"4")]))]
     q.grant("C", "high", 1)
-    assert q.publish("P", [pub(b"5")]) == [Deliver("C", "high", [msg(5, b"5")])]
+    assert q.publish("P", [pub(b"5")]) == [Send("C", Deliver("high", [msg(5, b"5")]))]
 
 
 def test_single_active_consumer_fails_over_in_registration_order():
@@ -278,10 +279,10 @@ def test_single_active_consumer_fails_over_in_registration_order():
     for ch in ("A", "B", "C"):
         assert q.consume(ch, "t", ack_required=True, credit=10) == []
     assert q.consumer_count == 3
-    assert q.publish("P", [pub(b"1"), pub(b"2")]) == [Deliver("A", "t", [msg(1, b"1"), msg(2, b"2")])]
-    assert q.channel_down("A") == [Deliver("B", "t", [msg(1, b"1", True), msg(2, b"2", True)])]
+    assert q.publish("P", [pub(b"1"), pub(b"2")]) == [Send("A", Deliver("t", [msg(1, b"1"), msg(2, b"2")]))]
+    assert q.channel_down("A") == [Send("B", Deliver("t", [msg(1, b"1", True), msg(2, b"2", True)]))]
     assert q.cancel("B", "t") == []  # B's deliveries stay with B's channel
-    assert q.publish("P", [pub(b"3")]) == [Deliver("C", "t", [msg(3, b"3")])]
+    assert q.publish("P", [pub(b"3")]) == [Send("C", Deliver("t", [msg(3, b"3")]))]
 
 
 # -- policies -------------------------------------------------------------------------------------
@@ -291,7 +292,7 @@ def test_policy_replaces_the_settings_and_applies_at_once():
     q.publish("P", [pub(b"%d" % i) for i in range(5)])
     effects = q.apply_policy({"max-length": 2, "dead-letter-exchange": "dlx", "expires": 500}, now_ms=T0)
     assert [type(e) for e in effects] == [Send, StartTimer]
-    assert [r[4] for r in effects[0].body] == [b"0", b"1", b"2"]
+    assert [r[4] for r in effects[0].msg.messages] == [b"0", b"1", b"2"]
     assert effects[1] == StartTimer("expires", 500)
     assert q.apply_policy({}, now_ms=T0) == [CancelTimer("expires")]  # nothing set now: no limit, no expiry
     q.publish("P", [pub(b"x")] * 5)

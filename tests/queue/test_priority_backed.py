@@ -4,6 +4,7 @@ place, forget routed to the level that handed a message out, paging out and back
 RAM target and tiny index segments, recovery per level, and a state machine against RAM levels."""
 from __future__ import annotations
 
+from actors.messages.channel_queue import Deliver
 import os
 import shutil
 import tempfile
@@ -13,7 +14,6 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from persist.classic.backed import BackedReady
 from actors.queue.core import ClassicQueue
-from actors.queue.effects import Deliver
 from actors.queue.priority import PriorityReady
 from persist.classic.spill import SpillReady
 from persist.classic.host_storage import HostStorage
@@ -94,7 +94,7 @@ def test_requeue_returns_to_the_original_place_in_its_level(tmp_path):
     ready = backed_levels(Stores(str(tmp_path)))
     q = ClassicQueue("/", "q", arguments={"x-max-priority": MAX}, ready=ready)
     q.publish(CH, [published(i, p) for i, p in enumerate(PRIOS, 1)])
-    (deliver,) = [e for e in q.consume(CH, "c", ack_required=True, credit=5) if isinstance(e, Deliver)]
+    (deliver,) = [e.msg for e in q.consume(CH, "c", ack_required=True, credit=5) if isinstance(e.msg, Deliver)]
     order = expected_order(dict(enumerate(PRIOS, 1)))
     assert tags(deliver.messages) == order[:5]
     q.cancel(CH, "c")
@@ -155,7 +155,7 @@ def test_a_durable_priority_queue_recovers_every_level_with_its_order(tmp_path):
     q = open_core(s)
     prios = dict(enumerate(PRIOS, 1))
     q.publish(CH, [published(i, p, persistent=i != 5, size=10 if i % 2 else 200) for i, p in prios.items()])
-    (deliver,) = [e for e in q.consume(CH, "c", ack_required=True, credit=3) if isinstance(e, Deliver)]
+    (deliver,) = [e.msg for e in q.consume(CH, "c", ack_required=True, credit=3) if isinstance(e.msg, Deliver)]
     q.settle(CH, acked=[deliver.messages[0][0]])  # one acked, two held
     top_id = max(m[0] for m in deliver.messages)
     s.close()
@@ -177,13 +177,13 @@ def test_spill_stays_in_ram_until_paging_is_asked_for_and_comes_back(tmp_path):
     q = ClassicQueue("/", "q", ready=spill)
     q.publish(CH, [published(i, None, persistent=False) for i in range(1, 11)])
     assert not spill.spilled and not os.path.exists(tmp_path / "tq")
-    (deliver,) = [e for e in q.consume(CH, "c", ack_required=True, credit=3) if isinstance(e, Deliver)]
+    (deliver,) = [e.msg for e in q.consume(CH, "c", ack_required=True, credit=3) if isinstance(e.msg, Deliver)]
     spill.set_ram_target(0)  # memory pressure: everything ready goes to disk
     assert spill.spilled and spill.stats().disk_only_messages == 7 and spill.ram_messages == 0
     q.publish(CH, [published(i, None, persistent=False) for i in range(11, 16)])
     q.settle(CH, requeued=[deliver.messages[1][0]], acked=[deliver.messages[0][0]])  # taken from RAM
     q.cancel(CH, "c")
-    (deliver2,) = [e for e in q.consume(CH, "c2", ack_required=True, credit=4) if isinstance(e, Deliver)]
+    (deliver2,) = [e.msg for e in q.consume(CH, "c2", ack_required=True, credit=4) if isinstance(e.msg, Deliver)]
     assert tags(deliver2.messages) == [2, 4, 5, 6]
     assert deliver2.messages[0][1] is True
     spill.set_ram_target(None)

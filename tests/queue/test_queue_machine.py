@@ -7,11 +7,14 @@ more than their credit; no ready message waits while a consumer has credit; coun
 """
 from __future__ import annotations
 
+from actors.messages.channel_queue import Confirm, Deliver
+from actors.messages.node import AutoDeleteQueue
+from actors.queue.core import ClassicQueue
+from effects import Send
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from actors.queue import AutoDelete, ClassicQueue, Confirmed, Deliver
 from wire.properties import BasicProperties, encode_content_header
 
 CHANNELS = ("C1", "C2", "C3")
@@ -53,17 +56,18 @@ class QueueMachine(RuleBasedStateMachine):
         ready_before = self.ready_ids()
         taken: list[int] = []
         for effect in effects:
-            if isinstance(effect, Deliver):
-                consumer = self.consumers[(effect.channel, effect.consumer_tag)]
-                ids = [m[0] for m in effect.messages]
+            assert isinstance(effect, Send), effect
+            if isinstance(effect.msg, Deliver):
+                consumer = self.consumers[(effect.to, effect.msg.consumer_tag)]
+                ids = [m[0] for m in effect.msg.messages]
                 assert ids == sorted(ids) and ids, ids
                 assert len(ids) <= consumer[1], "delivered beyond credit"
                 consumer[1] -= len(ids)
-                for message in effect.messages:
-                    self.take(message, effect.channel if consumer[0] else None)
+                for message in effect.msg.messages:
+                    self.take(message, effect.to if consumer[0] else None)
                 taken += ids
             else:
-                assert isinstance(effect, Confirmed), effect
+                assert isinstance(effect.msg, Confirm), effect
         assert sorted(taken) == ready_before[:len(taken)], "delivery skipped a lower ready id"
 
     # -- rules ------------------------------------------------------------------------------------
@@ -77,9 +81,9 @@ class QueueMachine(RuleBasedStateMachine):
             self.where[self.next_id] = READY
             self.next_id += 1
         effects = self.queue.publish(channel, batch)
-        confirms = [e for e in effects if isinstance(e, Confirmed)]
-        assert confirms == ([Confirmed(channel, self.seq)] if confirm else [])
-        assert all(isinstance(e, Deliver) for e in effects[:len(effects) - len(confirms)])
+        confirms = [e for e in effects if isinstance(e.msg, Confirm)]
+        assert confirms == ([Send(channel, Confirm(self.seq))] if confirm else [])
+        assert all(isinstance(e.msg, Deliver) for e in effects[:len(effects) - len(confirms)])
         self.apply(effects)
 
     @rule(channel=st.sampled_from(CHANNELS), tag=st.sampled_from(TAGS), ack=st.booleans(),
@@ -145,7 +149,7 @@ class QueueMachine(RuleBasedStateMachine):
         for key in [k for k in self.consumers if k[0] == channel]:
             del self.consumers[key]
         effects = self.queue.channel_down(channel)
-        assert not any(isinstance(e, AutoDelete) for e in effects)
+        assert not any(isinstance(e.msg, AutoDeleteQueue) for e in effects)
         self.apply(effects)
 
     @rule()

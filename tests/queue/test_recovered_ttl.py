@@ -7,16 +7,16 @@ head, and `init_max_length` / `init_max_bytes` count the recovered messages.
 """
 from __future__ import annotations
 
+from actors.messages.channel_queue import Confirm, Deliver, Publish, Rejected
+from effects import Send, StartTimer
 import random
 import shutil
 import tempfile
 
 import pytest
 
-from actors.effects import Send, StartTimer
 from persist.classic.backed import BackedReady
 from actors.queue.core import TTL_TIMER, ClassicQueue
-from actors.queue.effects import Confirmed, Deliver, Rejected
 from persist.classic.durable_queue import DurableBacking
 from persist.classic.msg_store import MsgStore
 from tests.classic_store.crashdisk import CrashDisk
@@ -91,8 +91,8 @@ def node():
 def dead_lettered(effects) -> list[tuple[bytes, str]]:
     out = []
     for e in effects:
-        if isinstance(e, Send):
-            for _, _, _, head, body in e.body:
+        if isinstance(e, Send) and isinstance(e.msg, Publish):
+            for _, _, _, head, body in e.msg.messages:
                 out.append((body, BasicProperties.decode(head, 12).headers["x-death"][0]["reason"]))
     return out
 
@@ -144,11 +144,11 @@ def test_a_head_in_a_later_segment_is_checked_when_consumers_reach_it(node):
     q = node.queue(args, T0 + 100)
     assert timers(q.start(now_ms=T0 + 100)) == []  # the head (message 1) has no TTL
     effects = q.consume(CH, "c", ack_required=True, credit=3, now_ms=T0 + 100)
-    (deliver,) = [e for e in effects if isinstance(e, Deliver)]
+    (deliver,) = [e.msg for e in effects if isinstance(getattr(e, "msg", None), Deliver)]
     assert [m[5] for m in deliver.messages] == [b"m%d" % i for i in range(1, 4)]
     assert timers(effects) == [400]  # the new head, message 4, read back with its expiry
     effects = q.grant(CH, "c", 10, now_ms=T0 + 600)
-    assert not [e for e in effects if isinstance(e, Deliver)]
+    assert not [e.msg for e in effects if isinstance(getattr(e, "msg", None), Deliver)]
     assert dead_lettered(effects) == [(b"m%d" % i, "expired") for i in range(4, 11)]
 
 
@@ -165,7 +165,7 @@ def test_max_length_bytes_counts_recovered_bodies(crash):
         q.start(now_ms=T0)
         assert q._ready.body_bytes == 50
         effects = q.publish(CH, [published(4, body=b"d" * 11), published(5, body=b"e" * 10)])
-        assert Rejected(CH, [4]) in effects and Confirmed(CH, 5) in effects
+        assert Send(CH, Rejected([4])) in effects and Send(CH, Confirm(5)) in effects
         assert q._ready.body_bytes == 60
         message, _, _ = q.get(CH, ack_required=True)
         assert message[5] == b"a" * 10 and q._ready.body_bytes == 50
@@ -190,7 +190,7 @@ def test_max_length_counts_recovered_messages(node, crash):
     node.restart(crash)
     q = node.queue(args, T0)
     effects = q.publish(CH, [published(4)])
-    assert Rejected(CH, [4]) in effects and q.message_count == 3
+    assert Send(CH, Rejected([4])) in effects and q.message_count == 3
 
 
 def test_a_take_that_reads_expired_messages_back_from_disk_dead_letters_them(node):
@@ -202,7 +202,7 @@ def test_a_take_that_reads_expired_messages_back_from_disk_dead_letters_them(nod
     q = node.queue(args, T0 + 1000)
     assert dead_lettered(q.start(now_ms=T0 + 1000)) == []  # the head, message 1, has no TTL
     effects = q.consume(CH, "c", ack_required=False, credit=20, now_ms=T0 + 1000)
-    (deliver,) = [e for e in effects if isinstance(e, Deliver)]
+    (deliver,) = [e.msg for e in effects if isinstance(getattr(e, "msg", None), Deliver)]
     assert [m[5] for m in deliver.messages] == [b"m1", b"m2", b"m3", b"m11"]
     assert dead_lettered(effects) == [(b"m%d" % i, "expired") for i in range(4, 11)]
     assert q.message_count == 0 and not q._expiry

@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 
 from raft import ClusterConfig, Entry, MemoryLog, RaftCore, RaftSettings
-from raft.effects import PersistHardState, Send, WriteSnapshot
+from effects import PersistHardState, Send, WriteSnapshot
 from tests.sim.kvmachine import KvMachine, command
 
 SETTINGS = RaftSettings(election_ticks=10, heartbeat_ticks=2, max_inflight=2, max_batch_entries=4,

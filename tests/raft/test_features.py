@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from raft import MemoryLog, RaftCore, RaftSettings
-from raft.effects import ClientReply, Rejected, Send
+from effects import ClientReply, ChangeRefused, Send
 from raft.messages import InstallSnapshot, RequestVote, TimeoutNow
 from raft.roles import LEADER
 from tests.raft.harness import SETTINGS, Cluster, cfg, cmd, make, sends
@@ -66,7 +66,7 @@ def test_add_member_joins_as_learner_then_is_promoted():
     c.cores["d"] = RaftCore("d", cfg(learners=("d",)), log, KvMachine(), random.Random(9), SETTINGS)
     out = lead.add_member("d", "add")
     assert "d" in lead.config.learners, "in force as soon as appended"
-    assert lead.add_member("e", "again") == [Rejected("again", "change_in_progress")]
+    assert lead.add_member("e", "again") == [ChangeRefused("again", "change_in_progress")]
     c.run(lead.id, out)
     c.tick(6)
     assert lead.config == cfg("a", "b", "c", "d")

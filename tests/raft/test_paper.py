@@ -6,7 +6,7 @@ import random
 
 from raft import Entry
 from raft.commands import NOOP_COMMAND, user
-from raft.effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState, Send)
+from effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState, Send)
 from raft.messages import (AppendEntries, AppendReply, Heartbeat, HeartbeatReply, PreVote,
                                    PreVoteReply, RequestVote, RequestVoteReply)
 from raft.roles import CANDIDATE, FOLLOWER, LEADER, PRE_CANDIDATE

@@ -8,7 +8,7 @@ import pytest
 
 from actors.raft.client import RaftClient
 from actors.raft.launch import RaftCluster
-from actors.runtime import Runtime
+from actors.runtime.mailbox import Runtime
 from tests.waiting import until
 
 deadline_s = 20.0

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import random
 
-from actors.raft import codec
 from actors.raft.machine import KvMachine
 from actors.raft.member import MemberActor
 from actors.raft.wal import WalActor
 from actors.runtime.address import Address
 from raft.config import ClusterConfig, RaftSettings
 from raft.core import RaftCore
-from raft.effects import WriteSnapshot
+from effects import WriteSnapshot
 from raft.log import Entry
 from raft.messages import RequestVote, RequestVoteReply
 from persist.wal.writer import WalWriter
@@ -37,10 +36,10 @@ class Loop:
 
 class Runtime:
     def __init__(self) -> None:
-        self.sent: list[tuple[str, str]] = []
+        self.sent: list[tuple[str, type]] = []
 
-    def send(self, to: Address, kind: str, body, sender: Address) -> None:
-        self.sent.append((str(to), kind))
+    def send(self, to: Address, msg, sender: Address) -> None:
+        self.sent.append((str(to), type(msg)))
 
 
 def member() -> tuple[MemberActor, Runtime, Loop, SimDisk]:
@@ -56,13 +55,12 @@ def member() -> tuple[MemberActor, Runtime, Loop, SimDisk]:
 
 def test_a_vote_leaves_only_after_the_wal_synced_it():
     actor, runtime, loop, disk = member()
-    kind, body = codec.encode(RequestVote(1, PEER, 0, 0))
-    actor.receive(Address.parse(PEER), kind, body)
+    actor.receive(Address.parse(PEER), RequestVote(1, PEER, 0, 0))
     assert runtime.sent == []  # held: the vote is queued in the WAL, not yet durable
     syncs = disk.syncs
     loop.turn()
     assert disk.syncs == syncs + 1
-    assert runtime.sent == [(PEER, codec.KINDS[RequestVoteReply])]
+    assert runtime.sent == [(PEER, RequestVoteReply)]
     assert actor.core.log.durable_hard_state() == (1, PEER)
 
 

@@ -4,7 +4,8 @@ import pytest
 
 from metadata import passwords
 from metadata.registry import Registry
-from actors.reader.core import CloseSocket, ConnectionCore, Gatekeeper, Opened, Settings, WriteBytes
+from actors.reader.core import ConnectionCore, Gatekeeper, Settings
+from effects import CloseSocket, Opened, Write
 from wire import methods as m
 from wire.frames import method_frame
 from wire.inbound import Command, ProtocolHeaderOk
@@ -50,7 +51,7 @@ REFUSED = "ACCESS_REFUSED - Login was refused using authentication mechanism PLA
 
 def test_good_login_opens(registry):
     c = core(registry)
-    assert isinstance(login(c, "bob", "bob-pw")[0], WriteBytes)
+    assert isinstance(login(c, "bob", "bob-pw")[0], Write)
     effects = open_vhost(c, "/")
     assert effects[0] == Opened("/", "bob", 131072, CAPS)
 
@@ -59,7 +60,7 @@ def test_good_login_opens(registry):
 def test_refused_login_is_403_with_the_capability(registry, user, password):
     effects = login(core(registry), user, password)
     close = method_frame(0, m.ConnectionClose(reply_code=403, reply_text=REFUSED, class_id=0, method_id=0))
-    assert effects[0] == WriteBytes(close) and isinstance(effects[1], CloseSocket)
+    assert effects[0] == Write([close]) and isinstance(effects[1], CloseSocket)
 
 
 def test_refused_login_without_the_capability_just_closes(registry):
@@ -69,10 +70,10 @@ def test_refused_login_without_the_capability_just_closes(registry):
 
 def test_loopback_user_from_elsewhere_is_refused_like_a_bad_password(registry):
     effects = login(core(registry, loopback=False), "guest", "guest-pw")
-    assert effects[0].data == method_frame(0, m.ConnectionClose(reply_code=403, reply_text=REFUSED,
-                                                                 class_id=0, method_id=0))
+    assert effects[0].chunks == [method_frame(0, m.ConnectionClose(reply_code=403, reply_text=REFUSED,
+                                                                class_id=0, method_id=0))]
     assert "can only connect via localhost" in effects[1].reason
-    assert isinstance(login(core(registry, loopback=False), "bob", "bob-pw")[0], WriteBytes)  # others may
+    assert isinstance(login(core(registry, loopback=False), "bob", "bob-pw")[0], Write)  # others may
 
 
 def test_vhost_without_permissions_is_530(registry):
@@ -80,8 +81,8 @@ def test_vhost_without_permissions_is_530(registry):
     login(c, "bob", "bob-pw")
     effects = open_vhost(c, "v1")
     text = "NOT_ALLOWED - access to vhost 'v1' refused for user 'bob'"
-    assert WriteBytes(method_frame(0, m.ConnectionClose(reply_code=530, reply_text=text, class_id=10,
-                                                         method_id=40))) in effects
+    assert Write([method_frame(0, m.ConnectionClose(reply_code=530, reply_text=text, class_id=10,
+                                                     method_id=40))]) in effects
     assert not any(isinstance(e, Opened) for e in effects)
 
 
@@ -89,5 +90,5 @@ def test_missing_vhost_keeps_rabbitmqs_not_found_text(registry):
     c = core(registry)
     login(c, "bob", "bob-pw")
     effects = open_vhost(c, "nov")
-    assert WriteBytes(method_frame(0, m.ConnectionClose(reply_code=530, reply_text="NOT_ALLOWED - vhost nov not found",
-                                                         class_id=10, method_id=40))) in effects
+    assert Write([method_frame(0, m.ConnectionClose(reply_code=530, reply_text="NOT_ALLOWED - vhost nov not found",
+                                                     class_id=10, method_id=40))]) in effects

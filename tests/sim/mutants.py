@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from raft import RaftCore
-from raft.effects import Send
+from effects import Send
 from raft.messages import AppendReply
 from tests.sim.simdisk import SimDisk
 

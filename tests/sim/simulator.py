@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from raft import ClusterConfig, RaftCore, RaftSettings
-from raft.effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState, Send,
+from effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState, Send,
                                   WriteSnapshot)
 from raft.roles import LEADER
 from tests.sim import kvmachine

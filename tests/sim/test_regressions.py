@@ -9,7 +9,7 @@ import random
 import pytest
 
 from raft import ClusterConfig, MemoryLog, RaftCore, commands
-from raft.effects import Send
+from effects import Send
 from raft.log import Entry
 from raft.messages import AppendReply, InstallSnapshot, PreVoteReply, RequestVoteReply
 from raft.roles import LEADER

@@ -1,0 +1,218 @@
+"""The node protocol: metadata calls from channels, the registry replicas' feed, the queues'
+lifecycle, and the connection hosts' admin face.
+
+Channel -> node (each answered with a `Reply`, calls.py): `DeclareExchange`, `DeleteExchange`,
+`BindExchange`, `UnbindExchange`, `DeclareQueue` (its value: `QueueDeclared`), `DeleteQueue` (its
+value: the message count), `BindQueue`, `UnbindQueue`. The node serves them one at a time, in
+arrival order, so the registry sees a serial history.
+
+Replica <-> node: a replica sends `Subscribe`; the node answers with the snapshot as a first
+`MetadataChanged` and sends every later change the same way, on the same pipe as its replies (so a
+channel that got declare-ok routes with a replica that has the queue). `Sync` asks a replica to
+answer once everything sent before it is applied. `QueueHostRestarted` tells connection hosts that
+a queue host lost its state; a replica passes `QueuesGone` and `QueueHostRestarted` to its host's
+channels.
+
+Queue lifecycle: node -> queue manager `CreateQueue`; node -> queue `QueueStats` (value:
+`QueueCounts`), `ApplyPolicy`, `Dispose` (value: the message count) and `Purge`
+(channel_queue.py); queue -> node `AutoDeleteQueue`; reader -> node `ConnectionClosed`. Node ->
+connection admin: `CloseConnections`.
+"""
+from __future__ import annotations
+
+from typing import Any, Hashable
+
+from actors.messages import message
+from actors.runtime.address import Address
+
+# -- channel -> node: metadata calls ------------------------------------------------------------
+
+
+@message
+class DeclareExchange:
+    rid: int
+    vhost: str
+    exchange: str
+    type: str
+    passive: bool
+    durable: bool
+    auto_delete: bool
+    internal: bool
+    arguments: dict[str, Any]
+
+
+@message
+class DeleteExchange:
+    rid: int
+    vhost: str
+    exchange: str
+    if_unused: bool
+
+
+@message
+class BindExchange:
+    rid: int
+    vhost: str
+    destination: str
+    source: str
+    routing_key: str
+    arguments: dict[str, Any]
+
+
+@message
+class UnbindExchange:
+    rid: int
+    vhost: str
+    destination: str
+    source: str
+    routing_key: str
+    arguments: dict[str, Any]
+
+
+@message
+class DeclareQueue:
+    rid: int
+    vhost: str
+    queue: str
+    passive: bool
+    durable: bool
+    exclusive: bool
+    auto_delete: bool
+    arguments: dict[str, Any]
+    owner: Hashable
+
+
+@message
+class QueueDeclared:
+    """The value of a DeclareQueue's Reply (queue.declare-ok's fields)."""
+
+    queue: str
+    message_count: int
+    consumer_count: int
+
+
+@message
+class DeleteQueue:
+    rid: int
+    vhost: str
+    queue: str
+    if_unused: bool
+    if_empty: bool
+    owner: Hashable
+
+
+@message
+class BindQueue:
+    rid: int
+    vhost: str
+    queue: str
+    exchange: str
+    routing_key: str
+    arguments: dict[str, Any]
+    owner: Hashable
+
+
+@message
+class UnbindQueue:
+    rid: int
+    vhost: str
+    queue: str
+    exchange: str
+    routing_key: str
+    arguments: dict[str, Any]
+    owner: Hashable
+
+
+# -- replicas ------------------------------------------------------------------------------------
+
+
+@message
+class Subscribe:
+    pass
+
+
+@message
+class MetadataChanged:
+    """Registry changes to apply (the first one after Subscribe is the snapshot) and the queues
+    (vhost, name) that are gone with them."""
+
+    changes: list[Any]
+    gone: list[tuple[str, str]]
+
+
+@message
+class Sync:
+    rid: int
+
+
+@message
+class QueueHostRestarted:
+    host: str
+
+
+@message
+class QueuesGone:
+    """To the channels of a connection host: these queue actors are deleted."""
+
+    queues: list[Address]
+
+
+# -- queue lifecycle -----------------------------------------------------------------------------
+
+
+@message
+class CreateQueue:
+    rid: int
+    vhost: str
+    name: str
+    auto_delete: bool
+    arguments: dict[str, Any]
+    durable: bool
+
+
+@message
+class QueueStats:
+    rid: int
+
+
+@message
+class QueueCounts:
+    messages: int
+    consumers: int
+
+
+@message
+class Dispose:
+    """node -> queue: delete yourself, unless if-unused / if-empty say otherwise (value: messages)."""
+
+    rid: int
+    if_unused: bool
+    if_empty: bool
+
+
+@message
+class ApplyPolicy:
+    """The queue's effective settings: its arguments met with the policies that apply to it."""
+
+    settings: dict[str, Any]
+
+
+@message
+class AutoDeleteQueue:
+    vhost: str
+    name: str
+
+
+@message
+class ConnectionClosed:
+    owner: Hashable
+
+
+@message
+class CloseConnections:
+    """Close every connection on `vhost` (or the one named `owner`) with connection.close `code`."""
+
+    vhost: str | None
+    owner: str | None
+    code: int
+    text: str

@@ -1,0 +1,25 @@
+"""What the runtime itself sends between mailboxes (actors/runtime/mailbox.py).
+
+`Credit` grants travel back from a receiver to a sender (flow/credit.py). `Undelivered` answers a
+message whose target actor does not exist (its host is restarting, or it was removed), carrying
+the message itself, so a sender waiting for a reply or a confirm learns it will not come.
+`Address` is registered so that addresses can travel inside other messages.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from actors.messages import message, register
+from actors.runtime.address import Address
+
+register(Address)
+
+
+@message
+class Credit:
+    amount: int
+
+
+@message
+class Undelivered:
+    msg: Any

@@ -1,0 +1,105 @@
+"""QueueManager: the actor in each queue host that creates the classic queue actors placed there.
+
+It builds each queue's core over the right ready list (in RAM; a durable backing, one per priority
+level; or a non-durable spill list) from the host's storage, which it recovers once, when the
+registry snapshot that names the durable queues has arrived.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import structlog
+
+from actors.messages.calls import Reply
+from actors.messages.node import CreateQueue
+from actors.placement import NODE, queue_address
+from actors.queue.core import ClassicQueue
+from actors.queue.priority import PriorityReady
+from actors.queue.settings import QueueSettings
+from actors.queue.shell import Backing, Levels, QueueActor, now_ms
+from actors.runtime.address import Address
+from persist.classic.backed import BackedReady
+from persist.classic.host_storage import HostStorage
+
+log = structlog.get_logger("warren.queue")
+
+
+class QueueManager:
+    """Creates queue actors on this host when the node asks (`CreateQueue`, answered with a Reply).
+
+    `registry` is this host's registry replica (actors/replica.py), used to route dead-lettered
+    messages; without one, dead-lettered messages are dropped.
+    """
+
+    def __init__(self, runtime: Any, name: str, registry: Any = None, queue_hosts: int = 1,
+                 storage: HostStorage | None = None, registry_ready: Callable[[], bool] = lambda: True) -> None:
+        self.runtime = runtime
+        self.registry_ready = registry_ready
+        self.address = Address(runtime.host, name)
+        self.registry = registry
+        self.queue_hosts = queue_hosts
+        self.storage = storage
+        self.queues: dict[str, QueueActor] = {}
+
+    def _deleted(self, name: str) -> None:
+        self.queues.pop(name, None)
+        self.runtime.remove(name)
+
+    def _place(self, vhost: str, name: str) -> Address:
+        return queue_address(vhost, name, self.queue_hosts)
+
+    def receive(self, sender: Address, msg: CreateQueue) -> None:
+        if f"q:{msg.vhost}:{msg.name}" not in self.queues:
+            actor = self._create(msg.vhost, msg.name, msg.auto_delete, dict(msg.arguments), msg.durable)
+            self.queues[actor.name] = actor
+            self.runtime.spawn(actor.name, actor)
+            actor.start()
+        self.runtime.send(sender, Reply(msg.rid), sender=self.address)
+
+    def _create(self, vhost: str, name: str, auto_delete: bool, arguments: dict, durable: bool) -> QueueActor:
+        storage = self.storage
+        if storage is not None:
+            self.ensure_recovered()
+        if storage is None or not storage.recovered:
+            assert storage is None or not durable, "a durable queue created before the registry snapshot arrived"
+            if storage is not None:
+                log.warning("queue.in_ram_only", vhost=vhost, queue=name, reason="storage not recovered yet")
+            core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=arguments,
+                                router=self.registry, place=self._place, now_ms=now_ms(), node=NODE)
+            return QueueActor(self.runtime, core, self._deleted)
+        max_priority = arguments.get("x-max-priority")
+        if not (isinstance(max_priority, int) and max_priority > 0):
+            max_priority = None
+        lazy = QueueSettings.from_arguments(arguments).lazy
+        ready: Any
+        backing: Backing
+        next_id = 1
+        if not durable:
+            spills = storage.open_transient_queue(vhost, name, lazy=lazy, max_priority=max_priority)
+            ready = spills[0] if max_priority is None else PriorityReady(max_priority, spills)
+            backing = Levels(spills, durable=False)
+        elif max_priority is None:
+            backing, next_id = storage.open_queue(vhost, name, lazy=lazy)
+            ready = BackedReady(backing)
+        else:
+            levels, next_id = storage.open_priority_queue(vhost, name, max_priority, lazy=lazy)
+            ready = PriorityReady(max_priority, [BackedReady(b) for b in levels])
+            backing = Levels(levels, durable=True)
+        core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=arguments, router=self.registry,
+                            place=self._place, now_ms=now_ms(), ready=ready, next_id=next_id, node=NODE,
+                            hold_confirms=backing.durable)
+        return QueueActor(self.runtime, core, self._deleted, storage, backing)
+
+    def ensure_recovered(self) -> None:
+        """Recover this host's storage once the registry snapshot is here (it names the durable
+        queues to keep; the rest of this host's queue directories are deleted). The node sends that
+        snapshot on the same pipe before it creates any queue here."""
+        storage = self.storage
+        if storage is None or storage.recovered or self.registry is None or not self.registry_ready():
+            return
+        host = self.runtime.host
+        storage.recover([(q.vhost, q.name) for q in self.registry.queues()
+                         if q.durable and self._place(q.vhost, q.name).host == host])
+
+    def stats(self) -> list[dict]:
+        return [a.stats() for a in self.queues.values()]

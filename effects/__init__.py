@@ -1,0 +1,178 @@
+"""The one effect vocabulary: what every pure core returns and every shell carries out.
+
+A core never performs IO. Its inputs return a list of these frozen records and a shell (an actor in
+a host process, or the deterministic simulator) carries them out IN LIST ORDER with one
+`Interpreter` (effects/interpreter.py): a core that must persist before it sends puts the persist
+first. Where an ordering rule needs more than list order (a Raft send held until the hard state
+before it is synced), the rule is written down at the effect that carries it.
+
+Addresses are opaque to cores: a core receives them in messages and hands them back in `Send.to`.
+Messages are the typed records of actors/messages (one module per protocol); a core builds them,
+the runtime encodes them (actors/runtime/envelope.py), nothing else looks inside.
+
+The vocabulary, by who returns it:
+- every core: `Send`, `StartTimer`, `CancelTimer`, `Log`;
+- the connection and channel cores (socket side): `Write`, `CloseSocket`, `SetFrameMax`,
+  `OpenChannel`, `ToChannel`, `ChannelsDown`, `Opened`, `CloseConnection`, `ChannelFinished`;
+- the Raft core: `Send` (to a member id) and `PersistHardState`, `ClientReply`, `NotLeader`,
+  `ChangeRefused`, `MachineEffect`, `WriteSnapshot`, `LeaderChanged` (raft/effects.py documents
+  their ordering rules, etcd's `Ready` contract).
+This package imports nothing: every layer may use it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable
+
+# -- every core ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send the typed message `msg` to `to`. `credit` units are taken from the sender's link to
+    `to` (credit flow, flow/credit.py); the runtime batches sends per destination host."""
+
+    to: Hashable
+    msg: Any
+    credit: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StartTimer:
+    """Call the core's timer input for `name` after `ticks` (the core's unit: ms or ticks)."""
+
+    name: str
+    ticks: int
+
+
+@dataclass(frozen=True, slots=True)
+class CancelTimer:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    """A structured log event the shell passes to structlog (cores do not log themselves)."""
+
+    event: str
+    level: str = "info"
+    fields: tuple[tuple[str, Any], ...] = ()
+
+
+# -- the socket side: connection and channel cores -----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Frames for the client's socket, in order (one writelines per batch)."""
+
+    chunks: list
+
+
+@dataclass(frozen=True, slots=True)
+class CloseSocket:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetFrameMax:
+    """The negotiated frame_max: the parser refuses larger frames from now on."""
+
+    frame_max: int
+
+
+@dataclass(frozen=True, slots=True)
+class OpenChannel:
+    number: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToChannel:
+    """A complete command for channel `number` (its core takes it)."""
+
+    number: int
+    command: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelsDown:
+    """The connection is ending: every channel releases what it holds, without a word to the client."""
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """connection.open succeeded: what channels of this connection run as."""
+
+    vhost: str
+    user: str
+    frame_max: int
+    capabilities: dict = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CloseConnection:
+    """A connection-level error found while a channel handled a command (an AmqpError)."""
+
+    error: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelFinished:
+    """The channel is over (close-ok sent or received): the shell may forget it."""
+
+
+# -- the Raft core -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PersistHardState:
+    term: int
+    voted_for: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClientReply:
+    """The command proposed with `corr` is committed and applied; `reply` is the machine's."""
+
+    corr: Hashable
+    reply: Any
+
+
+@dataclass(frozen=True, slots=True)
+class NotLeader:
+    """This member cannot take the command; try `leader` (None: unknown)."""
+
+    corr: Hashable
+    leader: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRefused:
+    """A membership change the leader refused; `reason` is a short stable token."""
+
+    corr: Hashable
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class MachineEffect:
+    """An effect the replicated state machine returned from apply (leader only, as Ra's default)."""
+
+    effect: Any
+
+
+@dataclass(frozen=True, slots=True)
+class WriteSnapshot:
+    index: int
+    term: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderChanged:
+    leader: str | None
+
+
+Effect = (Send | StartTimer | CancelTimer | Log | Write | CloseSocket | SetFrameMax | OpenChannel | ToChannel
+          | ChannelsDown | Opened | CloseConnection | ChannelFinished | PersistHardState | ClientReply | NotLeader
+          | ChangeRefused | MachineEffect | WriteSnapshot | LeaderChanged)
