@@ -9,6 +9,7 @@ import random
 import time
 
 from actors.channel.core import ChannelCore
+from actors.messages.channel_queue import Confirm
 from metadata.registry import Registry
 from wire import methods as m
 from wire.inbound import Command
@@ -37,7 +38,7 @@ def main() -> None:
         for _ in range(batch_size):
             core.command(publish)
         core.flush()
-        core.receive(queue, "confirm", core.confirm.next_seq - 1)
+        core.receive(queue, Confirm(core.confirm.next_seq - 1))
         core.flush()
     per = (time.process_time() - start) / (batches * batch_size) * 1e6
     print(f"channel core, confirm mode, {batch_size} publishes per flush: {per:.2f} µs CPU per confirmed publish")

@@ -8,11 +8,11 @@ socket; acks are settled one batch at a time, as a multiple=true ack would be.
 """
 from __future__ import annotations
 
-from actors.messages.channel_queue import Deliver, Published
 import argparse
 import tempfile
 import time
 
+from actors.messages.channel_queue import Deliver, Published
 from actors.queue.core import ClassicQueue
 from persist.classic.spill import SpillReady
 from persist.classic.durable_queue import DurableBacking

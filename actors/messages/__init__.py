@@ -12,7 +12,7 @@ msgpack cannot carry natively are encoded by `pack_default`: a registered record
 (an Address, an AmqpError, a nested message) becomes an ext value holding its own tag and fields.
 On the way back `build` rebuilds the message; fields annotated with a NamedTuple record type (`X`,
 `X | None`, or a sequence of `X`, e.g. the per-message records of a publish batch) are rebuilt as
-that record, one `_make` each, because msgpack hands back plain tuples. Sequences arrive as
+that record, one tuple.__new__ each, because msgpack hands back plain tuples. Sequences arrive as
 tuples, and receivers accept any sequence.
 
 Classes from lower layers (raft messages, wire's AmqpError, metadata's change records) are
@@ -58,11 +58,14 @@ def _record_type(hint: Any) -> type | None:
     return hint if isinstance(hint, type) and issubclass(hint, tuple) and hasattr(hint, "_make") else None
 
 
+_new = tuple.__new__  # a NamedTuple from a tuple: cheaper than its _make, once per record
+
+
 def _converter(hint: Any) -> Callable[[Any], Any] | None:
     """How to rebuild a field annotated `hint` from what msgpack returns (None: as it is)."""
     record = _record_type(hint)
     if record is not None:
-        return record._make
+        return lambda v: _new(record, v)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
         inner = _converter(next(a for a in args if a is not type(None)))
@@ -70,11 +73,9 @@ def _converter(hint: Any) -> Callable[[Any], Any] | None:
     if origin in (list, tuple, Sequence) and args:
         record = _record_type(args[0])
         if record is not None and origin is tuple and len(args) == 2 and args[1] is Ellipsis:
-            make = record._make
-            return lambda v: tuple(make(t) for t in v)
+            return lambda v: tuple([_new(record, t) for t in v])
         if record is not None and origin is not tuple:
-            make = record._make
-            return lambda v: [make(t) for t in v]
+            return lambda v: [_new(record, t) for t in v]
     return None
 
 
