@@ -37,7 +37,7 @@ from pika import spec
 from bench.perf import framing
 from bench.perf.confirms import ConfirmTracker
 from bench.perf.connection import connect, parse_uri
-from scripts.ports import port_open
+from actors.runtime.ports import port_open
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable

@@ -20,7 +20,7 @@ import structlog
 from actors.runtime.control import HostSpec
 from actors.runtime.node_process import local_directory, run_node
 from scripts.config import ConfigError, load
-from scripts.ports import can_listen, free_port
+from actors.runtime.ports import can_listen, free_port
 
 
 def host_specs(conf: dict) -> list[HostSpec]:

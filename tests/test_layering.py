@@ -1,55 +1,165 @@
-"""Pure cores do no IO (DESIGN.md §3): no zmq, socket, os, time, random, threading, asyncio or
-select, except under `if TYPE_CHECKING:` for annotations; and each opens with a theory of operation.
+"""The layering of the tree, checked: who may import whom, no circles, pure cores that explain themselves.
 
-Shells (actors' `actor.py`/`shell.py`, runtime, hosts, WAL writer, disk) are deliberately not listed."""
+Packages are layered (docs/DESIGN.md §2-3); a module may import its own layer and the layers below,
+never one above:
+
+    effects -> wire -> flow -> raft -> metadata -> persist -> actors -> scripts, bench, pipeline
+
+Inside `actors` the runtime's vocabulary (address, messages) comes first, the cores next, the
+shells last: a core never imports a shell, the runtime's machinery (mailbox, host, supervisor)
+or a host entry. No module imports another that (directly or through others) imports it back:
+every import, at module level or inside a function, counts, except those under `if TYPE_CHECKING:`.
+
+Pure cores do no IO (DESIGN.md §3): no zmq, socket, os, time, random, threading, asyncio, select or
+subprocess, and each opens with a theory of operation.
+"""
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+LAYERS = [("effects",), ("wire",), ("flow",), ("raft",), ("metadata",), ("persist",), ("actors",),
+          ("scripts", "bench", "pipeline")]
+LAYER = {pkg: i for i, pkgs in enumerate(LAYERS) for pkg in pkgs}
 FORBIDDEN = {"zmq", "socket", "os", "time", "random", "threading", "asyncio", "select", "subprocess"}
-CORE_PACKAGES = ["effects", "wire", "flow", "metadata", "raft", "persist/classic", "actors/messages"]  # classic: IO via an injected Disk
+# Whole packages that are pure; persist/classic does its IO through an injected Disk.
+CORE_PACKAGES = ["effects", "wire", "flow", "metadata", "raft", "persist/classic", "actors/messages"]
+# Modules of persist/classic that are a host's storage shell, not a core.
+NOT_CORES = {"persist/classic/host_storage.py"}
+# Pure modules inside packages that also hold shells.
 CORE_MODULES = [
     "actors/channel/core.py", "actors/channel/confirms.py", "actors/channel/acks.py",
     "actors/channel/lazy_headers.py", "actors/reader/core.py", "actors/queue/core.py",
-    "persist/classic/ready.py", "actors/queue/priority.py", "persist/classic/backed.py", "persist/classic/spill.py",
-    "actors/queue/consumers.py", "persist/wal/core.py", "persist/wal/records.py",
+    "actors/queue/priority.py", "actors/queue/consumers.py", "persist/wal/core.py", "persist/wal/records.py",
 ]
+# What a core in actors/ may not import: the runtime's machinery, host entries, shells.
+SHELL_MODULES = ("actors.runtime.mailbox", "actors.runtime.host", "actors.runtime.supervisor",
+                 "actors.runtime.node_process", "actors.runtime.control", "actors.runtime.effects", "actors.hosts")
 
 
-SHELL_MODULES = {"persist/classic/host_storage.py"}  # a host's storage: files, psutil and the loop
+def modules() -> dict[str, Path]:
+    """Every module of the layered packages, by dotted name."""
+    found = {}
+    for pkgs in LAYERS:
+        for pkg in pkgs:
+            for path in sorted((ROOT / pkg).rglob("*.py")):
+                rel = path.relative_to(ROOT).with_suffix("")
+                parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+                found[".".join(parts)] = path
+    return found
 
 
-def core_files() -> list[Path]:
-    files = [ROOT / m for m in CORE_MODULES]
-    for pkg in CORE_PACKAGES:
-        files += sorted(p for p in (ROOT / pkg).glob("*.py")
-                        if p.name != "__init__.py" and str(p.relative_to(ROOT)) not in SHELL_MODULES)
-    return files
-
-
-def imported_at_runtime(tree: ast.Module) -> list[str]:
+def imported(tree: ast.Module, module: str) -> list[str]:
+    """Modules imported anywhere in `tree` (not under `if TYPE_CHECKING:`), absolute names."""
     names: list[str] = []
+    package = module.rpartition(".")[0]
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             return
         if isinstance(node, ast.Import):
             names.extend(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.append(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            names.append(base)
+            names.extend(f"{base}.{a.name}" for a in node.names)  # `from pkg import module`
         for child in ast.iter_child_nodes(node):
             visit(child)
     visit(tree)
     return names
 
 
+@cache
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    edges: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        targets = {n for n in imported(ast.parse(path.read_text()), name) if n in mods and n != name}
+        edges[name] = targets
+    return edges
+
+
+def layer_of(module: str) -> int:
+    return LAYER[module.split(".")[0]]
+
+
+def is_core(path: Path) -> bool:
+    rel = str(path.relative_to(ROOT))
+    return rel not in NOT_CORES and (rel in CORE_MODULES or any(
+        rel.startswith(pkg + "/") and path.name != "__init__.py" for pkg in CORE_PACKAGES))
+
+
+def test_nothing_imports_upward() -> None:
+    upward = sorted(f"{src} -> {dst}" for src, dsts in graph().items() for dst in dsts
+                    if layer_of(dst) > layer_of(src))
+    assert not upward, "imports against the layer order:\n" + "\n".join(upward)
+
+
+def test_no_import_circles() -> None:
+    edges = graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    counter = [0]
+
+    def strongconnect(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            # a package and its own modules (`pkg/__init__` re-exporting) is not a circle of modules
+            if len(component) > 1 and not all(c.startswith(min(component, key=len)) for c in component):
+                circles.append(sorted(component))
+    for v in sorted(edges):
+        if v not in index:
+            strongconnect(v)
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_cores_in_actors_import_no_shell() -> None:
+    mods = modules()
+    bad = sorted(f"{name} -> {dst}" for name, path in mods.items() if is_core(path) and name.startswith("actors.")
+                 for dst in graph()[name]
+                 if dst.startswith(SHELL_MODULES) or dst.endswith((".shell", ".manager")))
+    assert not bad, "cores importing shells:\n" + "\n".join(bad)
+
+
+def core_files() -> list[Path]:
+    return [path for path in modules().values() if is_core(path)]
+
+
 @pytest.mark.parametrize("path", core_files(), ids=lambda p: str(p.relative_to(ROOT)))
-def test_core_is_pure_and_explains_itself(path: Path):
+def test_core_is_pure_and_explains_itself(path: Path) -> None:
     tree = ast.parse(path.read_text())
-    bad = [n for n in imported_at_runtime(tree) if n.split(".")[0] in FORBIDDEN]
+    bad = [n for n in imported(tree, "") if n.split(".")[0] in FORBIDDEN]
     assert not bad, f"{path.name} imports {bad}"
-    assert ast.get_docstring(tree), f"{path.name} lacks a theory-of-operation docstring"
+    assert ast.get_docstring(tree) or path.name == "__init__.py", f"{path.name} lacks a theory-of-operation docstring"
+
+
+def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
+    """The check is not vacuous: an upward import written into a lower layer is reported."""
+    tree = ast.parse("from actors.runtime.ports import free_port\n")
+    assert [n for n in imported(tree, "persist.wal.core") if n in modules()] == ["actors.runtime.ports"]
+    assert layer_of("actors.runtime.ports") > layer_of("persist.wal.core")

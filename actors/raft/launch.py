@@ -24,7 +24,7 @@ import structlog
 from actors.raft.hosts import group_names, host_name, member_id
 from actors.runtime.control import HostSpec, control
 from actors.runtime.node_process import run_node
-from scripts.ports import free_port
+from actors.runtime.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ready_timeout_s = 90.0

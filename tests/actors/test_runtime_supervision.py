@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from actors.runtime.control import control
-from scripts.ports import free_port
+from actors.runtime.ports import free_port
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from scripts.ports import free_port, port_open
+from actors.runtime.ports import free_port, port_open
 
 REPO = Path(__file__).resolve().parents[2]
 start_timeout_s = 90.0
