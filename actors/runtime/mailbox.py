@@ -26,6 +26,12 @@ travel back as `Credit` messages, batched like everything else. Credit is never 
 messages for a dead or unknown actor, messages whose `receive` crashed, and everything a removed
 actor had received but not yet granted are credited back to their senders.
 
+Between nodes (actors/runtime/curve.py): a host given `remote=` also binds a tcp PULL socket, a
+CURVE server keyed by the cluster's secret, beside its ipc one, and its PUSH sockets towards tcp
+endpoints are CURVE clients. Both PULL sockets are drained the same way. `add_hosts` learns (or
+changes) where other hosts listen; a host whose endpoint changed (its node restarted on another
+port) gets a new PUSH socket. A refused CURVE handshake is logged by the socket's monitor.
+
 A `receive` (or `on_unblocked`) that raises is logged with its traceback and the actor is removed;
 the host keeps running.
 A message for an actor that does not exist is answered with `Undelivered(msg)`, so a sender
@@ -40,9 +46,12 @@ from typing import Any, Awaitable, Callable, Protocol
 import structlog
 import zmq
 
+import zmq.utils.monitor
+
 from actors.messages.runtime import Credit, Undelivered
 from actors.runtime import envelope
 from actors.runtime.address import Address
+from actors.runtime.curve import CurveKeys, start_authenticator
 from flow.credit import CreditLedger
 from flow.state import FlowState
 
@@ -51,6 +60,7 @@ log = structlog.get_logger("warren.runtime")
 recv_frames_max = 256  # frames drained per loop iteration before yielding to other callbacks
 close_linger_ms = 1000  # how long close() waits for queued frames to leave
 ticks_per_second = 1000  # flow-state ticks are milliseconds of the monotonic clock
+refusal_log_interval_ms = 30_000  # a refused peer retries every ~100 ms: one log line per interval
 
 
 class Actor(Protocol):
@@ -65,9 +75,12 @@ class Runtime:
     """All actors of one host process and their mailboxes."""
 
     def __init__(self, host: str, directory: dict[str, str], *, credit_initial: int = 400,
-                 credit_more_after: int = 200) -> None:
+                 credit_more_after: int = 200, remote: tuple[str, CurveKeys] | None = None) -> None:
+        """`remote`: (tcp endpoint to bind, the cluster's keys) for a host other nodes reach."""
         self.host = host
         self.directory = dict(directory)
+        self.remote = remote
+        self.tcp_endpoint: str | None = None  # where other nodes reach this host, once bound
         self.credit_initial = credit_initial
         self.credit_more_after = credit_more_after
         self.control: Callable[[str, dict], Awaitable[Any]] | None = None
@@ -83,7 +96,11 @@ class Runtime:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ctx: zmq.Context | None = None
         self._pull: zmq.Socket | None = None
+        self._tcp_pull: zmq.Socket | None = None
+        self._auth: Any = None
         self._push: dict[str, zmq.Socket] = {}
+        self._monitors: dict[zmq.Socket, tuple[zmq.Socket, str]] = {}  # tcp socket -> (its monitor, endpoint)
+        self._refusals: dict[str, tuple[int, int, int]] = {}  # endpoint -> (first, last logged ms, attempts)
         self._frame_bytes: dict[str, int] = {}  # size of the last frame per host: the next one's hint
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -91,25 +108,54 @@ class Runtime:
         """Bind this host's endpoint and start draining it."""
         self._loop = asyncio.get_running_loop()
         self._ctx = zmq.Context()
-        self._pull = self._ctx.socket(zmq.PULL)
-        self._pull.setsockopt(zmq.RCVHWM, 0)  # credit bounds the data path, not the socket
-        self._pull.setsockopt(zmq.LINGER, 0)
-        self._pull.bind(self.directory[self.host])
-        self._loop.add_reader(self._pull.getsockopt(zmq.FD), self._drain)
-        self._loop.call_soon(self._drain)  # frames may have queued before the reader was added
-        log.debug("runtime.started", host=self.host, endpoint=self.directory[self.host])
+        self._pull = self._bind_pull(self.directory[self.host])
+        if self.remote is not None:
+            endpoint, keys = self.remote
+            self._auth = start_authenticator(self._ctx, keys, self.host)
+            self._tcp_pull = self._bind_pull(endpoint, keys)
+            self.tcp_endpoint = self._tcp_pull.getsockopt_string(zmq.LAST_ENDPOINT)
+            self._watch(self._tcp_pull, self.tcp_endpoint, server=True)
+        log.debug("runtime.started", host=self.host, endpoint=self.directory[self.host], tcp=self.tcp_endpoint)
+
+    def _bind_pull(self, endpoint: str, keys: CurveKeys | None = None) -> zmq.Socket:
+        assert self._ctx is not None and self._loop is not None
+        pull = self._ctx.socket(zmq.PULL)
+        pull.setsockopt(zmq.RCVHWM, 0)  # credit bounds the data path, not the socket
+        pull.setsockopt(zmq.LINGER, 0)
+        if keys is not None:
+            keys.make_server(pull)
+        pull.bind(endpoint)
+        self._loop.add_reader(pull.getsockopt(zmq.FD), self._drain, pull)
+        self._loop.call_soon(self._drain, pull)  # frames may have queued before the reader was added
+        return pull
+
+    def add_hosts(self, endpoints: dict[str, str]) -> None:
+        """Learn where hosts listen (other nodes' hosts, or a restarted node's new ports)."""
+        for host, endpoint in endpoints.items():
+            if host == self.host or self.directory.get(host) == endpoint:
+                continue
+            self.directory[host] = endpoint
+            old = self._push.pop(host, None)
+            if old is not None:
+                self._close_push(old)
 
     async def close(self) -> None:
         """Flush what was sent, then close every socket."""
         if self._flush_scheduled:
             self._flush()
-        if self._pull is not None and self._loop is not None:
-            self._loop.remove_reader(self._pull.getsockopt(zmq.FD))
-            self._pull.close()
-            self._pull = None
+        if self._tcp_pull is not None:
+            self._unwatch(self._tcp_pull)
+        for pull in (self._pull, self._tcp_pull):
+            if pull is not None and self._loop is not None:
+                self._loop.remove_reader(pull.getsockopt(zmq.FD))
+                pull.close()
+        self._pull = self._tcp_pull = None
         for sock in self._push.values():
-            sock.close(linger=close_linger_ms)
+            self._close_push(sock, close_linger_ms)
         self._push.clear()
+        if self._auth is not None:
+            self._auth.stop()
+            self._auth = None
         if self._ctx is not None:
             self._ctx.term()
             self._ctx = None
@@ -226,6 +272,9 @@ class Runtime:
             assert self._ctx is not None
             sock = self._ctx.socket(zmq.PUSH)
             sock.setsockopt(zmq.SNDHWM, 0)  # credit bounds the data path; a restarting peer gets its backlog
+            if endpoint.startswith("tcp://") and self.remote is not None:
+                self.remote[1].make_client(sock)
+                self._watch(sock, endpoint, server=False)
             sock.connect(endpoint)
             self._push[host] = sock
         frame = envelope.encode(self.host, items, self._frame_bytes.get(host, 0))
@@ -233,9 +282,59 @@ class Runtime:
         sock.send(frame, zmq.NOBLOCK, copy=False)
         self.frames_sent += 1
 
-    def _drain(self, *_: Any) -> None:
-        pull = self._pull
-        if pull is None:
+    def _watch(self, sock: zmq.Socket, endpoint: str, *, server: bool) -> None:
+        """Log what goes wrong on a connection between nodes: a refused handshake above all.
+        A peer with another secret fails CURVE's handshake before any ZAP check, so the sockets'
+        monitors are where both sides see it."""
+        monitor = sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                                          | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        self._monitors[sock] = (monitor, endpoint)
+        assert self._loop is not None
+        self._loop.add_reader(monitor.getsockopt(zmq.FD), self._read_monitor, monitor, endpoint, server)
+        self._loop.call_soon(self._read_monitor, monitor, endpoint, server)  # ZMQ_FD is edge-triggered
+
+    def _read_monitor(self, monitor: zmq.Socket, endpoint: str, server: bool) -> None:
+        while not monitor.closed:
+            try:
+                event = zmq.utils.monitor.recv_monitor_message(monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                if monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:  # arrived while draining: no new edge
+                    assert self._loop is not None
+                    self._loop.call_soon(self._read_monitor, monitor, endpoint, server)
+                return
+            if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+                log.debug("runtime.peer_connected", host=self.host, endpoint=endpoint, incoming=server)
+                self._refusals.pop(endpoint, None)
+                continue
+            # ZeroMQ retries every ~100 ms: log the first refusal, then one line per interval
+            now = _now()
+            first, last, count = self._refusals.get(endpoint, (now, -refusal_log_interval_ms, 0))
+            self._refusals[endpoint] = (first, last, count + 1)
+            if now - last < refusal_log_interval_ms:
+                continue
+            self._refusals[endpoint] = (first, now, count + 1)
+            if server:
+                log.warning("cluster.peer_refused", host=self.host, endpoint=endpoint, attempts=count + 1,
+                            reason="a peer failed the CURVE handshake: not this cluster's secret (cookie)")
+            else:
+                log.warning("runtime.peer_handshake_failed", host=self.host, endpoint=endpoint, attempts=count + 1,
+                            reason="refused: is the cluster secret (cookie) the same on both nodes?")
+
+    def _unwatch(self, sock: zmq.Socket) -> None:
+        watched = self._monitors.pop(sock, None)
+        if watched is not None and self._loop is not None:
+            monitor, _ = watched
+            self._loop.remove_reader(monitor.getsockopt(zmq.FD))
+            sock.disable_monitor()
+            monitor.close(linger=0)
+
+    def _close_push(self, sock: zmq.Socket, linger_ms: int = 0) -> None:
+        self._unwatch(sock)
+        sock.close(linger=linger_ms)
+
+    def _drain(self, pull: zmq.Socket | None = None) -> None:
+        pull = pull if pull is not None else self._pull
+        if pull is None or pull.closed:
             return
         for _ in range(recv_frames_max):
             try:
@@ -247,7 +346,7 @@ class Runtime:
                 # internal commands (a peer's pipe attaching, say) without a fresh edge; ZMQ_EVENTS
                 # says whether anything arrived meanwhile, so nothing waits for unrelated traffic.
                 if pull.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-                    self._loop.call_soon(self._drain)
+                    self._loop.call_soon(self._drain, pull)
                 return
             self.frames_received += 1
             try:
@@ -256,7 +355,7 @@ class Runtime:
                 log.exception("runtime.bad_frame", host=self.host, size=len(frame))
                 continue
             self._dispatch_all(source, items)
-        self._loop.call_soon(self._drain)  # more may be waiting; let other callbacks run first
+        self._loop.call_soon(self._drain, pull)  # more may be waiting; let other callbacks run first
 
     def _dispatch_all(self, source: str, items: list[envelope.Item]) -> None:
         for sender, target, msg, credit in items:

@@ -1,0 +1,89 @@
+"""Mailboxes between nodes: tcp with CURVE keyed by the cluster's secret (actors/runtime/curve.py)."""
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import structlog
+import zmq
+
+from actors.runtime.address import Address
+from actors.runtime.curve import CookieError, CurveKeys, read_or_create_cookie
+from actors.runtime.mailbox import Runtime
+from tests.actors.messages import Note
+from tests.actors.test_runtime_mailbox import Recorder, run
+
+deadline_s = 8.0  # inside run()'s own 10 s
+
+
+def test_the_cookie_is_made_once_with_mode_600_and_then_reused(tmp_path: Path) -> None:
+    path = tmp_path / "home" / ".warren.cookie"
+    first = read_or_create_cookie(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and len(first) == 20
+    assert read_or_create_cookie(path) == first
+
+
+def test_a_cookie_others_can_read_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "cookie"
+    path.write_text("SECRET")
+    os.chmod(path, 0o644)
+    with pytest.raises(CookieError, match="only by its owner"):
+        read_or_create_cookie(path)
+
+
+def test_one_secret_gives_one_key_pair_and_another_secret_another() -> None:
+    a, b, c = CurveKeys(b"one"), CurveKeys(b"one"), CurveKeys(b"two")
+    assert (a.public, a.secret) == (b.public, b.secret)
+    assert a.public != c.public and zmq.curve_public(a.secret) == a.public
+
+
+async def remote_pair(tmp_path: Path, cookie_a: bytes, cookie_b: bytes) -> tuple[Runtime, Runtime]:
+    """Host a on "node 1", host b on "node 2": each binds ipc for its node and tcp for the other."""
+    a = Runtime("a", {"a": f"ipc://{tmp_path}/a"}, remote=("tcp://127.0.0.1:*", CurveKeys(cookie_a)))
+    b = Runtime("b", {"b": f"ipc://{tmp_path}/b"}, remote=("tcp://127.0.0.1:*", CurveKeys(cookie_b)))
+    await a.start()
+    await b.start()
+    a.add_hosts({"b": b.tcp_endpoint})
+    b.add_hosts({"a": a.tcp_endpoint})
+    return a, b
+
+
+def test_hosts_on_two_nodes_with_one_secret_exchange_messages_in_order(tmp_path: Path) -> None:
+    async def main():
+        a, b = await remote_pair(tmp_path, b"cookie", b"cookie")
+        rec = Recorder(expect=200)
+        to = b.spawn("rec", rec)
+        me = Address("a", "src")
+        for i in range(200):
+            a.send(to, Note("m", i), sender=me)
+        await rec.done
+        assert [body for _, _, body in rec.got] == list(range(200)) and rec.got[0][0] == me
+        back = Recorder()
+        a.spawn("back", back)
+        b.send(Address("a", "back"), Note("reply", b"\x00" * 100_000), sender=to)
+        await back.done
+        assert back.got[0][2] == b"\x00" * 100_000
+        await a.close()
+        await b.close()
+    run(main())
+
+
+def test_a_node_with_another_secret_is_refused_and_both_sides_log_it(tmp_path: Path) -> None:
+    async def main():
+        a, b = await remote_pair(tmp_path, b"right", b"wrong")
+        rec = Recorder()
+        b.spawn("rec", rec)
+        with structlog.testing.capture_logs() as logs:
+            a.send(Address("b", "rec"), Note("m", 1), sender=Address("a", "src"))
+            loop = asyncio.get_running_loop()
+            until = loop.time() + deadline_s
+            while not {"cluster.peer_refused", "runtime.peer_handshake_failed"} <= {e["event"] for e in logs}:
+                assert loop.time() < until, f"no refusal logged: {logs}"
+                await asyncio.sleep(0.01)  # polling the log with a deadline
+        assert rec.got == []
+        await a.close()
+        await b.close()
+    run(main())
