@@ -1,8 +1,10 @@
 """Host entries: what each kind of host process runs (the Supervisor calls them via HostSpec.entry).
 
 - node: the NodeActor with the authoritative registry.
-- queueN: a QueueManager that creates the classic queue actors placed on this host, and the host's
-  durable storage (persist/classic/host_storage.py: message stores, queue indexes, group commit, paging).
+- queueN: a QueueManager that creates the classic queue actors placed on this host (their group
+  commit: actors/queue/group_commit.py), the host's durable storage (persist/classic/host_storage.py:
+  message stores, queue indexes) on a RealDisk, and its housekeeping (actors/queue/housekeeping.py:
+  memory and paging, GC).
 - connN: the AMQP listener (SO_REUSEPORT, so every connection host shares the port; plus an amqps
   listener when tls_port is set), a registry replica (which also answers logins and vhost access),
   and the readers/channels of the connections this host accepted. It subscribes to the
@@ -24,8 +26,10 @@ from metadata.registry import Registry
 from actors.node.shell import CONNECTION_ADMIN_NAME, NodeActor
 from actors.placement import NODE, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME, ROUTER_NAME, queue_address
 from actors.placement import queue_host as queue_host_of
+from actors.queue.housekeeping import Housekeeping, NodeMemory
 from actors.queue.manager import QueueManager
 from persist.classic.host_storage import HostStorage
+from persist.disk import RealDisk
 from actors.reader import admin as conn_admin
 from actors.reader import tls
 from actors.reader.admin import ConnectionAdmin
@@ -78,7 +82,7 @@ def queue_host(runtime: Any, spec: Any) -> None:
     replica.subscribe()
     storage = None
     if cfg.get("data_dir"):
-        storage = HostStorage(cfg["data_dir"], runtime.host,
+        storage = HostStorage(RealDisk(cfg["data_dir"]), runtime.host,
                               embed_below=cfg.get("queue_index_embed_msgs_below", 4096),
                               file_size_limit=cfg.get("msg_store_file_size_limit", 16 * 1024 * 1024),
                               placed_here=lambda vhost, name: queue_host_of(vhost, name, cfg["queue_hosts"])
@@ -91,8 +95,7 @@ def queue_host(runtime: Any, spec: Any) -> None:
         threshold = int(float(cfg.get("vm_memory_high_watermark", 0.4))
                         * float(cfg.get("vm_memory_high_watermark_paging_ratio", 0.5))
                         * psutil.virtual_memory().total)
-        storage.task = asyncio.get_running_loop().create_task(
-            storage.run(threshold, manager.ensure_recovered))
+        Housekeeping(storage, threshold, NodeMemory(cfg["data_dir"]).rss, manager.ensure_recovered).start()
 
     async def control(op: str, args: dict) -> Any:
         if op == "list_queues":

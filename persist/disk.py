@@ -4,13 +4,15 @@ Every path is relative to the disk's root and uses "/" separators, so the same s
 `RealDisk` and on the simulator's `SimDisk` (tests/sim/simdisk.py), which loses unsynced bytes on a
 simulated crash. Durability contract (what both implementations honour):
 - `append` and `truncate` change a file's content; only `sync(path)` makes that content durable.
-- creating, renaming and removing a name is durable only after `fsync_dir` of its directory.
+- creating, renaming and removing a name is durable only after `fsync_dir` of its directory; so is
+  removing a directory tree (`remove_tree`), after `fsync_dir` of the tree's parent.
 `sync_method` chooses what `sync` does on a real disk: "fdatasync" (default: the data and the size,
 not the timestamps), "fsync", or "none" (tests and benchmarks of the CPU side only).
 """
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Protocol
 
 SYNC_METHODS = ("fdatasync", "fsync", "none")
@@ -29,6 +31,10 @@ class Disk(Protocol):
 
     def read(self, path: str, offset: int = 0, size: int | None = None) -> bytes: ...
 
+    def read_file(self, path: str) -> bytes:
+        """The whole of a small file, read and let go (`read` keeps a descriptor open for the
+        appends to come); FileNotFoundError if there is none."""
+
     def size(self, path: str) -> int: ...
 
     def exists(self, path: str) -> bool: ...
@@ -41,12 +47,18 @@ class Disk(Protocol):
 
     def remove(self, path: str) -> None: ...
 
+    def remove_tree(self, path: str) -> None:
+        """Remove directory `path` and everything under it; nothing if it does not exist."""
+
     def listdir(self, path: str) -> list[str]:
         """Names in directory `path` (sorted); [] if it does not exist."""
 
     def makedirs(self, path: str) -> None: ...
 
     def fsync_dir(self, path: str) -> None: ...
+
+    def close(self) -> None:
+        """Let go of every open file (their content stays as it is)."""
 
 
 def write_atomic(disk: Disk, path: str, data: bytes) -> None:
@@ -121,6 +133,10 @@ class RealDisk:
             size = os.fstat(fd).st_size - offset
         return os.pread(fd, size, offset)
 
+    def read_file(self, path: str) -> bytes:
+        with open(self._abs(path), "rb") as f:
+            return f.read()
+
     def size(self, path: str) -> int:
         return os.stat(self._abs(path)).st_size
 
@@ -145,6 +161,17 @@ class RealDisk:
     def remove(self, path: str) -> None:
         self._forget(path)
         os.remove(self._abs(path))
+
+    def remove_tree(self, path: str) -> None:
+        top = self._abs(path)
+        if not os.path.isdir(top):
+            return
+        for directory, _, names in os.walk(top):  # let go of what is held open under it first
+            sub = os.path.relpath(directory, top)
+            base = path if sub == "." else f"{path}/{sub}"
+            for name in names:
+                self._forget(f"{base}/{name}")
+        shutil.rmtree(top)
 
     def listdir(self, path: str) -> list[str]:
         try:

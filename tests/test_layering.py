@@ -28,8 +28,6 @@ LAYER = {pkg: i for i, pkgs in enumerate(LAYERS) for pkg in pkgs}
 FORBIDDEN = {"zmq", "socket", "os", "time", "random", "threading", "asyncio", "select", "subprocess"}
 # Whole packages that are pure; persist/classic does its IO through an injected Disk.
 CORE_PACKAGES = ["effects", "wire", "flow", "metadata", "raft", "persist/classic", "actors/messages"]
-# Modules of persist/classic that are a host's storage shell, not a core.
-NOT_CORES = {"persist/classic/host_storage.py"}
 # Pure modules inside packages that also hold shells.
 CORE_MODULES = [
     "actors/channel/core.py", "actors/channel/confirms.py", "actors/channel/acks.py",
@@ -91,8 +89,7 @@ def layer_of(module: str) -> int:
 
 def is_core(path: Path) -> bool:
     rel = str(path.relative_to(ROOT))
-    return rel not in NOT_CORES and (rel in CORE_MODULES or any(
-        rel.startswith(pkg + "/") and path.name != "__init__.py" for pkg in CORE_PACKAGES))
+    return rel in CORE_MODULES or any(rel.startswith(pkg + "/") and path.name != "__init__.py" for pkg in CORE_PACKAGES)
 
 
 def test_nothing_imports_upward() -> None:

@@ -42,7 +42,7 @@ messages of actors/messages/channel_queue.py and node.py and answers requests wi
 Confirms (THE ORDERING RULE of durable queues): Confirm means "enqueued", and for a queue made with
 `hold_confirms` (a durable one) "on disk": its confirms are held here, the highest seq per channel,
 and leave only from `flushed()`, which the shell calls after the group commit's fdatasync that
-covers everything this queue wrote (persist/classic/host_storage.py). Rejected is never held: a
+covers everything this queue wrote (actors/queue/group_commit.py). Rejected is never held: a
 refused message was never written.
 
 Storage: ready messages live in the ready list, in RAM (`ready.py`, `priority.py`) or, for a durable

@@ -2,7 +2,8 @@
 
 It builds each queue's core over the right ready list (in RAM; a durable backing, one per priority
 level; or a non-durable spill list) from the host's storage, which it recovers once, when the
-registry snapshot that names the durable queues has arrived.
+registry snapshot that names the durable queues has arrived. Its durable queues share the host's
+one group commit (group_commit.py).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from actors.messages.calls import Reply
 from actors.messages.node import CreateQueue
 from actors.placement import NODE, queue_address
 from actors.queue.core import ClassicQueue
+from actors.queue.group_commit import GroupCommit
 from actors.queue.priority import PriorityReady
 from actors.queue.settings import QueueSettings
 from actors.queue.shell import Backing, Levels, QueueActor, now_ms
@@ -39,6 +41,7 @@ class QueueManager:
         self.registry = registry
         self.queue_hosts = queue_hosts
         self.storage = storage
+        self.commit = GroupCommit()
         self.queues: dict[str, QueueActor] = {}
 
     def _deleted(self, name: str) -> None:
@@ -88,7 +91,7 @@ class QueueManager:
         core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=arguments, router=self.registry,
                             place=self._place, now_ms=now_ms(), ready=ready, next_id=next_id, node=NODE,
                             hold_confirms=backing.durable)
-        return QueueActor(self.runtime, core, self._deleted, storage, backing)
+        return QueueActor(self.runtime, core, self._deleted, storage, backing, self.commit)
 
     def ensure_recovered(self) -> None:
         """Recover this host's storage once the registry snapshot is here (it names the durable

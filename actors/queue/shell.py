@@ -16,9 +16,10 @@ only when lazy mode or a RAM target asks. Without a data dir everything stays in
 a queue's backings as one `Backing` (flush, lazy mode, stats).
 
 THE ORDERING RULE of durable queues lives in the core (confirms held until `flushed()`); the shell's
-part is to call `flushed()` only from `flush()`, which the host's group commit calls after the
-fdatasync that covers everything this queue wrote in the loop turn. A queue that touched its
-backing in a turn marks itself for that commit; nothing here ever syncs per message.
+part is to call `flushed()` only from `flush()`, which the host's group commit
+(actors/queue/group_commit.py) calls after the fdatasync that covers everything this queue wrote in
+the loop turn. A queue that touched its backing in a turn marks itself for that commit; nothing
+here ever syncs per message.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import structlog
 
 from actors.messages.node import ApplyPolicy
 from actors.queue.core import ClassicQueue
+from actors.queue.group_commit import GroupCommit
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
 from effects.interpreter import Interpreter
@@ -82,7 +84,8 @@ class Levels:
 
 class QueueActor:
     def __init__(self, runtime: Any, core: ClassicQueue, on_deleted: Callable[[str], None],
-                 storage: HostStorage | None = None, backing: Backing | None = None) -> None:
+                 storage: HostStorage | None = None, backing: Backing | None = None,
+                 commit: GroupCommit | None = None) -> None:
         self.runtime = runtime
         self.core = core
         self.name = f"q:{core.vhost}:{core.name}"
@@ -91,6 +94,8 @@ class QueueActor:
         self._storage = storage
         self.backing = backing
         self._durable = backing is not None and backing.durable
+        assert commit is not None or not self._durable, "a durable queue confirms only through a group commit"
+        self._commit = commit if self._durable else None
         self._lazy = core.settings.lazy
         self._actor_effects = ActorEffects(runtime, self.address, on_timer=self._fire)
         self.run = Interpreter(self._actor_effects.handlers())
@@ -125,15 +130,15 @@ class QueueActor:
             self._touched()
 
     def _touched(self) -> None:
-        if self._durable and self._storage is not None:
-            self._storage.mark(self)
+        if self._commit is not None:
+            self._commit.mark(self)
 
     def _drop_storage(self) -> None:
         if self._storage is None or self.backing is None:
             return
-        if self._durable:
+        if self._commit is not None:
             self.backing.flush()
-            self._storage.forget(self)
+            self._commit.forget(self)
         self._storage.delete_queue(self.core.vhost, self.core.name)
 
     def stats(self) -> dict[str, Any]:

@@ -1,8 +1,6 @@
-"""The durable storage of one queue host: its message stores, its queues' index directories, the
-group commit, garbage collection and the memory target. A shell module: it owns files and asks
-psutil; every decision about what a message's state is lives in persist/classic.
+"""The durable storage of one queue host: its message stores and its queues' index directories.
 
-Layout under the node's data dir:
+Layout under the disk's root (the node's data dir):
     msg_stores/<host>/persistent/N.rdq   the host's shared store (clean.dat after a clean stop)
     msg_stores/<host>/transient/         paged-out transient bodies, wiped at every start
     queues/<digest>/N.idx                one queue index per durable queue (clean.terms after a
@@ -14,65 +12,50 @@ Layout under the node's data dir:
                                          host's tree is wiped at every start
 The store lives inside the queue host process, so "the msg store crashed" and "the queue host
 crashed" are the same event: the supervisor restarts the host, the node re-creates its queues, and
-`recover` below rebuilds everything from these files.
+`recover` below rebuilds everything from these files. Every file operation goes through the
+injected `Disk` (persist/disk.py: RealDisk in a node, the simulator's SimDisk in tests).
 
 Recovery (`recover`, once per host process, before its first queue is created): open the stores;
 for every queue directory placed on this host, recover its index if the queue is durable and in the
 registry (a crash loses no confirmed message; a priority queue per level, and it goes on from the
 highest msg_id of any level), or delete it (the queue was deleted, or was exclusive); non-durable
-queues' index directories are all deleted (their messages never outlive the run); only then `finish_recovery()` on the store, since the store's reference counts are
-rebuilt from every index. The backings wait in `_recovered` until the node's create asks for them.
-
-Group commit (`mark` / `_commit`), THE ORDERING RULE of durable queues:
-    a queue actor holds back every `confirm` it would send; after the current loop turn (all the
-    frames the mailbox drained in it) `_commit` calls `flush()` on every queue touched in that turn:
-    the store's fdatasync, then the index's, THEN the held confirms go out. Acks and deliveries
-    written in the turn become durable in the same flush, so after kill -9 only the acks of the
-    last turn can come back (as redeliveries). The interval is one loop turn: never per message,
-    and never longer than the work already waiting.
+queues' index directories are all deleted (their messages never outlive the run); only then
+`finish_recovery()` on the store, since the store's reference counts are rebuilt from every index.
+The backings wait in `_recovered` until the node's create asks for them. A new durable queue's
+queue.name is written atomically and its directory made durable before the queue takes a message,
+so a crash never leaves a queue directory that recovery cannot name.
 
 Non-durable queues (`open_transient_queue`) get a `SpillReady` per level: RAM until lazy mode or
-a RAM target asks for paging. They are never part of the group commit (their confirms leave at
-once); the housekeeping flushes the ones that paged, once per interval, so that their index drops
-the segments whose messages all left.
+a RAM target asks for paging; `flush_transient` lets the ones that paged drop the index segments
+whose messages all left (no confirm waits on it).
 
-Memory (`apply_memory`): when the node's RSS passes paging_ratio x watermark x total RAM, every
-queue's (every level's) RAM target is cut to (its bodies in RAM) x threshold / used x `ram_target_headroom`, so a
-growing backlog pages out instead of raising the alarm; below `ram_release_ratio` of the threshold
-the targets are lifted again.
+What this module does not do, and who does: the group commit that makes durable queues' writes
+durable before their confirms leave (THE ORDERING RULE) is the queue host's
+(actors/queue/group_commit.py); when to page and how far is flow/paging.py's decision, applied to
+`pageables()` by the queue host's housekeeping (actors/queue/housekeeping.py), which also runs
+`flush_transient` and `collect_garbage` on its clock.
 """
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import os
-import shutil
 from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-import psutil
 import structlog
 
-from persist.classic.spill import SpillReady
 from persist.classic.durable_queue import DurableBacking
 from persist.classic.msg_store import MsgStore
-from persist.disk import RealDisk
+from persist.classic.spill import SpillReady
+from persist.disk import Disk, write_atomic
 
 log = structlog.get_logger("warren.queue.storage")
 
 NAME_FILE = "queue.name"
-housekeeping_interval_s = 1.0  # memory check and store GC
-ram_target_headroom = 0.8
-ram_release_ratio = 0.7
+QUEUES = "queues"
 
 Key = tuple[str, str]  # (vhost, name)
 Pageable = DurableBacking | SpillReady  # what a RAM target applies to: a queue, or one level of it
-
-
-class Flushable(Protocol):
-    def flush(self) -> None: ...
 
 
 def _digest(vhost: str, name: str) -> str:
@@ -80,7 +63,7 @@ def _digest(vhost: str, name: str) -> str:
 
 
 def queue_dir(vhost: str, name: str) -> str:
-    return "queues/" + _digest(vhost, name)
+    return f"{QUEUES}/{_digest(vhost, name)}"
 
 
 def level_dirs(directory: str, max_priority: int | None) -> list[str]:
@@ -91,52 +74,17 @@ def level_dirs(directory: str, max_priority: int | None) -> list[str]:
 
 
 def ram_messages(p: Pageable) -> int:
+    """Ready messages whose body is in RAM: what a RAM target limits."""
     return p.ram_messages if isinstance(p, SpillReady) else p.vq.alpha_count
 
 
-class NodeMemory:
-    """RSS of the node: every process running the node's command line (its main process, whose
-    pid is in <data_dir>/ready, the Thespian admin and the hosts, which the admin's daemonising
-    takes out of the main process's tree); this process alone until the node is ready.
-
-    Finding them walks every process on the machine (~5 ms), so the set is kept and walked again
-    only when one of them is gone (a restarted host has a new pid) or `rescan_interval_s` passed."""
-
-    rescan_interval_s = 30.0
-
-    def __init__(self, data_dir: str) -> None:
-        self.data_dir = data_dir
-        self._procs: list[psutil.Process] = []
-        self._found_at = float("-inf")
-
-    def rss(self, now: float) -> int:
-        if now - self._found_at >= self.rescan_interval_s:
-            self._find(now)
-        total = 0
-        for p in self._procs:
-            try:
-                total += p.memory_info().rss
-            except psutil.Error:
-                self._found_at = float("-inf")  # gone: walk again next time
-        return total
-
-    def _find(self, now: float) -> None:
-        try:
-            cmdline = psutil.Process(json.loads(Path(self.data_dir, "ready").read_text())["pid"]).cmdline()
-            self._procs = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == cmdline]
-            self._found_at = now
-        except (OSError, ValueError, KeyError, psutil.Error):
-            self._procs = [psutil.Process()]  # not ready yet: look again next time
-
-
 class HostStorage:
-    def __init__(self, data_dir: str, host: str, *, embed_below: int, file_size_limit: int,
+    def __init__(self, disk: Disk, host: str, *, embed_below: int, file_size_limit: int,
                  placed_here: Callable[[str, str], bool]) -> None:
-        self.data_dir = data_dir
+        self.disk = disk  # the host's: `close` closes it
         self.host = host
         self.embed_below = embed_below
         self.placed_here = placed_here
-        self.disk = RealDisk(data_dir)
         self.store = MsgStore(self.disk, f"msg_stores/{host}/persistent", file_size_limit=file_size_limit)
         self.transient = MsgStore(self.disk, f"msg_stores/{host}/transient", transient=True,
                                   file_size_limit=file_size_limit)
@@ -146,10 +94,6 @@ class HostStorage:
         self.spills: dict[Key, list[SpillReady]] = {}  # non-durable queues (one per level)
         # durable queues recovered, waiting for their create: (backing per level, max_priority, next id)
         self._recovered: dict[Key, tuple[list[DurableBacking], int | None, int]] = {}
-        self._dirty: dict[int, Flushable] = {}
-        self._commit_scheduled = False
-        self._paging = False
-        self.task: asyncio.Task | None = None  # `run`, kept here so it is not collected
 
     # -- start and stop --------------------------------------------------------------------------
     def recover(self, durable_queues: Iterable[Key]) -> None:
@@ -159,12 +103,10 @@ class HostStorage:
         clean = self.store.open()
         self.transient.open()
         queues = messages = torn = dropped = deleted = 0
-        transient_dir = os.path.join(self.data_dir, self._transient_root())
-        if os.path.isdir(transient_dir):
-            deleted += len(os.listdir(transient_dir))
-            shutil.rmtree(transient_dir)
-        for entry in self.disk.listdir("queues"):
-            directory = f"queues/{entry}"
+        deleted += len(self.disk.listdir(self._transient_root()))
+        self.disk.remove_tree(self._transient_root())
+        for entry in self.disk.listdir(QUEUES):
+            directory = f"{QUEUES}/{entry}"
             named = self._read_name(directory)
             if named is None or not self.placed_here(*named[0]):
                 continue
@@ -249,9 +191,9 @@ class HostStorage:
         dirs = level_dirs(directory, max_priority)
         for d in dirs:
             self.disk.makedirs(d)
-        with open(os.path.join(self.data_dir, directory, NAME_FILE), "w") as f:
-            json.dump([vhost, name] if max_priority is None else [vhost, name, max_priority], f)
-        self.disk.fsync_dir(directory)
+        named = [vhost, name] if max_priority is None else [vhost, name, max_priority]
+        write_atomic(self.disk, f"{directory}/{NAME_FILE}", json.dumps(named).encode())  # syncs `directory`
+        self.disk.fsync_dir(QUEUES)
         levels = [self._backing(d, lazy) for d in dirs]
         for backing in levels:
             backing.recover()
@@ -269,10 +211,9 @@ class HostStorage:
         if spills is not None:
             for spill in spills:
                 spill.backing.delete()
-            # a non-durable queue that never paged has no directory: no IO at all then
-            directory = os.path.join(self.data_dir, self._transient_root(), _digest(vhost, name))
-            if os.path.isdir(directory):
-                self._remove_tree(os.path.relpath(directory, self.data_dir))
+            # a non-durable queue that never paged has no directory; a restart wipes it anyway,
+            # so its removal needs no directory sync
+            self.disk.remove_tree(f"{self._transient_root()}/{_digest(vhost, name)}")
 
     def _transient_root(self) -> str:
         return f"transient_queues/{self.host}"
@@ -280,7 +221,8 @@ class HostStorage:
     def _durable_backings(self) -> list[DurableBacking]:
         return list(self.backings.values()) + [b for levels in self.priority_backings.values() for b in levels]
 
-    def _pageables(self) -> list[Pageable]:
+    def pageables(self) -> list[Pageable]:
+        """What a RAM target applies to: every durable queue or level, every non-durable level."""
         return self._durable_backings() + [s for spills in self.spills.values() for s in spills]
 
     def _backing(self, directory: str, lazy: bool) -> DurableBacking:
@@ -290,7 +232,7 @@ class HostStorage:
     def _read_name(self, directory: str) -> tuple[Key, int | None] | None:
         """(vhost, name) and max_priority (None: not a priority queue) from queue.name."""
         try:
-            named = json.loads(Path(self.data_dir, directory, NAME_FILE).read_text())
+            named = json.loads(self.disk.read_file(f"{directory}/{NAME_FILE}"))
             vhost, name = named[0], named[1]
             max_priority = named[2] if len(named) > 2 else None
             return (vhost, name), max_priority
@@ -298,76 +240,21 @@ class HostStorage:
             return None
 
     def _remove_dir(self, directory: str) -> None:
-        self._remove_tree(directory)
-        self.disk.fsync_dir("queues")
+        self.disk.remove_tree(directory)
+        self.disk.fsync_dir(QUEUES)
 
-    def _remove_tree(self, directory: str) -> None:
-        """Delete a queue's directory; its files through the disk first (it closes what it holds open)."""
-        for entry in self.disk.listdir(directory):
-            path = f"{directory}/{entry}"
-            if os.path.isdir(os.path.join(self.data_dir, path)):
-                self._remove_tree(path)
-            else:
-                self.disk.remove(path)
-        shutil.rmtree(os.path.join(self.data_dir, directory), ignore_errors=True)
-
-    # -- group commit ----------------------------------------------------------------------------
-    def mark(self, queue: Flushable) -> None:
-        """`queue` wrote something (or holds confirms) in this loop turn: flush it at its end."""
-        self._dirty[id(queue)] = queue
-        if not self._commit_scheduled:
-            self._commit_scheduled = True
-            asyncio.get_running_loop().call_soon(self._commit)
-
-    def forget(self, queue: Flushable) -> None:
-        self._dirty.pop(id(queue), None)
-
-    def _commit(self) -> None:
-        self._commit_scheduled = False
-        dirty, self._dirty = self._dirty, {}
-        for queue in dirty.values():
-            queue.flush()  # the first one syncs the shared store; the rest find it clean
-
-    # -- memory and GC ---------------------------------------------------------------------------
-    def apply_memory(self, used: int, threshold: int) -> None:
-        if used > threshold:
-            factor = threshold / used * ram_target_headroom
-            for p in self._pageables():
-                p.set_ram_target(int(ram_messages(p) * factor))
-            if not self._paging:
-                log.info("queue_storage.paging_started", host=self.host, used=used, threshold=threshold)
-            self._paging = True
-        elif self._paging and used < threshold * ram_release_ratio:
-            for p in self._pageables():
-                p.set_ram_target(None)
-            self._paging = False
-            log.info("queue_storage.paging_stopped", host=self.host, used=used, threshold=threshold)
-
-    async def run(self, threshold: int, ensure_recovered: Callable[[], None]) -> None:
-        """Every `housekeeping_interval_s`: memory targets and store GC. Closes cleanly when the
-        host loop ends (asyncio cancels this task at shutdown)."""
-        memory = NodeMemory(self.data_dir)
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                await asyncio.sleep(housekeeping_interval_s)
-                ensure_recovered()
-                if not self.recovered:
-                    continue
-                self.apply_memory(memory.rss(loop.time()), threshold)
-                self.flush_transient()
-                if self.store.collect_garbage():
-                    log.info("queue_storage.gc", host=self.host, store=self.store.summary())
-        finally:
-            if self.recovered:
-                self.close()
-
+    # -- housekeeping (the queue host's clock calls these) ---------------------------------------
     def flush_transient(self) -> None:
         """Non-durable queues that page: drop their emptied index segments (no confirm waits)."""
         for spills in self.spills.values():
             for spill in spills:
                 if spill.spilled:
                     spill.backing.flush()
+
+    def collect_garbage(self) -> None:
+        """One GC pass over the persistent store (store_gc.py decides what to merge or delete)."""
+        if self.store.collect_garbage():
+            log.info("queue_storage.gc", host=self.host, store=self.store.summary())
 
     # -- inspection ------------------------------------------------------------------------------
     def summary(self) -> dict[str, Any]:

@@ -36,6 +36,12 @@ class CrashDisk(RealDisk):
         super().remove(path)
         self.synced.pop(path, None)
 
+    def remove_tree(self, path: str) -> None:
+        super().remove_tree(path)
+        inside = path + "/"
+        for rel in [r for r in self.synced if r.startswith(inside)]:
+            del self.synced[rel]
+
     def crash(self, rng: random.Random, torn: bool = False) -> int:
         """Lose unsynced bytes; return how many bytes were lost."""
         self.close()

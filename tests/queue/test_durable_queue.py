@@ -1,5 +1,6 @@
-"""The classic queue core over a DurableBacking (backed.py), the host storage (storage.py) and the
-actor's confirm-after-flush rule, on real files under tmp_path."""
+"""The classic queue core over a DurableBacking (backed.py), the host storage (host_storage.py),
+the group commit and the housekeeping that applies the paging policy, and the actor's
+confirm-after-flush rule, on real files under tmp_path."""
 from __future__ import annotations
 
 from actors.messages.channel_queue import Confirm, Deliver, Publish, Published
@@ -10,12 +11,15 @@ from types import SimpleNamespace
 
 import pytest
 
+from actors.queue.core import ClassicQueue
+from actors.queue.group_commit import GroupCommit
+from actors.queue.housekeeping import Housekeeping
 from actors.queue.manager import QueueManager
 from actors.queue.shell import QueueActor
-from persist.classic.backed import BackedReady
-from actors.queue.core import ClassicQueue
-from persist.classic.host_storage import HostStorage, queue_dir
 from actors.runtime.address import Address
+from persist.classic.backed import BackedReady
+from persist.classic.host_storage import HostStorage, queue_dir
+from persist.disk import RealDisk
 from wire.properties import BasicProperties, encode_content_header
 
 PERSISTENT = encode_content_header(60, 0, BasicProperties(delivery_mode=2))
@@ -28,8 +32,9 @@ def published(seq: int, *, persistent: bool = True, size: int = 10) -> Published
 
 
 def storage_at(root: str, keep=(("/", "q"),)) -> HostStorage:
-    s = HostStorage(root, "queue0", embed_below=4096, file_size_limit=1 << 20, placed_here=lambda v, n: True)
-    s.disk.sync_method = "none"  # these tests check logic, not the device
+    # sync_method "none": these tests check logic, not the device
+    s = HostStorage(RealDisk(root, sync_method="none"), "queue0", embed_below=4096, file_size_limit=1 << 20,
+                    placed_here=lambda v, n: True)
     s.recover(keep)
     return s
 
@@ -124,9 +129,16 @@ def test_memory_pressure_pages_bodies_out_and_release_lifts_the_target(tmp_path)
     q.publish(CH, [published(i, size=100) for i in range(1, 1001)])
     backing = s.backings[("/", "q")]
     assert backing.stats().ram_messages == 1000
-    s.apply_memory(used=200, threshold=100)
+    used = [200]
+    housekeeping = Housekeeping(s, threshold_bytes=100, memory_used=lambda now_s: used[0])
+    housekeeping.tick(now_s=1.0)
+    assert backing.vq.ram_max_messages == 400  # 1000 in RAM x 100 / 200 x 0.8
     assert backing.stats().ram_messages <= 400 and backing.stats().disk_only_messages >= 600
-    s.apply_memory(used=50, threshold=100)
+    used[0] = 80  # between the lines: the targets stay
+    housekeeping.tick(now_s=2.0)
+    assert backing.vq.ram_max_messages == 400
+    used[0] = 50
+    housekeeping.tick(now_s=3.0)
     assert backing.vq.ram_max_messages is None
     assert ids(q._ready.take(1000)) == list(range(1, 1001))
 
@@ -135,13 +147,13 @@ def test_lazy_policy_pages_everything_out(tmp_path):
     s = storage_at(str(tmp_path))
     backing, _ = s.open_queue("/", "q", lazy=False)
     core = ClassicQueue("/", "q", ready=BackedReady(backing))
-    actor = QueueActor(SimpleNamespace(host="queue0", send=lambda *a, **k: None), core, lambda n: None, s, backing)
+    commits: list = []
+    actor = QueueActor(SimpleNamespace(host="queue0", send=lambda *a, **k: None), core, lambda n: None, s, backing,
+                       GroupCommit(schedule=commits.append))
     core.publish(CH, [published(i) for i in range(1, 11)])
-
-    async def policy() -> None:  # the actor marks itself for the loop's group commit
-        actor.receive(Address("node", "node"), ApplyPolicy({"queue-mode": "lazy"}))
-    asyncio.run(policy())
+    actor.receive(Address("node", "node"), ApplyPolicy({"queue-mode": "lazy"}))
     assert backing.stats().ram_messages == 0 and backing.stats().lazy
+    assert len(commits) == 1  # the actor marked itself for the turn's group commit
 
 
 class FakeRuntime:
@@ -204,7 +216,7 @@ def test_stats_report_ram_and_disk(tmp_path, lazy):
     s = storage_at(str(tmp_path))
     backing, _ = s.open_queue("/", "q", lazy=lazy)
     core = ClassicQueue("/", "q", ready=BackedReady(backing))
-    actor = QueueActor(SimpleNamespace(host="queue0"), core, lambda n: None, s, backing)
+    actor = QueueActor(SimpleNamespace(host="queue0"), core, lambda n: None, s, backing, GroupCommit())
     core.publish(CH, [published(i, persistent=i != 3) for i in range(1, 6)])
     st = actor.stats()
     assert st["messages"] == 5 and st["messages_persistent"] == 4

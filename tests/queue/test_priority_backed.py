@@ -14,6 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from persist.classic.backed import BackedReady
 from actors.queue.core import ClassicQueue
+from actors.queue.housekeeping import Housekeeping
 from actors.queue.priority import PriorityReady
 from persist.classic.spill import SpillReady
 from persist.classic.host_storage import HostStorage
@@ -140,9 +141,8 @@ def test_lazy_levels_hold_no_body_in_ram(tmp_path):
 
 def test_a_durable_priority_queue_recovers_every_level_with_its_order(tmp_path):
     def open_storage() -> HostStorage:
-        s = HostStorage(str(tmp_path), "queue0", embed_below=64, file_size_limit=1 << 16,
-                        placed_here=lambda v, n: True)
-        s.disk.sync_method = "none"
+        s = HostStorage(RealDisk(str(tmp_path), sync_method="none"), "queue0", embed_below=64,
+                        file_size_limit=1 << 16, placed_here=lambda v, n: True)
         s.recover([("/", "pq")])
         return s
 
@@ -298,9 +298,8 @@ TestPriorityOverBackings.settings = settings(max_examples=25, stateful_step_coun
 
 def test_memory_pressure_pages_non_durable_queues_and_a_restart_wipes_what_they_wrote(tmp_path):
     def open_storage() -> HostStorage:
-        s = HostStorage(str(tmp_path), "queue0", embed_below=64, file_size_limit=1 << 16,
-                        placed_here=lambda v, n: True)
-        s.disk.sync_method = "none"
+        s = HostStorage(RealDisk(str(tmp_path), sync_method="none"), "queue0", embed_below=64,
+                        file_size_limit=1 << 16, placed_here=lambda v, n: True)
         s.recover([])
         return s
 
@@ -312,11 +311,13 @@ def test_memory_pressure_pages_non_durable_queues_and_a_restart_wipes_what_they_
     q.publish(CH, [published(i, None, persistent=False, size=100) for i in range(1, 1001)])
     pq.publish(CH, [published(i, i % 5, persistent=False, size=100) for i in range(1, 1001)])
     assert not (tmp_path / "transient_queues").exists()  # nothing paged, no directory
-    s.apply_memory(used=200, threshold=100)
+    used = [200]
+    housekeeping = Housekeeping(s, threshold_bytes=100, memory_used=lambda now_s: used[0])
+    housekeeping.tick(now_s=1.0)  # paging, and the levels that paged flush their index
     assert spill.stats().ram_messages <= 400 and spill.stats().disk_only_messages >= 600
     assert sum(level.stats().ram_messages for level in levels) <= 400
-    s.flush_transient()
-    s.apply_memory(used=50, threshold=100)
+    used[0] = 50
+    housekeeping.tick(now_s=2.0)
     assert tags(spill.take(1000)) == list(range(1, 1001))
     assert tags(pq._ready.take(1000)) == expected_order({i: i % 5 for i in range(1, 1001)})
     assert any((tmp_path / "transient_queues").rglob("*.idx"))

@@ -2,11 +2,14 @@
 
 Theory of operation: each file has its current bytes and its synced bytes; `sync` copies one to the
 other. Names live in two namespaces: the current one and the durable one; `fsync_dir(d)` makes the
-current names under `d` durable. `crash()` throws away everything not durable: the namespace reverts
-to the durable one and every file to its synced bytes. `crash(torn=True)` additionally keeps a
-random, strictly partial prefix of the most recent unsynced append (if that file's unsynced part is
-pure appended data), so recovery meets a torn record. Directories are durable as soon as they are
-made (a deliberate simplification: warren makes its directories once, at start-up). All randomness
+current names under `d` durable. `remove_tree(d)` takes `d` and everything under it out of the
+current namespace at once; the removal is durable at `fsync_dir` of `d`'s parent. `crash()` throws
+away everything not durable: the namespace reverts to the durable one (a removed tree whose removal
+was not durable comes back with its durable files) and every file to its synced bytes.
+`crash(torn=True)` additionally keeps a random, strictly partial prefix of the most recent unsynced
+append (if that file's unsynced part is pure appended data), so recovery meets a torn record.
+Directories are durable as soon as they are made (a deliberate simplification: warren makes its
+directories at start-up, or once per queue before anything is written into them). All randomness
 comes from the injected `random.Random`, so a seed replays a run.
 """
 from __future__ import annotations
@@ -32,6 +35,7 @@ class SimDisk:
         self._names: dict[str, _File] = {}
         self._durable: dict[str, _File] = {}
         self._dirs: set[str] = {""}
+        self._removed: dict[str, set[str]] = {}  # tree removed, not yet durably -> its directories
         self._last_append: tuple[_File, int, int] | None = None  # file, offset, length
         self.syncs = 0
         self.dir_syncs = 0
@@ -58,6 +62,9 @@ class SimDisk:
         end = len(f.data) if size is None else offset + size
         return bytes(f.data[offset:end])
 
+    def read_file(self, path: str) -> bytes:
+        return bytes(self._get(path).data)
+
     def size(self, path: str) -> int:
         return len(self._get(path).data)
 
@@ -81,6 +88,18 @@ class SimDisk:
     def remove(self, path: str) -> None:
         del self._names[path]
 
+    def remove_tree(self, path: str) -> None:
+        if path not in self._dirs:
+            return
+        inside = path + "/"
+        for name in [n for n in self._names if n.startswith(inside)]:
+            del self._names[name]
+        gone = {d for d in self._dirs if d == path or d.startswith(inside)}
+        for pending in [r for r in self._removed if r.startswith(inside)]:
+            gone |= self._removed.pop(pending)  # a tree inside it, removed earlier: one removal now
+        self._dirs -= gone
+        self._removed[path] = gone | self._removed.get(path, set())
+
     def listdir(self, path: str) -> list[str]:
         prefix = path + "/" if path else ""
         names = {p[len(prefix):] for p in self._names if _parent(p) == path}
@@ -100,6 +119,16 @@ class SimDisk:
         for name, f in self._names.items():
             if _parent(name) == path:
                 self._durable[name] = f
+        for root in [r for r in self._removed if _parent(r) == path]:
+            del self._removed[root]
+            inside = root + "/"
+            # durable files of the removed tree are gone for good; a file made durable in a
+            # directory re-made at the same place since then is not one of them
+            for name in [n for n, f in self._durable.items() if n.startswith(inside) and self._names.get(n) is not f]:
+                del self._durable[name]
+
+    def close(self) -> None:
+        """Nothing is held open in memory."""
 
     def files(self) -> list[str]:
         """Every file's path (tests compare whole disks with it)."""
@@ -135,6 +164,9 @@ class SimDisk:
                 cut = offset + self.rng.randrange(1, length)
                 keep = (f, bytes(f.data[:cut]))
         self._names = dict(self._durable)
+        for dirs in self._removed.values():
+            self._dirs |= dirs
+        self._removed.clear()
         for f in set(self._names.values()):
             f.data = bytearray(f.synced)
         if keep is not None:

@@ -1,0 +1,119 @@
+"""The queue host's housekeeping: its storage's clock, once every `housekeeping_interval_s`.
+
+Each round (`tick`): recover the host's storage as soon as the registry snapshot allows
+(QueueManager.ensure_recovered); sample the node's memory (`NodeMemory`, psutil) and let the paging
+policy (flow/paging.py) decide, then apply what it returns to every pageable queue of the storage
+(persist/classic/host_storage.py); let non-durable queues that paged drop their emptied index
+segments; run one GC pass over the message store. When the host's loop ends (asyncio cancels the
+task at shutdown) the storage is closed cleanly, so the next start trusts its clean files.
+
+A shell: the decisions are the policy's and the storage engine's; this module owns the clock,
+psutil and the task.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import structlog
+
+from effects import Log
+from effects.interpreter import Interpreter
+from flow.paging import CutRamTargets, LiftRamTargets, PagingPolicy
+from persist.classic.host_storage import HostStorage, ram_messages
+
+log = structlog.get_logger("warren.queue.storage")
+
+housekeeping_interval_s = 1.0
+_running: set[asyncio.Task] = set()  # the loop holds tasks weakly: a started one lives here
+
+
+class NodeMemory:
+    """RSS of the node: every process running the node's command line (its main process, whose
+    pid is in <data_dir>/ready, the Thespian admin and the hosts, which the admin's daemonising
+    takes out of the main process's tree); this process alone until the node is ready.
+
+    Finding them walks every process on the machine (~5 ms), so the set is kept and walked again
+    only when one of them is gone (a restarted host has a new pid) or `rescan_interval_s` passed."""
+
+    rescan_interval_s = 30.0
+
+    def __init__(self, data_dir: str) -> None:
+        self.data_dir = data_dir
+        self._procs: list[psutil.Process] = []
+        self._found_at = float("-inf")
+
+    def rss(self, now: float) -> int:
+        if now - self._found_at >= self.rescan_interval_s:
+            self._find(now)
+        total = 0
+        for p in self._procs:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                self._found_at = float("-inf")  # gone: walk again next time
+        return total
+
+    def _find(self, now: float) -> None:
+        try:
+            cmdline = psutil.Process(json.loads(Path(self.data_dir, "ready").read_text())["pid"]).cmdline()
+            self._procs = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == cmdline]
+            self._found_at = now
+        except (OSError, ValueError, KeyError, psutil.Error):
+            self._procs = [psutil.Process()]  # not ready yet: look again next time
+
+
+class Housekeeping:
+    """One queue host's rounds over its storage. `memory_used(now_s)` is the node's memory in
+    bytes (NodeMemory.rss in a node); `threshold_bytes` is where paging starts."""
+
+    def __init__(self, storage: HostStorage, threshold_bytes: int, memory_used: Callable[[float], int],
+                 ensure_recovered: Callable[[], None] = lambda: None, policy: PagingPolicy | None = None) -> None:
+        self.storage = storage
+        self.threshold_bytes = threshold_bytes
+        self.memory_used = memory_used
+        self.ensure_recovered = ensure_recovered
+        self.policy = policy or PagingPolicy()
+        self.run_effects = Interpreter({CutRamTargets: self._cut, LiftRamTargets: self._lift, Log: self._log})
+
+    def tick(self, now_s: float) -> None:
+        """One round (see the module docstring)."""
+        self.ensure_recovered()
+        storage = self.storage
+        if not storage.recovered:
+            return
+        self.run_effects(self.policy.observe(self.memory_used(now_s), self.threshold_bytes))
+        storage.flush_transient()
+        storage.collect_garbage()
+
+    def start(self) -> asyncio.Task:
+        """Run the rounds on the running loop until it ends; then close the storage."""
+        task = asyncio.get_running_loop().create_task(self._run())
+        _running.add(task)
+        task.add_done_callback(_running.discard)
+        return task
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                await asyncio.sleep(housekeeping_interval_s)
+                self.tick(loop.time())
+        finally:
+            if self.storage.recovered:
+                self.storage.close()
+
+    # -- the paging policy's effects -------------------------------------------------------------
+    def _cut(self, e: CutRamTargets) -> None:
+        for p in self.storage.pageables():
+            p.set_ram_target(e.target(ram_messages(p)))
+
+    def _lift(self, _e: LiftRamTargets) -> None:
+        for p in self.storage.pageables():
+            p.set_ram_target(None)
+
+    def _log(self, e: Log) -> None:
+        getattr(log, e.level)(e.event, host=self.storage.host, **dict(e.fields))

@@ -1,0 +1,115 @@
+"""The group commit (actors/queue/group_commit.py): one commit per loop turn, each marked queue
+flushed once in the order it was first marked, and across real queues of one host: one sync of the
+shared store per turn, and every queue's confirms only after the syncs that cover its writes."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Callable
+
+from actors.messages.channel_queue import Confirm, Publish
+from actors.messages.node import CreateQueue
+from actors.queue.group_commit import GroupCommit
+from actors.queue.manager import QueueManager
+from actors.runtime.address import Address
+from persist.classic.host_storage import HostStorage, queue_dir
+from persist.disk import RealDisk
+from tests.queue.test_durable_queue import CH, published
+
+NODE = Address("node", "node")
+
+
+class Recorder:
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name = name
+        self.log = log
+
+    def flush(self) -> None:
+        self.log.append(self.name)
+
+
+def test_one_commit_per_turn_flushes_each_marked_queue_once_in_first_mark_order():
+    turns: list[Callable[[], None]] = []
+    flushed: list[str] = []
+    commit = GroupCommit(schedule=turns.append)
+    a, b, c = (Recorder(n, flushed) for n in "abc")
+    for q in (b, a, b, c, a):
+        commit.mark(q)
+    commit.forget(c)  # deleted in the turn: it flushed itself
+    assert len(turns) == 1 and flushed == []  # nothing before the turn ends
+    turns.pop()()
+    assert flushed == ["b", "a"]
+    commit.mark(a)  # the next turn gets a commit of its own
+    assert len(turns) == 1
+    turns.pop()()
+    assert flushed == ["b", "a", "a"]
+
+
+def test_a_commit_with_nothing_marked_since_does_nothing():
+    turns: list[Callable[[], None]] = []
+    flushed: list[str] = []
+    commit = GroupCommit(schedule=turns.append)
+    a = Recorder("a", flushed)
+    commit.mark(a)
+    commit.forget(a)
+    turns.pop()()
+    assert flushed == [] and turns == []
+
+
+class RecordingDisk(RealDisk):
+    """A real disk (no device syncs) that logs each sync and directory sync it is asked for."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__(root, sync_method="none")
+        self.events: list[str] = []
+
+    def sync(self, path: str) -> None:
+        super().sync(path)
+        self.events.append(path)
+
+    def fsync_dir(self, path: str) -> None:
+        super().fsync_dir(path)
+        self.events.append(path + "/")
+
+
+class LoggingRuntime:
+    """Records each message sent with how many syncs the disk had done by then."""
+    host = "queue0"
+
+    def __init__(self, disk: RecordingDisk) -> None:
+        self.disk = disk
+        self.sent: list[tuple] = []
+
+    def send(self, to, msg, *, sender, credit=0) -> None:
+        self.sent.append((msg, len(self.disk.events)))
+
+    def spawn(self, name, actor) -> None:
+        pass
+
+
+def test_two_durable_queues_in_one_turn_share_one_store_sync_and_confirm_after_their_own(tmp_path):
+    disk = RecordingDisk(str(tmp_path))
+    s = HostStorage(disk, "queue0", embed_below=4096, file_size_limit=1 << 20, placed_here=lambda v, n: True)
+    s.recover([])
+    runtime = LoggingRuntime(disk)
+    manager = QueueManager(runtime, "qm", registry=SimpleNamespace(), storage=s)
+    turns: list[Callable[[], None]] = []
+    manager.commit = GroupCommit(schedule=turns.append)
+    for rid, name in enumerate(("a", "b"), 1):
+        manager.receive(NODE, CreateQueue(rid, "/", name, False, {}, True))
+    a, b = manager.queues["q:/:a"], manager.queues["q:/:b"]
+    runtime.sent.clear()
+    disk.events.clear()
+    big = 8000  # above queue_index_embed_msgs_below: the bodies go to the shared store
+    a.receive(CH, Publish([published(1, size=big)]))
+    b.receive(CH, Publish([published(2, size=big)]))
+    a.receive(CH, Publish([published(3, size=big)]))
+    assert runtime.sent == [] and disk.events == [] and len(turns) == 1
+    turns.pop()()
+    store_file = [e for e in disk.events if e.startswith("msg_stores/queue0/persistent/") and e.endswith(".rdq")]
+    assert len(store_file) == 1  # one store sync for the whole turn
+    (a_confirm, a_at), (b_confirm, b_at) = runtime.sent
+    assert (a_confirm, b_confirm) == (Confirm(3), Confirm(2))  # in first-mark order
+    synced_before = disk.events[:a_at]
+    assert store_file[0] in synced_before and any(e.startswith(queue_dir("/", "a") + "/") for e in synced_before)
+    assert any(e.startswith(queue_dir("/", "b") + "/") for e in disk.events[a_at:b_at])
+    assert disk.events[b_at:] == []  # nothing synced after the last confirm: it was all covered
