@@ -14,6 +14,7 @@ The vocabulary, by who returns it:
 - every core: `Send`, `StartTimer`, `CancelTimer`, `Log`;
 - the connection and channel cores (socket side): `Write`, `CloseSocket`, `SetFrameMax`,
   `OpenChannel`, `ToChannel`, `ChannelsDown`, `Opened`, `CloseConnection`, `ChannelFinished`;
+- the paging policy (flow/paging.py): `CutRamTargets`, `LiftRamTargets`;
 - the Raft core: `Send` (to a member id) and `PersistHardState`, `ClientReply`, `NotLeader`,
   `ChangeRefused`, `MachineEffect`, `WriteSnapshot`, `LeaderChanged` (raft/effects.py documents
   their ordering rules, etcd's `Ready` contract).
@@ -121,6 +122,23 @@ class ChannelFinished:
     """The channel is over (close-ok sent or received): the shell may forget it."""
 
 
+# -- the paging policy (flow/paging.py) ---------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class CutRamTargets:
+    """Set every pageable queue's (every level's) RAM target to `target(its bodies in RAM now)`."""
+
+    factor: float
+
+    def target(self, ram_messages: int) -> int:
+        return int(ram_messages * self.factor)
+
+
+@dataclass(frozen=True, slots=True)
+class LiftRamTargets:
+    """Remove every pageable queue's RAM target: bodies may stay in RAM again."""
+
+
 # -- the Raft core -------------------------------------------------------------------------------
 
 
@@ -174,5 +192,5 @@ class LeaderChanged:
 
 
 Effect = (Send | StartTimer | CancelTimer | Log | Write | CloseSocket | SetFrameMax | OpenChannel | ToChannel
-          | ChannelsDown | Opened | CloseConnection | ChannelFinished | PersistHardState | ClientReply | NotLeader
-          | ChangeRefused | MachineEffect | WriteSnapshot | LeaderChanged)
+          | ChannelsDown | Opened | CloseConnection | ChannelFinished | CutRamTargets | LiftRamTargets
+          | PersistHardState | ClientReply | NotLeader | ChangeRefused | MachineEffect | WriteSnapshot | LeaderChanged)

@@ -25,27 +25,10 @@ The variable queue that carries a target out is persist/classic/paging.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from effects import Log
+from effects import CutRamTargets, LiftRamTargets, Log
 
 RAM_TARGET_HEADROOM = 0.8  # a cut aims this far below the threshold
 RAM_RELEASE_RATIO = 0.7  # paging stops below this fraction of the threshold
-
-
-@dataclass(frozen=True, slots=True)
-class CutRamTargets:
-    """Set every pageable queue's (every level's) RAM target to `target(its bodies in RAM now)`."""
-
-    factor: float
-
-    def target(self, ram_messages: int) -> int:
-        return int(ram_messages * self.factor)
-
-
-@dataclass(frozen=True, slots=True)
-class LiftRamTargets:
-    """Remove every pageable queue's RAM target: bodies may stay in RAM again."""
 
 
 PagingEffect = CutRamTargets | LiftRamTargets | Log

@@ -22,7 +22,8 @@ import structlog
 
 from effects import Log
 from effects.interpreter import Interpreter
-from flow.paging import CutRamTargets, LiftRamTargets, PagingPolicy
+from effects import CutRamTargets, LiftRamTargets
+from flow.paging import PagingPolicy
 from persist.classic.host_storage import HostStorage, ram_messages
 
 log = structlog.get_logger("warren.queue.storage")

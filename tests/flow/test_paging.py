@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, strategies as st
 
 from effects import Log
-from flow.paging import CutRamTargets, LiftRamTargets, PagingPolicy
+from effects import CutRamTargets, LiftRamTargets
+from flow.paging import PagingPolicy
 
 T = 1000  # the paging threshold, bytes
 
