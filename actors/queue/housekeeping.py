@@ -20,9 +20,8 @@ from pathlib import Path
 import psutil
 import structlog
 
-from effects import Log
+from effects import CutRamTargets, LiftRamTargets, Log
 from effects.interpreter import Interpreter
-from effects import CutRamTargets, LiftRamTargets
 from flow.paging import PagingPolicy
 from persist.classic.host_storage import HostStorage, ram_messages
 
