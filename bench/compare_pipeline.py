@@ -2,13 +2,13 @@
 not a test.
 
     .venv/bin/python -m bench.compare_pipeline [--messages 100000] [--size 1024] [--master local[2]]
-        [--partitions 2] [--no-rabbitmq] [--warren-port P] [--rabbit-port P]
+        [--partitions 2] [--batch 10000] [--no-rabbitmq] [--warren-port P] [--rabbit-port P]
 
 For each broker (started fresh in a temporary directory, stopped at the end):
 1. sink: a DataFrame of N rows with SIZE-byte bodies (spark.range, `partitions` partitions) written to
    the default exchange, routed to one queue, with confirms (window 1000) and mandatory; rate =
    N / the save()'s wall time. The queue must then hold N messages.
-2. source: a streaming query (Trigger.AvailableNow, maxMessagesPerBatch 10000) reads those N
+2. source: a streaming query (Trigger.AvailableNow, maxMessagesPerBatch BATCH) reads those N
    messages into Spark's noop sink, acking each batch after its commit; rates = N / the query's wall
    time (start to end: planning, the JVM's batches, the acks) and N / the sum of its batches'
    triggerExecution times. The queue must be empty afterwards.
@@ -64,9 +64,9 @@ def sink(spark, url: str, queue: str, n: int, size: int, partitions: int) -> flo
     return n / elapsed
 
 
-def source(spark, url: str, queue: str, n: int, checkpoint: Path) -> tuple[float, float, int]:
+def source(spark, url: str, queue: str, n: int, batch: int, checkpoint: Path) -> tuple[float, float, int]:
     query = (spark.readStream.format("amqp").option("url", url).option("queue", queue)
-             .option("maxMessagesPerBatch", "10000").load()
+             .option("maxMessagesPerBatch", str(batch)).load()
              .writeStream.format("noop").option("checkpointLocation", str(checkpoint))
              .trigger(availableNow=True))
     started = time.monotonic()
@@ -82,7 +82,7 @@ def source(spark, url: str, queue: str, n: int, checkpoint: Path) -> tuple[float
     return n / elapsed, n / busy_s, sum(1 for p in progress if p["numInputRows"])
 
 
-def measure(spark, broker: Broker, n: int, size: int, partitions: int, work: Path) -> dict:
+def measure(spark, broker: Broker, n: int, size: int, partitions: int, batch: int, work: Path) -> dict:
     queue = "bench.pipeline"
     with pika.BlockingConnection(pika.URLParameters(broker.uri)) as connection:
         connection.channel().queue_declare(queue)
@@ -91,7 +91,7 @@ def measure(spark, broker: Broker, n: int, size: int, partitions: int, work: Pat
         print(f"== {broker.name}: round {attempt + 1}/{rounds}, sink {n:,} x {size} B", file=sys.stderr, flush=True)
         result["sink_msg_s"] = round(sink(spark, broker.uri, queue, n, size, partitions))
         print(f"   {result['sink_msg_s']:,} msg/s; source", file=sys.stderr, flush=True)
-        wall, busy, batches = source(spark, broker.uri, queue, n, work / f"ck-{broker.name}-{attempt}")
+        wall, busy, batches = source(spark, broker.uri, queue, n, batch, work / f"ck-{broker.name}-{attempt}")
         result.update(source_msg_s=round(wall), source_batch_msg_s=round(busy), batches=batches)
         print(f"   {round(wall):,} msg/s ({round(busy):,} within batches, {batches} batches)",
               file=sys.stderr, flush=True)
@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", type=int, default=1024)
     p.add_argument("--master", default="local[2]")
     p.add_argument("--partitions", type=int, default=2, help="partitions of the DataFrame the sink writes")
+    p.add_argument("--batch", type=int, default=10_000, help="the source's maxMessagesPerBatch")
     p.add_argument("--warren-port", type=int, default=5695)
     p.add_argument("--rabbit-port", type=int, default=5696)
     p.add_argument("--no-rabbitmq", action="store_true")
@@ -120,13 +121,14 @@ def main(argv: list[str] | None = None) -> int:
             broker.data_dir.mkdir(parents=True)
             broker.start()
             try:
-                rows.append({"broker": broker.name, **measure(spark, broker, a.messages, a.size, a.partitions, work)})
+                rows.append({"broker": broker.name, **measure(spark, broker, a.messages, a.size, a.partitions, a.batch, work)})
             finally:
                 broker.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
         spark.stop()
-    print(f"Spark {a.master}, {a.messages:,} messages of {a.size} B, {os.cpu_count()} cores")
+    print(f"Spark {a.master}, {a.messages:,} messages of {a.size} B, maxMessagesPerBatch {a.batch:,}, "
+          f"{os.cpu_count()} cores")
     print("| broker | DataFrame -> exchange msg/s | queue -> Spark (query wall) msg/s | "
           "queue -> Spark (within batches) msg/s | batches |")
     print("|---|---:|---:|---:|---:|")
