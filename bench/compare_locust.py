@@ -22,8 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from locust.stats import calculate_response_time_percentile
-
 from bench.compare_brokers import PY, ROOT, Broker, Rabbit, Warren
 from bench.compare_charts import locust_chart
 from bench.compare_progress import Progress
@@ -58,13 +56,25 @@ def run_scenario(broker: Broker, scenario: str, users: int, seconds: int, out: P
     return [row(broker.name, scenario, e) for e in entries]
 
 
+def percentile(times: dict[float, int], n: int, share: float) -> float:
+    """locust's rule (locust.stats.calculate_response_time_percentile): the smallest bucket with at
+    most n x (1 - share) requests above it. (Importing locust would monkey-patch this process for
+    gevent, subprocesses included, so the rule is restated here.)"""
+    above = 0
+    for ms in sorted(times, reverse=True):
+        above += times[ms]
+        if n - above <= int(n * share):
+            return ms
+    return 0.0
+
+
 def row(broker: str, scenario: str, e: dict) -> dict:
     n = e["num_requests"]
     times = {float(ms): count for ms, count in e["response_times"].items()}  # JSON made the keys strings
     span = max(e["last_request_timestamp"] - e["start_time"], 1e-9) if n else 1.0
 
     def pct(p: float) -> float | None:
-        return calculate_response_time_percentile(times, n, p) if n else None
+        return percentile(times, n, p) if n else None
     return {"broker": broker, "scenario": scenario, "type": e["method"], "name": e["name"], "requests": n,
             "failures": e["num_failures"], "rps": round(n / span, 1),
             "avg_ms": round(e["total_response_time"] / n, 3) if n else None,

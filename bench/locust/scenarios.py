@@ -58,6 +58,15 @@ class AmqpUser(User):
         return b"x" * self.option("body_size")
 
 
+class Pumping(AmqpUser):
+    """A consumer: its task lets deliveries in (each reported as `consume`)."""
+    abstract = True
+
+    @task
+    def consume(self) -> None:
+        self.client.pump(pump_s)
+
+
 # ---------------------------------------------------------------- steady
 class SteadyPublisher(AmqpUser):
     def setup(self) -> None:
@@ -69,14 +78,10 @@ class SteadyPublisher(AmqpUser):
         self.client.publish("steady", "", self.queue("steady"), self.body)
 
 
-class SteadyConsumer(AmqpUser):
+class SteadyConsumer(Pumping):
     def setup(self) -> None:
         self.client.declare(self.queue("steady"))
         self.client.consume(self.queue("steady"), "steady", self.option("prefetch"))
-
-    @task
-    def consume(self) -> None:
-        self.client.pump(pump_s)
 
 
 # ---------------------------------------------------------------- fanout
@@ -104,15 +109,11 @@ class FanoutPublisher(FanoutUser):
         self.client.publish("fanout", self.queue("fanout"), "", self.body)
 
 
-class FanoutConsumer(FanoutUser):
+class FanoutConsumer(FanoutUser, Pumping):
     def setup(self) -> None:
         super().setup()
         for q in self.queues:
             self.client.consume(q, "fanout", self.option("prefetch"))
-
-    @task
-    def consume(self) -> None:
-        self.client.pump(pump_s)
 
 
 # ---------------------------------------------------------------- rpc
@@ -197,14 +198,10 @@ class LongQueuePublisher(LongQueueUser):
         self.client.publish("long_queue", "", self.queue("long"), self.body)
 
 
-class LongQueueConsumer(LongQueueUser):
+class LongQueueConsumer(LongQueueUser, Pumping):
     def setup(self) -> None:
         super().setup()
         self.client.consume(self.queue("long"), "long_queue", self.option("prefetch"))
-
-    @task
-    def consume(self) -> None:
-        self.client.pump(pump_s)
 
 
 # ---------------------------------------------------------------- quorum and classic, durable
@@ -228,15 +225,11 @@ class QuorumMixPublisher(QuorumMixUser):
         self.client.publish(kind, "", self.queue(kind), self.body, persistent=True)
 
 
-class QuorumMixConsumer(QuorumMixUser):
+class QuorumMixConsumer(QuorumMixUser, Pumping):
     def setup(self) -> None:
         super().setup()
         for kind in ("quorum", "classic"):
             self.client.consume(self.queue(kind), kind, self.option("prefetch"))
-
-    @task
-    def consume(self) -> None:
-        self.client.pump(pump_s)
 
 
 SCENARIOS: dict[str, list[type[User]]] = {

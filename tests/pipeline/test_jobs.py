@@ -6,8 +6,10 @@ import json
 import pika
 import pytest
 
-from pipeline.jobs import bench_report, publish_dataframe, queue_to_parquet
 from tests.pipeline.test_source import channel, queue_state, settled, unique
+
+pytest.importorskip("pyspark", reason="the pipeline extra is not installed (scripts/setup installs it)")
+from pipeline.jobs import bench_report, publish_dataframe, queue_to_parquet  # noqa: E402 - needs pyspark
 
 pytestmark = pytest.mark.integration
 minute_s = 1_700_000_040  # 2023-11-14 22:14:00 UTC, the start of a minute
