@@ -9,9 +9,10 @@ partitions_default = 2
 idle_s_default = 2.0
 confirm_window_default = 1_000
 confirm_timeout_s_default = 60.0
+prefetch_max = 65_535  # basic.qos prefetch-count is a 16-bit field
 
 
-def _int(options: Mapping[str, str], key: str, default: int, low: int = 1) -> int:
+def _int(options: Mapping[str, str], key: str, default: int, low: int = 1, high: int | None = None) -> int:
     raw = options.get(key)
     if raw is None:
         return default
@@ -21,6 +22,8 @@ def _int(options: Mapping[str, str], key: str, default: int, low: int = 1) -> in
         raise ValueError(f"option {key} must be an integer, not {raw!r}") from None
     if value < low:
         raise ValueError(f"option {key} must be at least {low}, not {value}")
+    if high is not None and value > high:
+        raise ValueError(f"option {key} must be at most {high}, not {value}")
     return value
 
 
@@ -51,8 +54,8 @@ def _required(options: Mapping[str, str], key: str) -> str:
 @dataclass(frozen=True)
 class SourceOptions:
     """url (amqp://user:pass@host:port/vhost), queue; maxMessagesPerBatch (a micro-batch's rows at
-    most), prefetch (basic.qos; default twice maxMessagesPerBatch, since a committed batch is acked
-    only when the next one is planned), numPartitions (tasks a batch is split into), and
+    most), prefetch (basic.qos, at most 65535; default twice maxMessagesPerBatch, since a committed
+    batch is acked only when the next one is planned), numPartitions (tasks a batch is split into), and
     availableNowIdleSeconds (with Trigger.AvailableNow, how long to wait for a message the queue
     announced before ending the run without it, e.g. because another consumer took it)."""
     url: str
@@ -66,7 +69,7 @@ class SourceOptions:
     def parse(options: Mapping[str, str]) -> "SourceOptions":
         batch_max = _int(options, "maxMessagesPerBatch", batch_max_default)
         return SourceOptions(_required(options, "url"), _required(options, "queue"), batch_max,
-                             _int(options, "prefetch", 2 * batch_max, low=0),
+                             _int(options, "prefetch", min(2 * batch_max, prefetch_max), low=0, high=prefetch_max),
                              _int(options, "numPartitions", partitions_default),
                              _float(options, "availableNowIdleSeconds", idle_s_default))
 

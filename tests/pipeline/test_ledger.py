@@ -88,3 +88,14 @@ def test_every_delivery_is_planned_once_and_acked_in_order(steps):
         acked, start = ack, end
     assert seen == list(range(1, len(seen) + 1))
     assert ledger.committed == len(seen) and ledger.received == tag
+
+
+def test_source_options_default_prefetch_to_twice_the_batch_within_amqp_limits():
+    from pipeline.options import SourceOptions
+    base = {"url": "amqp://localhost", "queue": "q"}
+    assert SourceOptions.parse({**base, "maxMessagesPerBatch": "300"}).prefetch == 600
+    assert SourceOptions.parse({**base, "maxMessagesPerBatch": "50000"}).prefetch == 65_535
+    with pytest.raises(ValueError, match="prefetch must be at most 65535"):
+        SourceOptions.parse({**base, "prefetch": "70000"})
+    with pytest.raises(ValueError, match="needs option 'queue'"):
+        SourceOptions.parse({"url": "amqp://localhost"})
