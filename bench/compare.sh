@@ -38,10 +38,13 @@ wait_port() {  # port seconds
   return 1
 }
 
+runs_total=0; [ "$run_warren" = 1 ] && runs_total=$((runs_total + 2)); [ "$run_rabbit" = 1 ] && runs_total=$((runs_total + 2))
+runs_done=0; started=$(date +%s)
 scenario() {  # broker port name -> bench/out/BROKER-NAME.json
   local broker=$1 port=$2 name=$3; shift 3
   local uri="amqp://guest:guest@127.0.0.1:$port/%2F"
-  echo "== $broker, scenario $name ($time_s s)" >&2
+  runs_done=$((runs_done + 1))
+  echo "== [$runs_done/$runs_total, $(( $(date +%s) - started )) s so far] $broker, scenario $name ($time_s s)" >&2
   rm -f "$out/$broker-$name.json"
   case "$name" in
     A) set -- --producers 1 --consumers 1 --size 1024 --auto-ack ;;
@@ -81,4 +84,7 @@ fi
 
 existing=()
 for f in "${files[@]}"; do [ -f "$f" ] && existing+=("$f"); done
-if [ ${#existing[@]} -gt 0 ]; then (cd "$root" && "$py" -m bench.perf.table "${existing[@]}"); fi
+if [ ${#existing[@]} -gt 0 ]; then
+  (cd "$root" && "$py" -m bench.perf.table "${existing[@]}")
+  (cd "$root" && "$py" -m bench.compare_charts perf "$out/compare.png" "${existing[@]}") >&2
+fi

@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,113 +30,20 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 from pika import spec
 
+from bench.compare_brokers import PY, ROOT, Broker, Rabbit, Warren
+from bench.compare_charts import durable_chart
+from bench.compare_progress import Progress
 from bench.perf import framing
 from bench.perf.confirms import ConfirmTracker
 from bench.perf.connection import connect, parse_uri
-from actors.runtime.ports import port_open
 
-ROOT = Path(__file__).resolve().parents[1]
-PY = sys.executable
 rss_sample_s = 0.2
 gc_wait_s = 15.0
-start_timeout_s = 90.0
 confirm_window = 1000
 prefetch = 300
 ack_every = 50
-
-
-# ---------------------------------------------------------------- brokers
-class Broker:
-    def __init__(self, name: str, port: int, data_dir: Path) -> None:
-        self.name, self.port, self.data_dir = name, port, data_dir
-
-    @property
-    def uri(self) -> str:
-        return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F"
-
-    def processes(self) -> list[psutil.Process]:
-        raise NotImplementedError
-
-    def memory(self) -> tuple[int, int]:
-        """(RSS, PSS) summed over the broker's processes. RSS counts the pages forked processes
-        share once per process; PSS splits them, so its sum is what the broker really holds."""
-        rss = pss = 0
-        for p in self.processes():
-            try:
-                m = p.memory_full_info()
-            except psutil.Error:
-                continue
-            rss += m.rss
-            pss += getattr(m, "pss", m.rss)
-        return rss, pss
-
-    def disk_bytes(self) -> int:
-        return sum(f.stat().st_size for f in self.data_dir.rglob("*") if f.is_file())
-
-
-class Warren(Broker):
-    def start(self) -> None:
-        (self.data_dir / "ready").unlink(missing_ok=True)
-        self.proc = subprocess.Popen(
-            [PY, "-m", "scripts.node_main", "--port", str(self.port), "--data-dir", str(self.data_dir),
-             "--name", "bench"], cwd=ROOT, stdout=open(self.data_dir.parent / "warren.log", "ab"),
-            stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + start_timeout_s
-        while not ((self.data_dir / "ready").exists() and port_open(self.port)):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("warren did not start; see warren.log")
-            time.sleep(0.1)
-
-    def processes(self) -> list[psutil.Process]:
-        return by_cmdline(str(self.data_dir))
-
-    def disk_bytes(self) -> int:  # message data only: the stores and the queue indexes
-        return sum(f.stat().st_size for d in ("msg_stores", "queues") for f in (self.data_dir / d).rglob("*")
-                   if f.is_file())
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            pass
-        left = self.processes()
-        for p in left:
-            p.kill()
-        psutil.wait_procs(left, timeout=10)
-
-
-class Rabbit(Broker):
-    def start(self) -> None:
-        subprocess.run([str(ROOT / "scripts" / "rabbitmq_oracle"), "start", str(self.port), str(self.data_dir)],
-                       check=True, stdout=subprocess.DEVNULL)
-
-    def processes(self) -> list[psutil.Process]:
-        return by_cmdline(str(self.data_dir))  # beam runs with -home DIR
-
-    def disk_bytes(self) -> int:
-        return sum(f.stat().st_size for f in (self.data_dir / "mnesia").rglob("*") if f.is_file())
-
-    def stop(self) -> None:
-        subprocess.run([str(ROOT / "scripts" / "rabbitmq_oracle"), "stop", str(self.data_dir)],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def by_cmdline(marker: str) -> list[psutil.Process]:
-    """Processes whose command line names `marker`, and their children (the Thespian admin and
-    the host processes leave the node's process tree but keep its command line)."""
-    out = {}
-    for p in psutil.process_iter(["cmdline"]):
-        if marker in " ".join(p.info["cmdline"] or ()):
-            out[p.pid] = p
-            try:
-                out.update({c.pid: c for c in p.children(recursive=True)})
-            except psutil.Error:
-                pass
-    return list(out.values())
 
 
 # ---------------------------------------------------------------- throughput (bench.perf)
@@ -146,7 +52,7 @@ def throughput(broker: Broker, size: int, seconds: float, out: Path) -> dict:
     subprocess.run([PY, "-m", "bench.perf", "--uri", broker.uri, "--producers", "1", "--consumers", "1",
                     "--size", str(size), "--persistent", "--durable", "--confirm", str(confirm_window),
                     "--prefetch", str(prefetch), "--time", str(seconds), "--warmup", str(min(3, seconds / 3)),
-                    "--json", str(path)], cwd=ROOT, stdout=subprocess.DEVNULL, check=False)
+                    "--json", str(path)], cwd=ROOT, stdout=sys.stderr, check=False)  # its line a second: progress
     try:
         return json.loads(path.read_text())["summary"]
     except (OSError, ValueError, KeyError):
@@ -210,7 +116,9 @@ async def publish_backlog(uri: str, queue: str, n: int, size: int) -> float:
     template = framing.publish_template(1, "", queue, size, proto.frame_max, True, False)
     started = time.monotonic()
     sent = 0
+    progress = Progress("published (confirmed)", n)
     while c.confirmed < n:
+        progress.update(c.confirmed)
         room = min(confirm_window - c.tracker.outstanding, n - sent, 256)
         if room > 0 and proto.writable.is_set():
             proto.send(template.frames(time.time_ns()) * room)
@@ -223,6 +131,7 @@ async def publish_backlog(uri: str, queue: str, n: int, size: int) -> float:
         if proto.closed is not None:
             raise SystemExit(f"publisher closed: {proto.closed}")
     elapsed = time.monotonic() - started
+    progress.done(c.confirmed)
     await proto.close()
     return n / elapsed
 
@@ -233,12 +142,15 @@ async def drain_backlog(uri: str, queue: str, n: int) -> float:
     await proto.call(spec.Basic.Qos(prefetch_count=prefetch))
     started = time.monotonic()
     await proto.call(spec.Basic.Consume(queue=queue, no_ack=False))
+    progress = Progress("drained", n)
     while c.consumed < n:
+        progress.update(c.consumed)
         c.wake.clear()
         await c.wake.wait()
         if proto.closed is not None:
             raise SystemExit(f"consumer closed: {proto.closed}")
     elapsed = time.monotonic() - started
+    progress.done(c.consumed)
     proto.send_method(spec.Basic.Ack(c.last_tag, multiple=True))
     await proto.close()
     return n / elapsed
@@ -334,7 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {b['broker']} | {b['mode']} | {b['publish_rate']} | {b['drain_rate']} | "
               f"{b['rss_before_mb']} -> {b['peak_rss_mb']} | {b['pss_before_mb']} -> {b['peak_pss_mb']} | "
               f"{b['disk_full_mb']} | {b['disk_after_mb']} |")
-    (out / "durable_compare.json").write_text(json.dumps({"throughput": through, "backlog": backlogs}, indent=1))
+    result = {"throughput": through, "backlog": backlogs}
+    (out / "durable_compare.json").write_text(json.dumps(result, indent=1))
+    durable_chart(result, out / "durable_compare.png")
+    print(f"\nJSON: {out / 'durable_compare.json'}, chart: {out / 'durable_compare.png'}")
     return 0
 
 

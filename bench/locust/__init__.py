@@ -1,0 +1,1 @@
+"""locust scenarios for AMQP brokers (warren, RabbitMQ): see bench/locust/locustfile.py."""
