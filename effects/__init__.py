@@ -15,6 +15,7 @@ The vocabulary, by who returns it:
 - the connection and channel cores (socket side): `Write`, `CloseSocket`, `SetFrameMax`,
   `OpenChannel`, `ToChannel`, `ChannelsDown`, `Opened`, `CloseConnection`, `ChannelFinished`;
 - the paging policy (flow/paging.py): `CutRamTargets`, `LiftRamTargets`;
+- cluster membership (actors/cluster/membership.py): `SaveClusterFile`;
 - the Raft core: `Send` (to a member id) and `PersistHardState`, `ClientReply`, `NotLeader`,
   `ChangeRefused`, `MachineEffect`, `WriteSnapshot`, `LeaderChanged` (raft/effects.py documents
   their ordering rules, etcd's `Ready` contract).
@@ -139,6 +140,17 @@ class LiftRamTargets:
     """Remove every pageable queue's RAM target: bodies may stay in RAM again."""
 
 
+# -- cluster membership (actors/cluster/membership.py) -------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SaveClusterFile:
+    """Replace the data dir's cluster.json with `data` (atomically, synced) before anything else:
+    a restarted node must find the members it knew."""
+
+    data: bytes
+
+
 # -- the Raft core -------------------------------------------------------------------------------
 
 
@@ -192,5 +204,5 @@ class LeaderChanged:
 
 
 Effect = (Send | StartTimer | CancelTimer | Log | Write | CloseSocket | SetFrameMax | OpenChannel | ToChannel
-          | ChannelsDown | Opened | CloseConnection | ChannelFinished | CutRamTargets | LiftRamTargets
+          | ChannelsDown | Opened | CloseConnection | ChannelFinished | CutRamTargets | LiftRamTargets | SaveClusterFile
           | PersistHardState | ClientReply | NotLeader | ChangeRefused | MachineEffect | WriteSnapshot | LeaderChanged)

@@ -1,0 +1,130 @@
+"""Cluster membership core: the exact effects of hellos, pings, silence, joins and forgets."""
+from __future__ import annotations
+
+import json
+
+from actors.cluster.membership import Membership
+from actors.messages.cluster import Directory, Hello, JoinAnswer, JoinRequest, NodesUp, Ping, Pong
+from effects import Log, SaveClusterFile, Send
+
+A, B, C = "a@box", "b@box", "c@box"
+EA, EB, EC = "tcp://127.0.0.1:25672", "tcp://127.0.0.1:25673", "tcp://127.0.0.1:25674"
+
+
+def addr(node: str) -> str:
+    return f"{node}:node/cluster"
+
+
+def core(members=None, **kw) -> Membership:
+    return Membership(A, EA, members if members is not None else {A: EA, B: EB}, address_of=addr,
+                      ping_interval_ticks=2, down_after_ticks=5, **kw)
+
+
+def sends(effects, kind=None) -> list[Send]:
+    return [e for e in effects if isinstance(e, Send) and (kind is None or isinstance(e.msg, kind))]
+
+
+def logs(effects) -> list[str]:
+    return [e.event for e in effects if isinstance(e, Log)]
+
+
+def test_start_says_hello_to_every_other_member():
+    m = core({A: EA, B: EB, C: EC})
+    out = m.start()
+    assert sends(out) == [Send(addr(B), Hello(A, EA, {}, [A, B, C])), Send(addr(C), Hello(A, EA, {}, [A, B, C]))]
+
+
+def test_a_subscriber_gets_the_directory_and_who_is_up_at_once():
+    m = core()
+    assert m.subscribe("conn0") == [Send("conn0", Directory({})), Send("conn0", NodesUp([A], [B]))]
+
+
+def test_a_first_hello_marks_the_peer_up_publishes_its_hosts_and_is_answered():
+    m = core()
+    m.subscribe("conn0")
+    out = m.receive(Hello(B, EB, {f"{B}:queue0": "tcp://127.0.0.1:40001"}, [A, B]))
+    assert logs(out) == ["cluster.node_up"]
+    assert sends(out) == [
+        Send("conn0", NodesUp([A, B], [])),
+        Send("conn0", Directory({f"{B}:queue0": "tcp://127.0.0.1:40001", f"{B}:node": EB})),
+        Send(addr(B), Hello(A, EA, {}, [A, B])),
+    ]
+    # the same hello again changes nothing and is not answered (no hello storm)
+    assert m.receive(Hello(B, EB, {f"{B}:queue0": "tcp://127.0.0.1:40001"}, [A, B])) == []
+
+
+def test_a_host_that_binds_its_mailbox_is_announced_to_every_peer():
+    m = core()
+    out = m.host_listening(f"{A}:conn0", "tcp://127.0.0.1:41000")
+    assert out == [Send(addr(B), Hello(A, EA, {f"{A}:conn0": "tcp://127.0.0.1:41000"}, [A, B]))]
+    assert m.host_listening(f"{A}:conn0", "tcp://127.0.0.1:41000") == []
+
+
+def test_pings_go_out_every_interval_and_silence_marks_a_peer_down():
+    m = core()
+    m.subscribe("conn0")
+    m.receive(Hello(B, EB, {}, [A, B]))  # heard at tick 0
+    assert sends(m.tick()) == []                          # tick 1
+    assert sends(m.tick()) == [Send(addr(B), Ping(A, 1))]  # tick 2
+    m.tick(), m.tick()                                     # ticks 3, 4
+    out = m.tick()                                         # tick 5: 5 ticks silent
+    assert logs(out) == ["cluster.node_down"]
+    assert sends(out, NodesUp) == [Send("conn0", NodesUp([A], [B]))]
+    assert m.down() == [B]
+
+
+def test_a_word_from_a_down_peer_brings_it_back_and_asks_for_its_hello():
+    m = core()
+    m.receive(Hello(B, EB, {}, [A, B]))
+    for _ in range(5):
+        m.tick()
+    assert m.down() == [B]
+    out = m.receive(Ping(B, 9))
+    assert logs(out) == ["cluster.node_up"]
+    assert sends(out) == [Send(addr(B), Hello(A, EA, {}, [A, B])), Send(addr(B), Pong(A, 9))]
+    assert m.up() == [A, B]
+
+
+def test_a_restarted_peer_on_a_new_port_moves_its_directory_entries():
+    m = core()
+    m.subscribe("conn0")
+    m.receive(Hello(B, EB, {f"{B}:queue0": "tcp://127.0.0.1:40001"}, [A, B]))
+    out = m.receive(Hello(B, EB, {f"{B}:queue0": "tcp://127.0.0.1:40999"}, [A, B]))
+    assert sends(out) == [Send("conn0", Directory({f"{B}:queue0": "tcp://127.0.0.1:40999", f"{B}:node": EB}))]
+
+
+def test_a_stranger_is_not_a_member_unless_it_lists_this_node():
+    m = core()
+    assert logs(m.receive(Hello(C, EC, {}, [C]))) == ["cluster.hello_from_stranger"]
+    assert C not in m.members()
+    out = m.receive(Hello(C, EC, {}, [A, B, C]))  # admitted elsewhere: it knows us
+    assert SaveClusterFile(m.cluster_file()) in out and C in m.members()
+
+
+def test_a_join_is_admitted_by_the_shell_then_announced():
+    m = core()
+    assert m.admission(JoinRequest(B, EB)) is None  # already a member at that endpoint
+    assert m.admission(JoinRequest(C, EC)) == (C, EC)
+    out = m.admitted(C, EC, "joiner")
+    assert out[0] == SaveClusterFile(m.cluster_file())
+    assert json.loads(out[0].data) == {"node": A, "members": {A: EA, B: EB, C: EC}}
+    assert Send("joiner", JoinAnswer(True, "", {A: EA, B: EB, C: EC})) in out
+    assert {s.to for s in sends(out, Hello)} == {addr(B), addr(C)}
+
+
+def test_the_joiner_takes_the_members_from_the_answer():
+    m = Membership(C, EC, {C: EC}, address_of=addr)
+    out = m.joined(JoinAnswer(True, "", {A: EA, B: EB, C: EC}))
+    assert m.members() == {A: EA, B: EB, C: EC}
+    assert out[0] == SaveClusterFile(m.cluster_file())
+    assert {s.to for s in sends(out, Hello)} == {addr(A), addr(B)}
+
+
+def test_forgetting_drops_the_node_for_good():
+    m = core()
+    m.subscribe("conn0")
+    m.receive(Hello(B, EB, {f"{B}:queue0": "tcp://127.0.0.1:40001"}, [A, B]))
+    out = m.forget(B)
+    assert out[0] == SaveClusterFile(m.cluster_file()) and m.members() == {A: EA}
+    assert sends(out) == [Send("conn0", Directory({})), Send("conn0", NodesUp([A], []))]
+    assert logs(m.receive(Ping(B, 1))) == ["cluster.unknown_peer"]
