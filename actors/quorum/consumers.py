@@ -29,6 +29,7 @@ UP = "up"
 CANCELLED = "cancelled"
 QUIESCING = "quiescing"  # a single active consumer giving way to a higher priority one
 CREDIT_UNLIMITED = 2000  # prefetch 0 means this much (rabbit_fifo_client ?UNLIMITED_PREFETCH_COUNT)
+_STATUSES = {status: status for status in (UP, CANCELLED, QUIESCING)}  # compared with `is`
 
 
 class Consumer:
@@ -70,7 +71,7 @@ class Consumer:
     def from_value(cls, value: list) -> Consumer:
         priority, ack, prefetch, credit, status, once, attached, exclusive, delivered, checked = value
         con = cls(priority, ack, prefetch, credit, attached=attached, once=once, exclusive=exclusive)
-        con.status, con.delivered = status, delivered
+        con.status, con.delivered = _STATUSES[status], delivered
         con.checked = {c[0]: (c[1], c[2], c[3], c[4]) for c in checked}
         return con
 
