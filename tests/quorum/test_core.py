@@ -223,6 +223,15 @@ def test_a_channel_going_down_returns_its_unacked_with_a_higher_count():
     assert run.stats["publishers"] == 0
 
 
+def test_a_channel_going_down_returns_its_deliveries_in_delivery_order():
+    run = Run()
+    run.publish(b"a", b"b", b"c")
+    consume(run, 3, channel="A")
+    run(c.Settle(0, "A", "t", (1,)))
+    consume(run, 5, channel="B")
+    assert run(c.ChannelDown(0, "A")) == (Reply.OK, [Deliver("B", "t", 0, ((3, 1, 1), (4, 3, 1)))])
+
+
 # -- message TTL ----------------------------------------------------------------------------------
 
 def test_message_ttl_expires_the_head_on_the_timer_tick():
