@@ -14,7 +14,9 @@ snapshot written later.
 
 A delivered message's `delivery_count` is rabbit_fifo's acquired count: how many times it went
 back to the queue (returned, rejected, or its channel went down). It is what the shell puts in the
-`x-delivery-count` header, and `redelivered` is `delivery_count > 0`.
+`x-delivery-count` header, and `redelivered` is `delivery_count > 0`. A `Release` in the same list
+comes after the effects that name the messages it releases, so carrying them out in order reads
+every body before the log may go.
 """
 from __future__ import annotations
 
@@ -88,12 +90,21 @@ class Timer:
 
 
 @dataclass(frozen=True, slots=True)
+class Release:
+    """RabbitMQ's release cursor: no log entry up to and including `upto` is needed any more, so a
+    snapshot taken at or after it may compact them (live_indexes says the same, exactly). Given
+    when the queue lets go of its last message, and from time to time while it is busy."""
+
+    upto: int
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteQueue:
     """x-expires elapsed with the queue unused: ask the node to delete this queue."""
 
 
 Effect = (Deliver | DeadLetter | DeadLetterDeliver | StartDeadLetterWorker | StopDeadLetterWorker
-          | Timer | DeleteQueue)
+          | Timer | Release | DeleteQueue)
 
 
 class Reply(Enum):

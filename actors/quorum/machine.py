@@ -40,7 +40,7 @@ from actors.quorum.consumers import (CANCELLED, CREDIT_UNLIMITED, QUIESCING, UP,
 from actors.quorum.deadletter import DeadLetterHold
 from actors.quorum.effects import (DELIVERY_LIMIT, EXPIRE_MSGS, EXPIRED, MAXLEN, QUEUE_EXPIRY,
                                    REJECTED, ConsumerInfo, DeadLetter, DeadLetterDeliver, Deliver,
-                                   Delivered, DeleteQueue, GetOk, OutOfSequence, Purged, Reply,
+                                   Delivered, DeleteQueue, GetOk, OutOfSequence, Purged, Release, Reply,
                                    StartDeadLetterWorker, StopDeadLetterWorker, Timer)
 from actors.quorum.ready import NO_EXPIRY, Entry
 from actors.quorum.state import QueueState
@@ -48,6 +48,7 @@ from actors.quorum.traits import traits
 from wire.errors import RESOURCE_LOCKED, AmqpError
 
 SOFT_LIMIT_RATIO = 0.8  # reject-publish unblocks below this share of each limit
+RELEASE_INTERVAL_ENTRIES = 4096  # how often a busy queue recomputes its release cursor
 BASIC_GET = (60, 70)    # class and method id of basic.get, for its channel error
 
 
@@ -177,13 +178,31 @@ def _arm_timers(s: QueueState, out: list) -> None:
             out.append(Timer(QUEUE_EXPIRY, due))
 
 
-def _finish(s: QueueState, out: list) -> list:
+def _release(index: int, s: QueueState, out: list) -> None:
+    """RabbitMQ's release cursor: say how much of the log the state no longer needs, at once when
+    the queue just let go of its last message, else every RELEASE_INTERVAL_ENTRIES entries (a
+    walk of the held messages) if the lowest live index moved."""
+    if not s.tracked and not len(s.ready):
+        if s.released_upto < s.last_message_index:
+            s.released_upto = index
+            out.append(Release(index))
+    elif index - s.release_checked >= RELEASE_INTERVAL_ENTRIES:
+        s.release_checked = index
+        upto = lowest_live_index(s) - 1
+        if upto > s.released_upto:
+            s.released_upto = upto
+            out.append(Release(upto))
+
+
+def _finish(index: int, s: QueueState, out: list) -> list:
+    """What every command ends with (rabbit_fifo:checkout/4 and the aux release cursor)."""
     _deliver(s, out)
     dlx = s.dlx
     if dlx.worker is not None and dlx.discards and s.config.settings.dead_letter_handler == AT_LEAST_ONCE:
         out.append(DeadLetterDeliver(dlx.worker, tuple(dlx.checkout())))
     _evaluate_limit(s, out)
     _arm_timers(s, out)
+    _release(index, s, out)
     return out
 
 
@@ -263,10 +282,10 @@ def _return_one(s: QueueState, con: Consumer, entry: Entry, dead: list[Entry]) -
         s.ready.give_back(entry)
 
 
-def _after_consumer_change(s: QueueState, key: Key, con: Consumer, out: list) -> list:
+def _after_consumer_change(index: int, s: QueueState, key: Key, con: Consumer, out: list) -> list:
     _update_or_remove(s, key, con)
     _activate_next(s)
-    return _finish(s, out)
+    return _finish(index, s, out)
 
 
 # -- command handlers: (raft index, command, state) -> (state, reply, effects) ----------------------
@@ -286,7 +305,8 @@ def _enqueue(index: int, cmd: c.Enqueue, s: QueueState) -> Result:
     high, ttl = traits(cmd.header, s.config.settings.message_ttl_ms)
     expiry = NO_EXPIRY if ttl is None else s.now_ms + (ttl or 1)
     s.ready.enqueue(index, len(cmd.body), expiry, 0, high)
-    return s, Reply.OK, _finish(s, [])
+    s.last_message_index = index
+    return s, Reply.OK, _finish(index, s, [])
 
 
 def _checkout(index: int, cmd: c.Checkout, s: QueueState) -> Result:
@@ -307,7 +327,7 @@ def _checkout(index: int, cmd: c.Checkout, s: QueueState) -> Result:
             s.consumers[key] = con
             _update_or_remove(s, key, con)
     _activate_next(s)
-    out = _finish(s, [])
+    out = _finish(index, s, [])
     active = _active(s) if s.config.single_active else None
     return s, ConsumerInfo(active is None or active[0] == key), out
 
@@ -318,7 +338,7 @@ def _credit(index: int, cmd: c.Credit, s: QueueState) -> Result:
     if con is not None and not con.once:  # not a basic.get's or a cancelled consumer
         con.credit += max(0, cmd.credit)
         _update_or_remove(s, key, con)
-        return s, Reply.OK, _finish(s, [])
+        return s, Reply.OK, _finish(index, s, [])
     for waiting_key, waiting in s.waiting:
         if waiting_key == key:
             waiting.credit += max(0, cmd.credit)
@@ -331,11 +351,11 @@ def _cancel(index: int, cmd: c.Cancel, s: QueueState) -> Result:
     con = s.consumers.get(key)
     if con is not None:
         con.once, con.credit, con.status = True, 0, CANCELLED
-        return s, Reply.OK, _after_consumer_change(s, key, con, [])
+        return s, Reply.OK, _after_consumer_change(index, s, key, con, [])
     if not any(k == key for k, _ in s.waiting):
         return s, Reply.NOT_FOUND, []
     s.waiting = [item for item in s.waiting if item[0] != key]
-    return s, Reply.OK, _finish(s, [])
+    return s, Reply.OK, _finish(index, s, [])
 
 
 def _settle(index: int, cmd: c.Settle, s: QueueState) -> Result:
@@ -354,7 +374,7 @@ def _settle(index: int, cmd: c.Settle, s: QueueState) -> Result:
     s.unacked -= settled
     s.unacked_bytes -= settled_bytes
     con.refill(settled)
-    return s, Reply.OK, _after_consumer_change(s, key, con, [])
+    return s, Reply.OK, _after_consumer_change(index, s, key, con, [])
 
 
 def _take_checked(con: Consumer, msg_ids: tuple[int, ...]) -> list[Entry]:
@@ -371,7 +391,7 @@ def _return(index: int, cmd: c.Return, s: QueueState) -> Result:
         _return_one(s, con, entry, dead)
     out: list = []
     _dead_letter(s, DELIVERY_LIMIT, dead, out)
-    return s, Reply.OK, _after_consumer_change(s, key, con, out)
+    return s, Reply.OK, _after_consumer_change(index, s, key, con, out)
 
 
 def _discard(index: int, cmd: c.Discard, s: QueueState) -> Result:
@@ -385,7 +405,7 @@ def _discard(index: int, cmd: c.Discard, s: QueueState) -> Result:
     con.refill(len(taken))
     out: list = []
     _dead_letter(s, REJECTED, [(e[0], e[1], e[2], e[3] + 1) for e in taken], out)
-    return s, Reply.OK, _after_consumer_change(s, key, con, out)
+    return s, Reply.OK, _after_consumer_change(index, s, key, con, out)
 
 
 def _requeue(index: int, cmd: c.Requeue, s: QueueState) -> Result:
@@ -400,7 +420,8 @@ def _requeue(index: int, cmd: c.Requeue, s: QueueState) -> Result:
     s.tracked.discard(entry[0])
     con.refill(1)
     s.ready.enqueue(index, entry[1], entry[2], entry[3] + 1, False)
-    return s, Reply.OK, _after_consumer_change(s, key, con, [])
+    s.last_message_index = index
+    return s, Reply.OK, _after_consumer_change(index, s, key, con, [])
 
 
 def _channel_down(index: int, cmd: c.ChannelDown, s: QueueState) -> Result:
@@ -417,11 +438,11 @@ def _channel_down(index: int, cmd: c.ChannelDown, s: QueueState) -> Result:
     out: list = []
     _dead_letter(s, DELIVERY_LIMIT, dead, out)
     _activate_next(s)
-    return s, Reply.OK, _finish(s, out)
+    return s, Reply.OK, _finish(index, s, out)
 
 
 def _purge(index: int, cmd: c.Purge, s: QueueState) -> Result:
-    return s, Purged(s.ready.purge()), _finish(s, [])
+    return s, Purged(s.ready.purge()), _finish(index, s, [])
 
 
 def _get(index: int, cmd: c.Get, s: QueueState) -> Result:
@@ -435,11 +456,11 @@ def _get(index: int, cmd: c.Get, s: QueueState) -> Result:
     key = (cmd.channel, cmd.tag)
     out: list = []
     if not len(s.ready) or key in s.consumers:
-        return s, Reply.EMPTY, _finish(s, out)
+        return s, Reply.EMPTY, _finish(index, s, out)
     _dead_letter(s, EXPIRED, _expire_head(s), out)
     entry = s.ready.take()
     if entry is None:
-        return s, Reply.EMPTY, _finish(s, out)
+        return s, Reply.EMPTY, _finish(index, s, out)
     msg_id = s.next_msg_id
     s.next_msg_id += 1
     if cmd.ack:
@@ -451,7 +472,7 @@ def _get(index: int, cmd: c.Get, s: QueueState) -> Result:
         s.unacked_bytes += entry[1]
     else:
         s.tracked.discard(entry[0])
-    return s, GetOk(msg_id, entry[0], entry[3], len(s.ready)), _finish(s, out)
+    return s, GetOk(msg_id, entry[0], entry[3], len(s.ready)), _finish(index, s, out)
 
 
 def _update_settings(index: int, cmd: c.UpdateSettings, s: QueueState) -> Result:
@@ -466,12 +487,12 @@ def _update_settings(index: int, cmd: c.UpdateSettings, s: QueueState) -> Result
         out.append(StopDeadLetterWorker())
     elif now == AT_LEAST_ONCE and was != AT_LEAST_ONCE:
         out.append(StartDeadLetterWorker())
-    return s, Reply.OK, _finish(s, out)
+    return s, Reply.OK, _finish(index, s, out)
 
 
 def _tick(index: int, cmd: c.Tick, s: QueueState) -> Result:
     s.msg_timer_at = s.queue_timer_at = None  # they fired
-    out = _finish(s, [])
+    out = _finish(index, s, [])
     expires = s.config.settings.expires_ms
     if (expires is not None and not s.consumers and s.now_ms > s.last_active + expires
             and not s.delete_requested):
@@ -484,14 +505,14 @@ def _dead_letter_checkout(index: int, cmd: c.DeadLetterCheckout, s: QueueState) 
     if s.config.settings.dead_letter_handler != AT_LEAST_ONCE:
         return s, Reply.OK, []
     s.dlx.attach(cmd.worker, cmd.prefetch)
-    return s, Reply.OK, _finish(s, [])
+    return s, Reply.OK, _finish(index, s, [])
 
 
 def _dead_letter_settle(index: int, cmd: c.DeadLetterSettle, s: QueueState) -> Result:
     if s.config.settings.dead_letter_handler != AT_LEAST_ONCE:
         return s, Reply.OK, []
     s.tracked.difference_update(s.dlx.settle(cmd.msg_ids))
-    return s, Reply.OK, _finish(s, [])
+    return s, Reply.OK, _finish(index, s, [])
 
 
 _HANDLERS: dict[type, Callable[[int, Any, QueueState], Result]] = {

@@ -28,7 +28,8 @@ SNAPSHOT_VERSION = 1
 class QueueState:
     __slots__ = ("config", "now_ms", "tracked", "ready", "consumers", "service", "waiting",
                  "enqueuers", "dlx", "next_msg_id", "unacked", "unacked_bytes", "blocked",
-                 "last_active", "msg_timer_at", "queue_timer_at", "delete_requested")
+                 "last_active", "msg_timer_at", "queue_timer_at", "delete_requested",
+                 "last_message_index", "released_upto", "release_checked")
 
     def __init__(self, config: QueueConfig) -> None:
         self.config = config
@@ -48,6 +49,9 @@ class QueueState:
         self.msg_timer_at: int | None = None  # the timers last asked for (effects.Timer)
         self.queue_timer_at: int | None = None
         self.delete_requested = False
+        self.last_message_index = 0  # the Raft index of the newest Enqueue/Requeue applied
+        self.released_upto = 0       # the last effects.Release given
+        self.release_checked = 0     # the index the release cursor was last computed at
 
     def to_value(self) -> dict[str, Any]:
         config = self.config
@@ -67,6 +71,7 @@ class QueueState:
             "last_active": self.last_active,
             "timers": [self.msg_timer_at, self.queue_timer_at],
             "delete_requested": self.delete_requested,
+            "release": [self.last_message_index, self.released_upto, self.release_checked],
         }
 
     @classmethod
@@ -87,6 +92,7 @@ class QueueState:
         state.last_active = value["last_active"]
         state.msg_timer_at, state.queue_timer_at = value["timers"]
         state.delete_requested = value["delete_requested"]
+        state.last_message_index, state.released_upto, state.release_checked = value["release"]
         for con in state.consumers.values():
             state.unacked += len(con.checked)
             state.unacked_bytes += sum(entry[1] for entry in con.checked.values())

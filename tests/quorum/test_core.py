@@ -11,7 +11,7 @@ from actors.quorum import commands as c
 from actors.quorum.config import QueueSettings
 from actors.quorum.effects import (DELIVERY_LIMIT, EXPIRE_MSGS, EXPIRED, MAXLEN, QUEUE_EXPIRY,
                                    REJECTED, ConsumerInfo, DeadLetter, Deliver, DeleteQueue, GetOk,
-                                   DeadLetterDeliver, OutOfSequence, Purged, Reply,
+                                   DeadLetterDeliver, OutOfSequence, Purged, Release, Reply,
                                    StartDeadLetterWorker, StopDeadLetterWorker, Timer)
 from actors.quorum.machine import checked_out, requeue_plan
 from tests.quorum.harness import H, Run, header
@@ -66,7 +66,7 @@ def test_checkout_delivers_fifo_up_to_the_prefetch_and_settle_refills():
     assert consume(run, 2) == (ConsumerInfo(True), [Deliver("ch", "t", 0, ((0, 1, 0), (1, 2, 0)))])
     assert run.stats["messages_unacknowledged"] == 2
     assert run(c.Settle(0, "ch", "t", (0,))) == (Reply.OK, [Deliver("ch", "t", 2, ((2, 3, 0),))])
-    assert run(c.Settle(0, "ch", "t", (1, 2))) == (Reply.OK, [])
+    assert run(c.Settle(0, "ch", "t", (1, 2))) == (Reply.OK, [Release(6)])  # drained: the log may go
     assert run.stats["messages"] == 0 and run.live() == []
     assert run.publish(b"d") == [Deliver("ch", "t", 3, ((3, 7, 0),))]
 
@@ -92,8 +92,8 @@ def test_no_ack_consumer_is_settled_as_messages_leave_and_tops_up_with_credit():
     run.publish(b"a", b"b", b"c")
     assert consume(run, 2, ack=False) == (ConsumerInfo(True), [Deliver("ch", "t", 0, ((0, 1, 0), (1, 2, 0)))])
     assert run.stats["messages_unacknowledged"] == 0 and run.live() == [3]
-    assert run(c.Credit(0, "ch", "t", 5)) == (Reply.OK, [Deliver("ch", "t", 2, ((2, 3, 0),))])
-    assert run.publish(b"d") == [Deliver("ch", "t", 3, ((3, 6, 0),))]
+    assert run(c.Credit(0, "ch", "t", 5)) == (Reply.OK, [Deliver("ch", "t", 2, ((2, 3, 0),)), Release(5)])
+    assert run.publish(b"d") == [Deliver("ch", "t", 3, ((3, 6, 0),)), Release(6)]
     assert run.live() == []
 
 
@@ -189,7 +189,7 @@ def test_without_a_dead_letter_exchange_a_poison_message_is_dropped():
     run = Run({"x-delivery-limit": 0})
     run.publish(b"poison")
     consume(run, 1)
-    assert run(c.Return(0, "ch", "t", (0,))) == (Reply.OK, [])
+    assert run(c.Return(0, "ch", "t", (0,))) == (Reply.OK, [Release(3)])
     assert run.stats["messages"] == 0 and run.live() == []
 
 
@@ -199,7 +199,8 @@ def test_the_default_delivery_limit_is_20():
     consume(run, 1)
     for msg_id in range(20):
         assert run(c.Return(0, "ch", "t", (msg_id,)))[1] == [Deliver("ch", "t", msg_id + 1, ((msg_id + 1, 1, msg_id + 1),))]
-    assert run(c.Return(0, "ch", "t", (20,)))[1] == [DeadLetter(DELIVERY_LIMIT, "dlx", None, ((1, 21),))]
+    assert run(c.Return(0, "ch", "t", (20,)))[1] == [DeadLetter(DELIVERY_LIMIT, "dlx", None, ((1, 21),)),
+                                                  Release(23)]
 
 
 def test_discard_dead_letters_with_reason_rejected():
@@ -207,7 +208,7 @@ def test_discard_dead_letters_with_reason_rejected():
     run.publish(b"a", b"b")
     consume(run, 2)
     assert run(c.Discard(0, "ch", "t", (1, 0))) == (Reply.OK, [
-        DeadLetter(REJECTED, "dlx", "dead", ((2, 1), (1, 1)))])
+        DeadLetter(REJECTED, "dlx", "dead", ((2, 1), (1, 1))), Release(4)])
     assert run.stats["messages"] == 0 and run.live() == []
 
 
@@ -242,7 +243,8 @@ def test_message_ttl_expires_the_head_on_the_timer_tick():
     assert run(c.Tick(110)) == (Reply.OK, [DeadLetter(EXPIRED, "dlx", None, ((1, 0),)),
                                            Timer(EXPIRE_MSGS, 150)])
     assert run.stats["messages_ready"] == 1
-    assert consume(run, 1, now_ms=160) == (ConsumerInfo(True), [DeadLetter(EXPIRED, "dlx", None, ((2, 0),))])
+    assert consume(run, 1, now_ms=160) == (ConsumerInfo(True), [DeadLetter(EXPIRED, "dlx", None, ((2, 0),)),
+                                                                Release(5)])
 
 
 @pytest.mark.parametrize("queue_ttl, expiration, expiry", [
@@ -268,7 +270,7 @@ def test_an_expired_returned_message_is_not_redelivered():
     run = Run({"x-message-ttl": 100, **DLX})
     run.publish(b"a", now_ms=0)
     consume(run, 1)
-    assert run(c.Return(200, "ch", "t", (0,)))[1] == [DeadLetter(EXPIRED, "dlx", None, ((1, 1),))]
+    assert run(c.Return(200, "ch", "t", (0,)))[1] == [DeadLetter(EXPIRED, "dlx", None, ((1, 1),)), Release(3)]
 
 
 # -- length limits --------------------------------------------------------------------------------
@@ -375,7 +377,7 @@ def test_get_with_ack_is_a_one_message_consumer():
     assert run.stats["messages_unacknowledged"] == 1 and run.stats["consumers"] == 0
     assert run(c.Return(0, "ch", "g1", (0,))) == (Reply.OK, [])
     assert run(c.Get(0, "ch", "g2", False)) == (GetOk(1, 1, 1, 1), [])
-    assert run(c.Get(0, "ch", "g3", False)) == (GetOk(2, 2, 0, 0), [])
+    assert run(c.Get(0, "ch", "g3", False)) == (GetOk(2, 2, 0, 0), [Release(6)])
     assert run(c.Get(0, "ch", "g4", False)) == (Reply.EMPTY, [])
     assert run.state.consumers == {} and run.live() == []
 
@@ -383,7 +385,8 @@ def test_get_with_ack_is_a_one_message_consumer():
 def test_get_expires_the_head_first():
     run = Run({"x-message-ttl": 10, **DLX})
     run.publish(b"a", now_ms=0)
-    assert run(c.Get(20, "ch", "g", True)) == (Reply.EMPTY, [DeadLetter(EXPIRED, "dlx", None, ((1, 0),))])
+    assert run(c.Get(20, "ch", "g", True)) == (Reply.EMPTY, [DeadLetter(EXPIRED, "dlx", None, ((1, 0),)),
+                                                         Release(2)])
 
 
 def test_get_is_refused_with_single_active_consumer():
@@ -476,7 +479,7 @@ def test_at_least_once_needs_reject_publish_else_it_is_at_most_once():
     run = Run({**DLX, "x-dead-letter-strategy": "at-least-once"})
     run.publish(b"a")
     consume(run, 1)
-    assert run(c.Discard(0, "ch", "t", (0,)))[1] == [DeadLetter(REJECTED, "dlx", None, ((1, 1),))]
+    assert run(c.Discard(0, "ch", "t", (0,)))[1] == [DeadLetter(REJECTED, "dlx", None, ((1, 1),)), Release(3)]
 
 
 def test_leaving_at_least_once_drops_the_held_messages():
@@ -486,7 +489,7 @@ def test_leaving_at_least_once_drops_the_held_messages():
     run(c.Discard(0, "ch", "t", (0,)))
     assert run.machine.on_leader(run.state) == [StartDeadLetterWorker()]
     reply, effects = run(c.UpdateSettings(0, QueueSettings(dead_letter_exchange="dlx")))
-    assert (reply, effects) == (Reply.OK, [StopDeadLetterWorker()])
+    assert (reply, effects) == (Reply.OK, [StopDeadLetterWorker(), Release(4)])
     assert run.live() == [] and run.stats["messages"] == 0
     assert run(c.UpdateSettings(0, QueueSettings(
         dead_letter_exchange="dlx", dead_letter_strategy="at-least-once", overflow="reject-publish"

@@ -16,6 +16,7 @@ code:
   `rejected`, expired ones only once their TTL (the lower of queue and message TTL) passed,
   maxlen ones only with drop-head; at-least-once holds them until the worker settles; after a
   command the head of the queue is not an expired message (unless drop-head just uncovered it);
+- a Release never covers a message still held, and a drained queue has released its whole log;
 - drop-head keeps ready + held within max-length / max-length-bytes; reject-publish refuses an
   enqueue exactly while over the limit, until below 80% of it;
 - a consumer never holds more than its prefetch, and no message waits while a consumer has credit.
@@ -30,7 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from actors.quorum import commands as c
 from actors.quorum.effects import (DELIVERY_LIMIT, EXPIRED, MAXLEN, REJECTED, DeadLetter,
-                                   DeadLetterDeliver, Deliver, GetOk, Purged, Reply)
+                                   DeadLetterDeliver, Deliver, GetOk, Purged, Release, Reply)
 from actors.quorum.machine import requeue_plan
 from tests.quorum.harness import Run, header
 
@@ -74,6 +75,9 @@ class QuorumModel(RuleBasedStateMachine):
         self.delivered: dict[tuple[str, str], int] = {}
         self.blocked = False
         self.dropped = False
+        self.released = 0
+        self.releases: list[int] = []  # Release effects of the last rule, checked once it is done
+        self.last_message = 0
         if self.at_least_once:
             self.step(c.DeadLetterCheckout(self.now, WORKER, 1000))
 
@@ -171,6 +175,7 @@ class QuorumModel(RuleBasedStateMachine):
                     else:
                         del self.msgs[index]
         assert sorted(m.index for m in dead_seen) == sorted(m.index for m in dead), "dead-lettered"
+        self.releases += [e.upto for e in effects if isinstance(e, Release)]
         self.took(gone, [m for _i, m in sorted(delivered, key=lambda d: d[0])])
         if self.over_limit():  # reject-publish: blocked over the limit, until below 80% of it
             self.blocked = True
@@ -202,6 +207,7 @@ class QuorumModel(RuleBasedStateMachine):
         if not blocked:  # the guide's TTL: the lower of queue and message TTL; 0 lives 1 ms
             ttls = [t for t in (self.ttl, None if expiration is None else int(expiration)) if t is not None]
             msg = Msg(self.run.index + 1, high, self.now + max(min(ttls), 1) if ttls else None, size)
+            self.last_message = msg.index
             self.msgs[msg.index] = msg
             self.level.append(msg)
         hdr = header(priority=9 if high else None, expiration=expiration)
@@ -287,6 +293,7 @@ class QuorumModel(RuleBasedStateMachine):
                 exchange, routing_key, hdr, body = c.published(self.run.log[index - 1])
                 del self.msgs[msg.index]
                 msg.index, msg.high = self.run.index + 1, False
+                self.last_message = msg.index
                 msg.count += 1
                 self.msgs[msg.index] = msg
                 self.level.append(msg)
@@ -327,7 +334,8 @@ class QuorumModel(RuleBasedStateMachine):
         for msg in ready:
             del self.msgs[msg.index]
         self.returns, self.level, self.turn = [], [], 0
-        assert self.step(c.Purge(self.now)) == (Purged(len(ready)), [])
+        reply, effects = self.step(c.Purge(self.now))
+        assert reply == Purged(len(ready)) and all(isinstance(e, Release) for e in effects)
 
     @rule(delta=st.sampled_from([0, 1, 2, 3, 5, 20, 50]))
     def time_passes(self, delta):
@@ -370,6 +378,15 @@ class QuorumModel(RuleBasedStateMachine):
         only a drop-head, which comes after, can leave an expired message at the head."""
         order = self.order()
         assert self.dropped or not order or order[0].expiry is None or self.now < order[0].expiry
+
+    @invariant()
+    def releases_are_safe_and_a_drained_queue_releases_its_log(self):
+        for upto in self.releases:  # never a message still held, never beyond the log
+            assert upto <= self.run.index and all(i > upto for i in self.msgs), upto
+            self.released = upto
+        self.releases = []
+        if not self.msgs:
+            assert self.released >= self.last_message
 
     @invariant()
     def limits_hold(self):

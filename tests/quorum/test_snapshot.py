@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from actors.quorum import commands as c
 from actors.quorum.config import QueueSettings
-from actors.quorum.effects import DeadLetterDeliver, Deliver, GetOk
+from actors.quorum.effects import DeadLetterDeliver, Deliver, GetOk, Release
 from actors.quorum.machine import lowest_live_index
 from tests.quorum.harness import Meta, Run, header
 
@@ -142,3 +142,16 @@ def test_live_indexes_are_exactly_what_is_held():
     assert lowest_live_index(run.state) == 3
     state, _reply, _effects = run.machine.apply(Meta(8, 1), c.encode(c.Purge(0)), run.state)
     assert run.live() == [3, 4]
+
+
+def test_a_busy_queue_releases_below_its_lowest_live_index_every_4096_entries():
+    """rabbit_fifo's checkpoints move the release cursor while a long queue is in use."""
+    run = Run()
+    effects = run.publish(*[b"m"] * 4200)                  # indexes 1-4200; checked at 4096
+    assert [e for e in effects if isinstance(e, Release)] == []  # index 1 is still needed
+    run(c.Checkout(0, "A", "t", 100, True))                 # 4201: A holds 1-100
+    run(c.Settle(0, "A", "t", tuple(range(100))))           # 4202: A holds 101-200
+    effects = run.publish(*[b"m"] * (8191 - run.index))     # up to 8191: not yet time
+    assert [e for e in effects if isinstance(e, Release)] == []
+    assert run.publish(b"m") == [Release(100)]              # 8192
+    assert run.publish(b"m") == []
