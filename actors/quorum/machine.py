@@ -93,13 +93,12 @@ def _deliver(s: QueueState, out: list) -> None:
     batches: dict[Key, list] = {}
     expired: list[Entry] = []
     now = s.now_ms
-    while True:
-        expiry = ready.next_expiry()
-        if expiry is None:
-            break
-        if expiry != NO_EXPIRY and now >= expiry:
-            expired.append(ready.take())
-            continue
+    while ready.count:
+        if ready.expiring:
+            expiry = ready.next_expiry()
+            if expiry != NO_EXPIRY and now >= expiry:
+                expired.append(ready.take())
+                continue
         key = service.pop()
         if key is None:
             break
@@ -166,7 +165,7 @@ def _arm_timers(s: QueueState, out: list) -> None:
     """Ask for a Tick when the head message expires and when the queue would expire. A timer
     already asked for is replaced only by an earlier one: a late Tick finds nothing to do and
     asks again, which costs less than an effect per delivery in a TTL queue."""
-    expiry = s.ready.next_expiry()
+    expiry = s.ready.next_expiry() if s.ready.expiring else None
     if expiry is not None and expiry != NO_EXPIRY and (s.msg_timer_at is None or expiry < s.msg_timer_at):
         s.msg_timer_at = expiry
         out.append(Timer(EXPIRE_MSGS, expiry))
@@ -182,7 +181,7 @@ def _release(index: int, s: QueueState, out: list) -> None:
     """RabbitMQ's release cursor: say how much of the log the state no longer needs, at once when
     the queue just let go of its last message, else every RELEASE_INTERVAL_ENTRIES entries (a
     walk of the held messages) if the lowest live index moved."""
-    if not s.tracked and not len(s.ready):
+    if not s.tracked and not s.ready.count:
         if s.released_upto < s.last_message_index:
             s.released_upto = index
             out.append(Release(index))

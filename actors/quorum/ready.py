@@ -120,6 +120,15 @@ class Column:
         self._head = self._len = self.bytes = 0
         self._counts.clear()
 
+    def expiring(self) -> int:
+        """How many entries have an expiry (a walk: for restoring)."""
+        head, total = self._head, 0
+        for chunk in self._chunks:
+            if chunk.expiry is not None:
+                total += len(chunk.expiry) - head - chunk.expiry[head:].count(NO_EXPIRY)
+            head = 0
+        return total
+
     def indexes(self) -> Iterator[int]:
         head = self._head
         for chunk in self._chunks:
@@ -164,7 +173,7 @@ class Column:
 class ReadyQueue:
     """Returns first, then the two levels in 2:1 fair share; see the module docstring."""
 
-    __slots__ = ("high", "normal", "returns", "returns_bytes", "turn", "tracked")
+    __slots__ = ("high", "normal", "returns", "returns_bytes", "turn", "tracked", "count", "expiring")
 
     def __init__(self, tracked: set[int]) -> None:
         self.high = Column()
@@ -173,9 +182,11 @@ class ReadyQueue:
         self.returns_bytes = 0
         self.turn = 0
         self.tracked = tracked
+        self.count = 0     # ready messages (the hot paths read this, not len())
+        self.expiring = 0  # how many of them have an expiry: none, and no head needs a look
 
     def __len__(self) -> int:
-        return len(self.returns) + self.high._len + self.normal._len
+        return self.count
 
     @property
     def bytes(self) -> int:
@@ -183,11 +194,17 @@ class ReadyQueue:
 
     def enqueue(self, index: int, size: int, expiry: int, count: int, high: bool) -> None:
         (self.high if high else self.normal).append(index, size, expiry, count)
+        self.count += 1
+        if expiry != NO_EXPIRY:
+            self.expiring += 1
 
     def give_back(self, entry: Entry) -> None:
         """A consumer's message returns near the head (behind earlier returns)."""
         self.returns.append(entry)
         self.returns_bytes += entry[1]
+        self.count += 1
+        if entry[2] != NO_EXPIRY:
+            self.expiring += 1
 
     def _level(self) -> Column | None:
         high, normal = self.high, self.normal
@@ -199,6 +216,8 @@ class ReadyQueue:
 
     def next_expiry(self) -> int | None:
         """The expiry of the message `take` would return (NO_EXPIRY), None when empty."""
+        if not self.expiring:
+            return NO_EXPIRY if self.count else None
         if self.returns:
             return self.returns[0][2]
         level = self._level()
@@ -209,18 +228,22 @@ class ReadyQueue:
         if self.returns:
             entry = self.returns.popleft()
             self.returns_bytes -= entry[1]
-            return entry
-        level = self._level()
-        if level is None:
-            return None
-        self.turn = 0 if self.turn == PRIORITY_TURNS else self.turn + 1
-        entry = level.popleft()
-        self.tracked.add(entry[0])
+        else:
+            level = self._level()
+            if level is None:
+                return None
+            self.turn = 0 if self.turn == PRIORITY_TURNS else self.turn + 1
+            entry = level.popleft()
+            self.tracked.add(entry[0])
+        self.count -= 1
+        if entry[2] != NO_EXPIRY:
+            self.expiring -= 1
         return entry
 
     def purge(self) -> int:
         """Drop every ready message; how many there were."""
-        count = len(self)
+        count = self.count
+        self.count = self.expiring = 0
         for entry in self.returns:
             self.tracked.discard(entry[0])
         self.returns.clear()
@@ -252,4 +275,7 @@ class ReadyQueue:
         ready.returns_bytes = sum(e[1] for e in ready.returns)
         ready.turn = value[3]
         tracked.update(e[0] for e in ready.returns)
+        ready.count = len(ready.returns) + len(ready.high) + len(ready.normal)
+        ready.expiring = (sum(1 for e in ready.returns if e[2] != NO_EXPIRY) + ready.high.expiring()
+                          + ready.normal.expiring())
         return ready

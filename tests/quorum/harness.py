@@ -6,6 +6,8 @@ from typing import Any, NamedTuple
 from actors.quorum import commands as c
 from actors.quorum.config import queue_config
 from actors.quorum.machine import QuorumMachine, stats
+from actors.quorum.ready import NO_EXPIRY
+from actors.quorum.state import QueueState
 from wire.properties import BasicProperties, encode_content_header
 
 
@@ -36,6 +38,7 @@ class Run:
         data = c.encode(command)
         self.log.append(data)
         self.state, reply, effects = self.machine.apply(Meta(self.index, 1), data, self.state)
+        check_invariants(self.state)
         return reply, effects
 
     def publish(self, *bodies: bytes, now_ms: int = 0, hdr: bytes = H, publisher: str = "p") -> list:
@@ -57,3 +60,24 @@ class Run:
 
     def live(self) -> list[int]:
         return sorted(self.machine.live_indexes(self.state))
+
+
+def check_invariants(state: QueueState) -> None:
+    """state.py's invariants, by walking everything (tests only: it is O(messages))."""
+    ready = state.ready
+    columns = list(ready.high.indexes()) + list(ready.normal.indexes())
+    returned = [e[0] for e in ready.returns]
+    unacked = [e for con in state.consumers.values() for e in con.checked.values()]
+    held = list(state.dlx.indexes())
+    outside = returned + [e[0] for e in unacked] + held
+    assert len(set(outside)) == len(outside) and set(outside) == state.tracked, "tracked"
+    assert not set(columns) & state.tracked, "a column index is tracked"
+    assert ready.count == len(columns) + len(returned)
+    expiring = sum(1 for e in ready.returns if e[2] != NO_EXPIRY)
+    expiring += ready.high.expiring() + ready.normal.expiring()
+    assert ready.expiring == expiring, (ready.expiring, expiring)
+    assert state.unacked == len(unacked) and state.unacked_bytes == sum(e[1] for e in unacked)
+    assert not {k for k, _ in state.waiting} & set(state.consumers) or not state.config.single_active \
+        or all(state.consumers[k].status == "cancelled" for k, _ in state.waiting if k in state.consumers)
+    for con in list(state.consumers.values()) + [c for _, c in state.waiting]:
+        assert con.credit >= 0
