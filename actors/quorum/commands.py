@@ -171,7 +171,8 @@ class Tick:
 
 @dataclass(frozen=True, slots=True)
 class DeadLetterCheckout:
-    """The at-least-once dead-letter worker (re)attaches with `prefetch` (32 by default)."""
+    """The at-least-once dead-letter worker (re)attaches with `prefetch`
+    (deadletter.WORKER_PREFETCH, 32, unless configured otherwise)."""
 
     now_ms: int
     worker: str

@@ -79,10 +79,11 @@ class Consumer:
 class ServiceQueue:
     """Consumers waiting for messages: highest priority first, round-robin within one."""
 
-    __slots__ = ("_levels", "_members")
+    __slots__ = ("_levels", "_order", "_members")
 
     def __init__(self) -> None:
         self._levels: dict[int, deque[Key]] = {}
+        self._order: list[int] = []  # the priorities in _levels, highest first
         self._members: set[Key] = set()
 
     def push(self, key: Key, priority: int) -> None:
@@ -91,17 +92,19 @@ class ServiceQueue:
             level = self._levels.get(priority)
             if level is None:
                 self._levels[priority] = level = deque()
+                self._order.append(priority)
+                self._order.sort(reverse=True)
             level.append(key)
 
     def pop(self) -> Key | None:
-        levels = self._levels
-        if not levels:
+        if not self._order:
             return None
-        priority = max(levels) if len(levels) > 1 else next(iter(levels))
-        level = levels[priority]
+        priority = self._order[0]
+        level = self._levels[priority]
         key = level.popleft()
         if not level:
-            del levels[priority]
+            del self._levels[priority]
+            del self._order[0]
         self._members.discard(key)
         return key
 
@@ -114,6 +117,7 @@ class ServiceQueue:
         for priority, keys in value:
             queue._levels[priority] = deque(tuple(k) for k in keys)
             queue._members.update(tuple(k) for k in keys)
+        queue._order = sorted(queue._levels, reverse=True)
         return queue
 
 

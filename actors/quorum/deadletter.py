@@ -22,6 +22,8 @@ from typing import Iterator
 
 from actors.quorum.ready import Entry
 
+WORKER_PREFETCH = 32  # RabbitMQ's dead_letter_worker_consumer_prefetch: what a worker attaches with
+
 # (reason, entry)
 Held = tuple[str, Entry]
 

@@ -90,7 +90,7 @@ def _dead_letter(s: QueueState, reason: str, entries: list[Entry], out: list) ->
 def _deliver(s: QueueState, out: list) -> None:
     """Hand ready messages to consumers with credit (rabbit_fifo:checkout0/checkout_one)."""
     ready, consumers, service, tracked = s.ready, s.consumers, s.service, s.tracked
-    batches: dict[Key, list] = {}
+    batches: dict[Key, list] | None = None
     expired: list[Entry] = []
     now = s.now_ms
     while ready.count:
@@ -115,6 +115,8 @@ def _deliver(s: QueueState, out: list) -> None:
             s.unacked_bytes += entry[1]
         else:
             tracked.discard(entry[0])
+        if batches is None:
+            batches = {}
         batch = batches.get(key)
         if batch is None:
             batches[key] = batch = [con.delivered]
@@ -123,8 +125,9 @@ def _deliver(s: QueueState, out: list) -> None:
         if con.credit > 0:
             service.push(key, con.priority)
     _dead_letter(s, EXPIRED, expired, out)
-    for (channel, tag), batch in batches.items():
-        out.append(Deliver(channel, tag, batch[0], tuple(batch[1:])))
+    if batches is not None:
+        for (channel, tag), batch in batches.items():
+            out.append(Deliver(channel, tag, batch[0], tuple(batch[1:])))
 
 
 def _over_limit(s: QueueState) -> bool:
@@ -310,7 +313,7 @@ def _enqueue(index: int, cmd: c.Enqueue, s: QueueState) -> Result:
 
 def _checkout(index: int, cmd: c.Checkout, s: QueueState) -> Result:
     key = (cmd.channel, cmd.tag)
-    prefetch = cmd.prefetch or CREDIT_UNLIMITED
+    prefetch = cmd.prefetch if cmd.prefetch > 0 else CREDIT_UNLIMITED
     existing = s.consumers.get(key)
     active = _active(s) if s.config.single_active else None
     if existing is not None and (not s.config.single_active or active is None
