@@ -316,8 +316,9 @@ def _checkout(index: int, cmd: c.Checkout, s: QueueState) -> Result:
     prefetch = cmd.prefetch if cmd.prefetch > 0 else CREDIT_UNLIMITED
     existing = s.consumers.get(key)
     active = _active(s) if s.config.single_active else None
-    if existing is not None and (not s.config.single_active or active is None
-                                 or (active[0] == key and existing.status is UP)):
+    if existing is not None and existing.status is QUIESCING:
+        pass  # the active consumer, giving way, checked out again: channels refuse a tag in use
+    elif existing is not None and (not s.config.single_active or active is None or active[0] == key):
         existing.reconfigure(cmd.priority, cmd.ack, prefetch, cmd.exclusive)
         _update_or_remove(s, key, existing)
     else:

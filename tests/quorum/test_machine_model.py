@@ -24,6 +24,8 @@ A dead-letter exchange is always configured, so every removal is visible in an e
 """
 from __future__ import annotations
 
+import os
+
 import msgpack
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -35,6 +37,7 @@ from actors.quorum.effects import (DELIVERY_LIMIT, EXPIRED, MAXLEN, REJECTED, De
 from actors.quorum.machine import requeue_plan
 from tests.quorum.harness import Run, header
 
+EXAMPLES = int(os.environ.get("QQ_EXAMPLES", "300"))  # more for a soak: QQ_EXAMPLES=5000
 CHANNELS = ("A", "B")
 GETTER = "G"
 WORKER = "w"
@@ -402,6 +405,6 @@ class QuorumModel(RuleBasedStateMachine):
                 assert not self.ready(), f"{channel} has credit {free} while messages wait"
 
 
-QuorumModel.TestCase.settings = settings(max_examples=300, stateful_step_count=40, deadline=None,
+QuorumModel.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=40, deadline=None,
                                          suppress_health_check=[HealthCheck.too_slow])
 test_quorum_machine_against_model = QuorumModel.TestCase

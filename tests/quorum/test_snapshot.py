@@ -7,6 +7,8 @@ state still refers to, and nothing once the queue is drained (RabbitMQ's release
 """
 from __future__ import annotations
 
+import os
+
 import msgpack
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +19,7 @@ from actors.quorum.effects import DeadLetterDeliver, Deliver, GetOk, Release
 from actors.quorum.machine import lowest_live_index
 from tests.quorum.harness import Meta, Run, header
 
+EXAMPLES = int(os.environ.get("QQ_EXAMPLES", "300"))  # more for a soak: QQ_EXAMPLES=5000
 CHANNELS = st.sampled_from(["A", "B"])
 IDS = st.lists(st.integers(0, 12), max_size=4).map(tuple)
 HEADERS = st.sampled_from([header(), header(priority=7), header(expiration="5"), header(priority=9, expiration="0")])
@@ -76,7 +79,7 @@ def roundtrip(value):
     return msgpack.unpackb(msgpack.packb(value, use_bin_type=True), raw=False, strict_map_key=False)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(CONFIGS, command_logs(), st.data())
 def test_snapshot_restore_continue_matches_an_uninterrupted_run(arguments, log, data):
     cut = data.draw(st.integers(0, len(log)))
