@@ -237,6 +237,20 @@ def _update_or_remove(s: QueueState, key: Key, con: Consumer) -> None:
         s.service.push(key, con.priority)
 
 
+def _promote(s: QueueState) -> None:
+    """The first waiting consumer becomes the active one. Its key may still name a cancelled
+    consumer holding unacked messages (the same tag, re-consumed): then that one takes the new
+    settings and keeps its unacked messages."""
+    key, con = s.waiting.pop(0)
+    existing = s.consumers.get(key)
+    if existing is not None:
+        existing.reconfigure(con.priority, con.ack, con.prefetch, con.exclusive)
+        con = existing
+    s.consumers[key] = con
+    if con.credit > 0:
+        s.service.push(key, con.priority)
+
+
 def _activate_next(s: QueueState) -> None:
     """Single active consumer: promote the first waiting consumer when none is active, or when
     it outranks the active one (at once if that one has nothing unacked, else once it has
@@ -245,27 +259,16 @@ def _activate_next(s: QueueState) -> None:
         return
     active = _active(s)
     if active is None:
-        key, con = s.waiting.pop(0)
-        existing = s.consumers.get(key)
-        if existing is not None:  # the same consumer, cancelled but still holding unacked messages
-            existing.reconfigure(con.priority, con.ack, con.prefetch, con.exclusive)
-            con = existing
-        s.consumers[key] = con
-        if con.credit > 0:
-            s.service.push(key, con.priority)
+        _promote(s)
         return
     active_key, active_con = active
-    key, con = s.waiting[0]
-    if con.priority <= active_con.priority:
+    if s.waiting[0][1].priority <= active_con.priority:
         return
     if active_con.checked:
         active_con.status = QUIESCING
         return
-    s.waiting.pop(0)
     del s.consumers[active_key]
-    s.consumers[key] = con
-    if con.credit > 0:
-        s.service.push(key, con.priority)
+    _promote(s)
     active_con.status = UP
     _add_waiting(s, active_key, active_con)
 

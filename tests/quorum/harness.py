@@ -77,7 +77,13 @@ def check_invariants(state: QueueState) -> None:
     expiring += ready.high.expiring() + ready.normal.expiring()
     assert ready.expiring == expiring, (ready.expiring, expiring)
     assert state.unacked == len(unacked) and state.unacked_bytes == sum(e[1] for e in unacked)
-    assert not {k for k, _ in state.waiting} & set(state.consumers) or not state.config.single_active \
-        or all(state.consumers[k].status == "cancelled" for k, _ in state.waiting if k in state.consumers)
     for con in list(state.consumers.values()) + [c for _, c in state.waiting]:
         assert con.credit >= 0
+    if state.config.single_active:  # one active consumer; the waiting ones wait behind it
+        active = [k for k, con in state.consumers.items() if con.status in ("up", "quiescing") and not con.once]
+        assert len(active) <= 1, active
+        assert not state.waiting or active, "consumers wait while none is active"
+        assert all(con.status == "up" and not con.checked for _, con in state.waiting)
+        assert all(state.consumers[k].status == "cancelled" for k, _ in state.waiting if k in state.consumers)
+    else:
+        assert not state.waiting

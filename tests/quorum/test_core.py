@@ -358,6 +358,19 @@ def test_a_higher_priority_single_active_consumer_takes_over_once_the_active_set
     assert [k for k, _ in run.state.waiting] == [("A", "t")]
 
 
+def test_a_cancelled_single_active_consumer_consuming_again_keeps_its_unacked():
+    run = Run({"x-single-active-consumer": True})
+    run.publish(b"a", b"b")                           # 1, 2
+    consume(run, 1, channel="A")                      # 3: A holds delivery 0
+    run(c.Cancel(0, "A", "t"))                        # 4
+    consume(run, 1, channel="B", ack=False)           # 5: B active, b delivered and settled
+    # 6: A again, outranking B, which holds nothing: A takes over at once, still holding 0
+    assert consume(run, 1, channel="A", priority=5) == (ConsumerInfo(True), [])
+    assert run.stats["messages_unacknowledged"] == 1 and [k for k, _ in run.state.waiting] == [("B", "t")]
+    assert run.publish(b"c") == []                    # 7: A's prefetch is full
+    assert run(c.Settle(0, "A", "t", (0,))) == (Reply.OK, [Deliver("A", "t", 1, ((2, 7, 0),))])
+
+
 def test_waiting_single_active_consumers_are_ordered_by_priority_then_arrival():
     run = Run({"x-single-active-consumer": True})
     consume(run, 1, channel="A")
