@@ -8,12 +8,16 @@ Prints:
   run), plain and with x-message-ttl (which adds an expiry column);
 - µs per delivered message when a consumer's credit is topped up B at a time (checkout);
 - µs per settled message with B delivery ids per Settle (basic.ack multiple), and with 1;
-- µs per message through a whole cycle (enqueue, deliver, settle one by one, prefetch 1).
+- µs per message through a whole cycle (enqueue, deliver, settle one by one, prefetch 1);
+- the snapshot of the N-message backlog: ms to take and encode it, its size, ms to decode and
+  restore it, and ms to walk `live_indexes` (what persist/raft does at each snapshot).
 """
 from __future__ import annotations
 
 import argparse
 import gc
+
+import msgpack
 import time
 import tracemalloc
 from typing import Callable, NamedTuple
@@ -77,6 +81,21 @@ def bytes_per_ready(messages: int, body: bytes, arguments: dict) -> float:
     return held / messages
 
 
+def snapshot(member: Member) -> None:
+    machine = member.machine
+    start = time.perf_counter()
+    data = msgpack.packb(machine.snapshot(member.state), use_bin_type=True)
+    taken = time.perf_counter()
+    restored = machine.restore(msgpack.unpackb(data, raw=False, strict_map_key=False))
+    back = time.perf_counter()
+    lowest = min(machine.live_indexes(member.state), default=None)
+    walked = time.perf_counter()
+    assert stats(restored) == stats(member.state) and lowest == 1
+    print(f"snapshot: {(taken - start) * 1e3:.0f} ms to take and encode, {len(data) / 1e6:.1f} MB, "
+          f"{(back - taken) * 1e3:.0f} ms to decode and restore, {(walked - back) * 1e3:.0f} ms to walk "
+          f"live_indexes ({stats(member.state)['messages_ready']} ready)")
+
+
 def timed(member: Member, commands: Callable[[], list[bytes]]) -> float:
     member.seconds = 0.0
     member.apply_all(commands())
@@ -95,6 +114,7 @@ def main() -> None:
     member = Member({})
     enqueue(member, n, body)
     print(f"enqueue: {member.seconds / n * 1e6:.2f} µs per message ({n} messages, {args.body} B bodies, no consumer)")
+    snapshot(member)
 
     timed(member, lambda: [c.encode(c.Checkout(2, "ch", "t", batch, True))])
     seconds = timed(member, lambda: [c.encode(c.Credit(2, "ch", "t", batch)) for _ in range(consumed // batch - 1)])

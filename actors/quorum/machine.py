@@ -26,6 +26,12 @@ Choices, against the 4.0 guide and rabbit_fifo (4.1 sources):
 - x-expires: the queue expires `expires` ms after its last use (a basic.get, a consumer leaving;
   creation counts) while it has no consumers; the machine then asks for `DeleteQueue` once.
 - No-ack consumers and basic.get without ack are settled as the message leaves.
+- Delivery msg ids are unique over the queue's life (rabbit_fifo numbers them per consumer and
+  keys consumers by the Raft index of their checkout): a consumer here is (channel, tag), which a
+  channel may reuse after a cancel, so a resent Settle can never hit a newer consumer's delivery.
+  A channel finds deliveries it missed (after a leader change) by `Deliver.delivered_before`.
+- A consumer re-consuming its tag after a cancel, while it still has unacked messages, keeps them
+  (rabbit_fifo merges the same way, but lets a single active consumer taking over overwrite them).
 Left out: rabbit_fifo's suspected-down handling of consumers on a disconnected node (a channel is
 either up or reported down), AMQP 1.0 credit/modify semantics, consumer timeouts (the channel's).
 """
