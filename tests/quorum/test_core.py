@@ -309,6 +309,25 @@ def test_reject_publish_stays_blocked_between_the_soft_and_hard_limit():
     assert run(c.Enqueue(0, "q", 2, "x", "rk", H, b"m"))[0] is Reply.OK
 
 
+def test_reject_publish_trace_as_rabbitmq_answers_it():
+    """The oracle (RabbitMQ 3.10, quorum queue, x-max-length 10, reject-publish, pika with
+    confirms): 12 publishes -> 11 acks then a nack; then basic.get (no-ack) and publish, four
+    times: nack at 10 and 9 ready, ack at 8 and again at 8."""
+    run = Run({"x-max-length": 10, "x-overflow": "reject-publish"})
+    seq = iter(range(1, 100))
+
+    def publish() -> str:
+        reply = run(c.Enqueue(0, "p", next(seq), "", "soft", H, b"m"))[0]
+        return {Reply.OK: "ack", Reply.REJECTED: "nack"}[reply]
+
+    assert [publish() for _ in range(12)] == ["ack"] * 11 + ["nack"]
+    trace = []
+    for n in range(4):
+        run(c.Get(0, "ch", f"g{n}", False))
+        trace.append((run.stats["messages_ready"], publish()))
+    assert trace == [(10, "nack"), (9, "nack"), (8, "ack"), (8, "ack")]
+
+
 # -- priorities -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("published, delivered", [
