@@ -14,7 +14,8 @@ snapshot written later.
 
 A delivered message's `delivery_count` is rabbit_fifo's acquired count: how many times it went
 back to the queue (returned, rejected, or its channel went down). It is what the shell puts in the
-`x-delivery-count` header, and `redelivered` is `delivery_count > 0`. A `Release` in the same list
+`x-delivery-count` header (RabbitMQ 4.0 adds the header when it is above 0; the 3.10 oracle also
+sends 0 on first deliveries), and `redelivered` is `delivery_count > 0`. A `Release` in the same list
 comes after the effects that name the messages it releases, so carrying them out in order reads
 every body before the log may go.
 """
