@@ -17,8 +17,11 @@ The vocabulary, by who returns it:
 - the paging policy (flow/paging.py): `CutRamTargets`, `LiftRamTargets`;
 - cluster membership (actors/cluster/membership.py): `SaveClusterFile`;
 - the Raft core: `Send` (to a member id) and `PersistHardState`, `ClientReply`, `NotLeader`,
-  `ChangeRefused`, `MachineEffect`, `WriteSnapshot`, `LeaderChanged` (raft/effects.py documents
-  their ordering rules, etcd's `Ready` contract).
+  `ChangeRefused`, `MachineEffect`, `WriteSnapshot`, `LeaderChanged` (raft/core.py documents
+  their ordering rules, etcd's `Ready` contract). `MachineEffect` carries an effect of the
+  replicated state machine itself, in that machine's own vocabulary, as rabbit_fifo's effects
+  belong to rabbit_fifo: for quorum queues, actors/quorum/effects.py; the member shell runs them
+  through an Interpreter of its own.
 This package imports nothing: every layer may use it.
 """
 from __future__ import annotations

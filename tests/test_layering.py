@@ -27,7 +27,7 @@ LAYERS = [("effects",), ("wire",), ("flow",), ("raft",), ("metadata",), ("persis
 LAYER = {pkg: i for i, pkgs in enumerate(LAYERS) for pkg in pkgs}
 FORBIDDEN = {"zmq", "socket", "os", "time", "random", "threading", "asyncio", "select", "subprocess"}
 # Whole packages that are pure; persist/classic does its IO through an injected Disk.
-CORE_PACKAGES = ["effects", "wire", "flow", "metadata", "raft", "persist/classic", "actors/messages"]
+CORE_PACKAGES = ["effects", "wire", "flow", "metadata", "raft", "persist/classic", "actors/messages", "actors/quorum"]
 # Pure modules inside packages that also hold shells.
 CORE_MODULES = [
     "actors/channel/core.py", "actors/channel/confirms.py", "actors/channel/acks.py",
