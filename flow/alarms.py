@@ -116,15 +116,17 @@ class MemoryAlarm:
     """One node's memory alarm (vm_memory_monitor). `start` once, `check` when its timer fires,
     `configure` when the limit changes at run time (rabbitmqctl set_vm_memory_high_watermark)."""
 
-    __slots__ = ("node", "limit_bytes", "alarmed")
+    __slots__ = ("node", "limit_bytes", "alarmed", "used_bytes")
 
     def __init__(self, node: str) -> None:
         self.node = node
         self.limit_bytes = 0
         self.alarmed = False
+        self.used_bytes = 0  # at the last check
 
     def start(self, limit: Limit, total_bytes: int, used_bytes: int) -> list[AlarmEffect]:
-        return [*self.configure(limit, total_bytes, used_bytes), StartTimer(MEMORY_CHECK_TIMER, MEMORY_CHECK_INTERVAL_MS)]
+        return [*self.configure(limit, total_bytes, used_bytes),
+                StartTimer(MEMORY_CHECK_TIMER, MEMORY_CHECK_INTERVAL_MS)]
 
     def configure(self, limit: Limit, total_bytes: int, used_bytes: int) -> list[AlarmEffect]:
         self.limit_bytes, out = memory_limit_bytes(limit, total_bytes)
@@ -137,6 +139,7 @@ class MemoryAlarm:
         return [*self._update(used_bytes), StartTimer(MEMORY_CHECK_TIMER, MEMORY_CHECK_INTERVAL_MS)]
 
     def _update(self, used_bytes: int) -> list[AlarmEffect]:
+        self.used_bytes = used_bytes
         alarmed = used_bytes > self.limit_bytes
         if alarmed == self.alarmed:
             return []
@@ -151,13 +154,17 @@ class DiskAlarm:
     once, `check` when its timer fires, `configure` for rabbitmqctl set_disk_free_limit. A free
     space of None means it could not be read."""
 
-    __slots__ = ("node", "limit_bytes", "alarmed", "free_bytes")
+    __slots__ = ("node", "limit_bytes", "alarmed", "free_bytes", "min_interval_ms", "max_interval_ms")
 
-    def __init__(self, node: str) -> None:
+    def __init__(self, node: str, *, min_interval_ms: int = DISK_MIN_CHECK_INTERVAL_MS,
+                 max_interval_ms: int = DISK_MAX_CHECK_INTERVAL_MS) -> None:
+        assert 0 < min_interval_ms <= max_interval_ms, (min_interval_ms, max_interval_ms)
         self.node = node
         self.limit_bytes = DEFAULT_DISK_FREE_LIMIT_BYTES
         self.alarmed = False
         self.free_bytes: int | None = None
+        self.min_interval_ms = min_interval_ms  # RabbitMQ's set_min_check_interval / set_max_check_interval
+        self.max_interval_ms = max_interval_ms
 
     def start(self, limit: Limit, total_memory_bytes: int, free_bytes: int) -> list[AlarmEffect]:
         enabling = Log(f"Enabling free disk space monitoring (disk free space: {free_bytes}, "
@@ -173,7 +180,9 @@ class DiskAlarm:
         return [*self._update(free_bytes), self._next_check()]
 
     def _next_check(self) -> StartTimer:
-        return StartTimer(DISK_CHECK_TIMER, disk_check_interval_ms(self.free_bytes, self.limit_bytes, self.alarmed))
+        return StartTimer(DISK_CHECK_TIMER, disk_check_interval_ms(self.free_bytes, self.limit_bytes, self.alarmed,
+                                                                   min_ms=self.min_interval_ms,
+                                                                   max_ms=self.max_interval_ms))
 
     def _update(self, free_bytes: int | None) -> list[AlarmEffect]:
         self.free_bytes = free_bytes
