@@ -166,10 +166,12 @@ class DiskAlarm:
         self.min_interval_ms = min_interval_ms  # RabbitMQ's set_min_check_interval / set_max_check_interval
         self.max_interval_ms = max_interval_ms
 
-    def start(self, limit: Limit, total_memory_bytes: int, free_bytes: int) -> list[AlarmEffect]:
-        enabling = Log(f"Enabling free disk space monitoring (disk free space: {free_bytes}, "
-                       f"total memory: {total_memory_bytes})")
-        return [enabling, *self.configure(limit, total_memory_bytes, free_bytes), self._next_check()]
+    def start(self, limit: Limit, total_memory_bytes: int, free_bytes: int | None) -> list[AlarmEffect]:
+        """The first check. RabbitMQ logs "Enabling" once it could read the disk; when it cannot,
+        the limit still applies from the first check that can."""
+        enabling = [] if free_bytes is None else [Log(f"Enabling free disk space monitoring (disk free space: "
+                                                      f"{free_bytes}, total memory: {total_memory_bytes})")]
+        return [*enabling, *self.configure(limit, total_memory_bytes, free_bytes), self._next_check()]
 
     def configure(self, limit: Limit, total_memory_bytes: int, free_bytes: int | None) -> list[AlarmEffect]:
         self.limit_bytes, out = disk_limit_bytes(limit, total_memory_bytes)

@@ -114,6 +114,14 @@ def test_a_free_space_that_could_not_be_read_changes_nothing_and_waits_the_longe
     assert alarm.alarmed
 
 
+def test_a_disk_that_cannot_be_read_at_start_is_checked_again_later_without_enabling():
+    alarm = DiskAlarm(NODE)
+    assert alarm.start(AbsoluteLimit(1000), RAM, None) == [Log("Disk free limit set to 0MB"),
+                                                           StartTimer("disk_check", 10000)]
+    assert alarm.check(10) == [Log("Free disk space is insufficient. Free bytes: 10. Limit: 1000"),
+                               AlarmSet("disk", NODE), StartTimer("disk_check", 10000)]
+
+
 def test_changing_the_disk_limit_at_run_time_rechecks_at_once():
     alarm = DiskAlarm(NODE)
     alarm.start(AbsoluteLimit(1000), RAM, 5000)
