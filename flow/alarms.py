@@ -112,6 +112,13 @@ def disk_check_interval_ms(free_bytes: int | None, limit_bytes: int, alarmed: bo
     return math.trunc(max(min_ms, min(max_ms, ideal_ms)))
 
 
+def _change(was: bool, alarmed: bool, resource: str, node: str, text: str) -> list[AlarmEffect]:
+    """The log line and the alarm effect of a check that changed the alarm; nothing otherwise."""
+    if alarmed == was:
+        return []
+    return [Log(text), (AlarmSet if alarmed else AlarmCleared)(resource, node)]
+
+
 class MemoryAlarm:
     """One node's memory alarm (vm_memory_monitor). `start` once, `check` when its timer fires,
     `configure` when the limit changes at run time (rabbitmqctl set_vm_memory_high_watermark)."""
@@ -141,12 +148,11 @@ class MemoryAlarm:
     def _update(self, used_bytes: int) -> list[AlarmEffect]:
         self.used_bytes = used_bytes
         alarmed = used_bytes > self.limit_bytes
-        if alarmed == self.alarmed:
-            return []
+        word = "set" if alarmed else "clear"
+        out = _change(self.alarmed, alarmed, MEMORY, self.node,
+                      f"vm_memory_high_watermark {word}. Memory used:{used_bytes} allowed:{self.limit_bytes}")
         self.alarmed = alarmed
-        word, change = ("set", AlarmSet) if alarmed else ("clear", AlarmCleared)
-        return [Log(f"vm_memory_high_watermark {word}. Memory used:{used_bytes} allowed:{self.limit_bytes}"),
-                change(MEMORY, self.node)]
+        return out
 
 
 class DiskAlarm:
@@ -191,9 +197,8 @@ class DiskAlarm:
         if free_bytes is None:
             return []
         alarmed = free_bytes < self.limit_bytes
-        if alarmed == self.alarmed:
-            return []
+        word = "insufficient" if alarmed else "sufficient"
+        out = _change(self.alarmed, alarmed, DISK, self.node,
+                      f"Free disk space is {word}. Free bytes: {free_bytes}. Limit: {self.limit_bytes}")
         self.alarmed = alarmed
-        word, change = ("insufficient", AlarmSet) if alarmed else ("sufficient", AlarmCleared)
-        return [Log(f"Free disk space is {word}. Free bytes: {free_bytes}. Limit: {self.limit_bytes}"),
-                change(DISK, self.node)]
+        return out
