@@ -15,6 +15,9 @@ The vocabulary, by who returns it:
 - the connection and channel cores (socket side): `Write`, `CloseSocket`, `SetFrameMax`,
   `OpenChannel`, `ToChannel`, `ChannelsDown`, `Opened`, `CloseConnection`, `ChannelFinished`;
 - the paging policy (flow/paging.py): `CutRamTargets`, `LiftRamTargets`;
+- the resource alarms: the memory and disk monitors (flow/alarms.py) `AlarmSet`, `AlarmCleared`;
+  the cluster's view of them and each connection's throttle (flow/blocking.py)
+  `ConserveResources`, `PauseReading`, `ResumeReading`;
 - cluster membership (actors/cluster/membership.py): `SaveClusterFile`;
 - the Raft core: `Send` (to a member id) and `PersistHardState`, `ClientReply`, `NotLeader`,
   `ChangeRefused`, `MachineEffect`, `WriteSnapshot`, `LeaderChanged` (raft/core.py documents
@@ -143,6 +146,48 @@ class LiftRamTargets:
     """Remove every pageable queue's RAM target: bodies may stay in RAM again."""
 
 
+# -- the resource alarms (flow/alarms.py, flow/blocking.py) ------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class AlarmSet:
+    """`node`'s alarm for `resource` ("memory" or "disk") is now set: tell every node of the cluster,
+    this one included (each takes it with `ClusterAlarms.set`). Returned after the Log that explains it."""
+
+    resource: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlarmCleared:
+    """`node`'s alarm for `resource` is over: tell every node of the cluster (`ClusterAlarms.clear`)."""
+
+    resource: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConserveResources:
+    """An alarm for `resource` is now in force on some node of the cluster (`on`), or on none any
+    more: tell every connection of this node (`ConnectionThrottle.conserve`), as rabbit_alarm tells
+    every registered reader."""
+
+    resource: str
+    on: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PauseReading:
+    """The connection is blocked: stop reading its socket (what was read is still processed, never
+    dropped) and pause its heartbeat monitor, so that the silence of a client that is not read does
+    not close it. Writing goes on: deliveries, confirms and heartbeats still leave. A `Write` of
+    connection.blocked, when there is one, comes after this effect."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeReading:
+    """The connection is unblocked: read its socket again and resume its heartbeat monitor."""
+
+
 # -- cluster membership (actors/cluster/membership.py) -------------------------------------------
 
 
@@ -207,5 +252,6 @@ class LeaderChanged:
 
 
 Effect = (Send | StartTimer | CancelTimer | Log | Write | CloseSocket | SetFrameMax | OpenChannel | ToChannel
-          | ChannelsDown | Opened | CloseConnection | ChannelFinished | CutRamTargets | LiftRamTargets | SaveClusterFile
+          | ChannelsDown | Opened | CloseConnection | ChannelFinished | CutRamTargets | LiftRamTargets
+          | AlarmSet | AlarmCleared | ConserveResources | PauseReading | ResumeReading | SaveClusterFile
           | PersistHardState | ClientReply | NotLeader | ChangeRefused | MachineEffect | WriteSnapshot | LeaderChanged)

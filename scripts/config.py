@@ -2,11 +2,31 @@
 
 Unknown keys are an error (a typo should not be silently ignored); values are ints where the
 default is an int. Command-line flags override the file.
+
+The resource limits read as rabbitmq.conf's (cuttlefish) do, with RabbitMQ's refusals:
+- `vm_memory_high_watermark.relative` (a float written with a point: `0.4`, not `1`) or
+  `vm_memory_high_watermark.absolute` (bytes, or a size with a unit: `2GB`, `512MiB`, flow/units.py);
+  with neither, 0.4; with both, absolute wins with RabbitMQ's warning (`memory_watermark`);
+- `disk_free_limit.absolute` (default 50MB) or `disk_free_limit.relative` (a multiple of the RAM),
+  the same way (`disk_free_limit`).
+A size that passes rabbitmq.conf's check but that the broker cannot read (`1.5GB`) is kept, and
+the monitor logs it and uses the default, as RabbitMQ. The older warren keys are aliases:
+`vm_memory_high_watermark = F` is `vm_memory_high_watermark.relative = F` and
+`disk_free_limit = N` is `disk_free_limit.absolute = N`; of two lines for one setting the later
+wins. After loading, `vm_memory_high_watermark` holds the watermark in force as a fraction of the
+RAM, for the paging threshold (paging ratio x watermark x RAM).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+import psutil
+
+from flow.alarms import (DEFAULT_DISK_FREE_LIMIT_BYTES, DEFAULT_MEMORY_WATERMARK, MAX_MEMORY_WATERMARK, AbsoluteLimit,
+                         Limit, RelativeLimit, memory_limit_bytes)
+from flow.units import UnitError, conf_size
 
 DEFAULTS: dict[str, Any] = {
     "listeners.tcp.default": 5672,
@@ -29,14 +49,39 @@ DEFAULTS: dict[str, Any] = {
     "loopback_users": "guest",
     "queue_index_embed_msgs_below": 4096,
     "msg_store_file_size_limit": 16777216,
-    "vm_memory_high_watermark": "0.4",
+    "vm_memory_high_watermark.relative": None,
+    "vm_memory_high_watermark.absolute": None,
+    "vm_memory_high_watermark": str(DEFAULT_MEMORY_WATERMARK),  # derived by `load`: see the docstring
     "vm_memory_high_watermark_paging_ratio": "0.5",
-    "disk_free_limit": 50000000,
+    "disk_free_limit.absolute": None,
+    "disk_free_limit.relative": None,
 }
+ALIASES = {"vm_memory_high_watermark": "vm_memory_high_watermark.relative",
+           "disk_free_limit": "disk_free_limit.absolute"}
+_FLOAT = re.compile(r"[+-]?[0-9]+\.[0-9]+([eE][+-]?[0-9]+)?")  # cuttlefish's float datatype (Erlang's)
 
 
 class ConfigError(ValueError):
     pass
+
+
+def _conf_float(key: str, value: str) -> float:
+    if _FLOAT.fullmatch(value) is None:
+        raise ConfigError(f'Error transforming datatype for: {key}: "{value}" cannot be converted to a(n) float')
+    return float(value)
+
+
+def _conf_size(key: str, value: str) -> int | str:
+    try:
+        return conf_size(value)
+    except UnitError as e:
+        raise ConfigError(f"{key} invalid, {e}") from None
+
+
+PARSERS: dict[str, Callable[[str, str], Any]] = {
+    "vm_memory_high_watermark.relative": _conf_float, "vm_memory_high_watermark.absolute": _conf_size,
+    "disk_free_limit.relative": _conf_float, "disk_free_limit.absolute": _conf_size,
+}
 
 
 def parse(text: str) -> dict[str, Any]:
@@ -48,9 +93,15 @@ def parse(text: str) -> dict[str, Any]:
         key, sep, value = (part.strip() for part in line.partition("="))
         if not sep or not key:
             raise ConfigError(f"line {lineno}: expected 'key = value', got {raw!r}")
+        written, key = key, ALIASES.get(key, key)
         if key not in DEFAULTS:
             raise ConfigError(f"line {lineno}: unknown setting {key!r}")
-        if isinstance(DEFAULTS[key], int):
+        if key in PARSERS:
+            try:
+                out[key] = PARSERS[key](written, value)
+            except ConfigError as e:
+                raise ConfigError(f"line {lineno}: {e}") from None
+        elif isinstance(DEFAULTS[key], int):
             try:
                 out[key] = int(value)
             except ValueError:
@@ -60,9 +111,34 @@ def parse(text: str) -> dict[str, Any]:
     return out
 
 
-def load(path: Path | None, overrides: dict[str, Any]) -> dict[str, Any]:
+def load(path: Path | None, overrides: dict[str, Any], *, total_memory_bytes: int | None = None) -> dict[str, Any]:
     conf = dict(DEFAULTS)
     if path is not None:
         conf.update(parse(Path(path).read_text()))
     conf.update({k: v for k, v in overrides.items() if v is not None})
+    watermark, _ = memory_watermark(conf)
+    if isinstance(watermark, RelativeLimit):
+        conf["vm_memory_high_watermark"] = str(min(watermark.fraction, MAX_MEMORY_WATERMARK))
+    else:
+        total = total_memory_bytes or psutil.virtual_memory().total
+        conf["vm_memory_high_watermark"] = str(memory_limit_bytes(watermark, total)[0] / total)
     return conf
+
+
+def memory_watermark(conf: dict[str, Any]) -> tuple[Limit, list[str]]:
+    """The memory limit the configuration sets, and RabbitMQ's warning when it sets two."""
+    return _limit(conf, "vm_memory_high_watermark", RelativeLimit(DEFAULT_MEMORY_WATERMARK))
+
+
+def disk_free_limit(conf: dict[str, Any]) -> tuple[Limit, list[str]]:
+    """The free disk space limit the configuration sets, and RabbitMQ's warning when it sets two."""
+    return _limit(conf, "disk_free_limit", AbsoluteLimit(DEFAULT_DISK_FREE_LIMIT_BYTES))
+
+
+def _limit(conf: dict[str, Any], name: str, default: Limit) -> tuple[Limit, list[str]]:
+    absolute, relative = conf[f"{name}.absolute"], conf[f"{name}.relative"]
+    if absolute is not None:
+        both = relative is not None
+        return AbsoluteLimit(absolute), [f"Both {name}.absolute and {name}.relative are configured. "
+                                         f"{name}.absolute has precedence"] if both else []
+    return (RelativeLimit(relative) if relative is not None else default), []

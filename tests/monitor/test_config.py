@@ -1,0 +1,81 @@
+"""The resource limits in warren.conf (scripts/config.py): rabbitmq.conf's keys, types and refusals
+(checked against Debian's RabbitMQ 3.10: `vm_memory_high_watermark.relative = 1` stops it with
+'"1" cannot be converted to a(n) float'), absolute over relative, and the older warren keys as aliases."""
+from __future__ import annotations
+
+import pytest
+
+from flow.alarms import AbsoluteLimit, RelativeLimit
+from scripts.config import ConfigError, disk_free_limit, load, memory_watermark, parse
+
+RAM = 8 * 2 ** 30
+BOTH_MEMORY = ("Both vm_memory_high_watermark.absolute and vm_memory_high_watermark.relative are configured. "
+               "vm_memory_high_watermark.absolute has precedence")
+
+
+def loaded(tmp_path, text: str) -> dict:
+    path = tmp_path / "warren.conf"
+    path.write_text(text)
+    return load(path, {}, total_memory_bytes=RAM)
+
+
+CASES = [
+    ("", RelativeLimit(0.4), [], AbsoluteLimit(50000000), "0.4"),
+    ("vm_memory_high_watermark.relative = 0.6\n", RelativeLimit(0.6), [], AbsoluteLimit(50000000), "0.6"),
+    ("vm_memory_high_watermark.absolute = 2GiB\n", AbsoluteLimit("2GiB"), [], AbsoluteLimit(50000000), "0.25"),
+    ("vm_memory_high_watermark.absolute = 1073741824\n", AbsoluteLimit(2 ** 30), [], AbsoluteLimit(50000000),
+     "0.125"),
+    ("vm_memory_high_watermark.relative = 0.6\nvm_memory_high_watermark.absolute = 2GiB\n",
+     AbsoluteLimit("2GiB"), [BOTH_MEMORY], AbsoluteLimit(50000000), "0.25"),
+    ("vm_memory_high_watermark.relative = 1.5\n", RelativeLimit(1.5), [], AbsoluteLimit(50000000), "1.0"),
+    ("disk_free_limit.absolute = 1GB\n", RelativeLimit(0.4), [], AbsoluteLimit("1GB"), "0.4"),
+    ("disk_free_limit.relative = 2.0\n", RelativeLimit(0.4), [], RelativeLimit(2.0), "0.4"),
+    # the older warren keys
+    ("vm_memory_high_watermark = 0.001\n", RelativeLimit(0.001), [], AbsoluteLimit(50000000), "0.001"),
+    ("disk_free_limit = 60000000\n", RelativeLimit(0.4), [], AbsoluteLimit(60000000), "0.4"),
+    ("disk_free_limit = 2GB\ndisk_free_limit.absolute = 3GB\n", RelativeLimit(0.4), [], AbsoluteLimit("3GB"), "0.4"),
+]
+
+
+@pytest.mark.parametrize(("text", "memory", "warnings", "disk", "paging_watermark"), CASES)
+def test_the_limits_a_configuration_sets(tmp_path, text, memory, warnings, disk, paging_watermark):
+    conf = loaded(tmp_path, text)
+    assert memory_watermark(conf) == (memory, warnings)
+    assert disk_free_limit(conf)[0] == disk
+    assert conf["vm_memory_high_watermark"] == paging_watermark  # what the paging threshold is built from
+
+
+def test_both_disk_limits_warn_that_absolute_wins(tmp_path):
+    conf = loaded(tmp_path, "disk_free_limit.relative = 1.0\ndisk_free_limit.absolute = 2GB\n")
+    assert disk_free_limit(conf) == (AbsoluteLimit("2GB"), [
+        "Both disk_free_limit.absolute and disk_free_limit.relative are configured. "
+        "disk_free_limit.absolute has precedence"])
+
+
+@pytest.mark.parametrize(("line", "text"), [
+    ("vm_memory_high_watermark.relative = 1",
+     'line 1: Error transforming datatype for: vm_memory_high_watermark.relative: "1" cannot be converted to a(n) float'),
+    ("vm_memory_high_watermark.relative = lots",
+     'line 1: Error transforming datatype for: vm_memory_high_watermark.relative: "lots" cannot be converted to a(n) '
+     'float'),
+    ("vm_memory_high_watermark = 0.4x",
+     'line 1: Error transforming datatype for: vm_memory_high_watermark: "0.4x" cannot be converted to a(n) float'),
+    ("vm_memory_high_watermark.absolute = lots",
+     "line 1: vm_memory_high_watermark.absolute invalid, supported formats: 500MB, 500MiB, 10GB, 10GiB, 2TB, 2TiB, "
+     "10000000000"),
+    ("disk_free_limit.absolute = 2 GB",
+     "line 1: disk_free_limit.absolute invalid, supported formats: 500MB, 500MiB, 10GB, 10GiB, 2TB, 2TiB, 10000000000"),
+    ("disk_free_limit.relative = 2", 'line 1: Error transforming datatype for: disk_free_limit.relative: "2" cannot '
+                                     'be converted to a(n) float'),
+    ("disk_free_limit.percent = 2", "line 1: unknown setting 'disk_free_limit.percent'"),
+])
+def test_a_bad_limit_stops_the_node_with_rabbitmqs_text(line, text):
+    with pytest.raises(ConfigError) as refused:
+        parse(line + "\n")
+    assert str(refused.value) == text
+
+
+def test_a_size_the_validator_passes_but_the_broker_cannot_read_is_kept_for_the_monitor_to_refuse(tmp_path):
+    conf = loaded(tmp_path, "vm_memory_high_watermark.absolute = 1.5GB\n")
+    assert memory_watermark(conf) == (AbsoluteLimit("1.5GB"), [])
+    assert conf["vm_memory_high_watermark"] == str(int(0.4 * RAM) / RAM)  # the monitor falls back to 0.4
