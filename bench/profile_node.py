@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from actors.runtime.control import control
+from actors.runtime.client import control
 
 IDLE_FRAMES = ("select (selectors.py", "GarbageCollectorThread.run", "thespian/", "_bootstrap", "threading.py",
                "wait (threading", "run_forever", "_run_once")

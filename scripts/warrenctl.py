@@ -1,7 +1,7 @@
 """warrenctl: rabbitmqctl for warren. `warrenctl [-n DATA_DIR | --admin-port N] [--formatter json] COMMAND ...`
 
 Finds the node through `<data_dir>/admin_port` (default data dir var/warren) and talks to its
-hosts with actors.runtime.control.control: admin changes go to the node host (which runs them in
+hosts with actors.runtime.client.control: admin changes go to the node host (which runs them in
 turn with the channels' requests and persists them), queue statistics come from every queue host,
 connections/channels/consumers from every connection host; `store_summary` prints each queue host's
 message stores (files, messages, live and garbage bytes, GC runs). Output is a tab-separated table with a
@@ -66,7 +66,7 @@ class Node:
         self._status: dict | None = None
 
     def ask(self, host: str, op: str, args: dict | None = None) -> Any:
-        from actors.runtime.control import control
+        from actors.runtime.client import control
         try:
             answer = control(self.admin_port, host, op, args or {}, timeout=control_timeout_s)
         except ConnectionError as e:

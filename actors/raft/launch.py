@@ -22,7 +22,8 @@ import psutil
 import structlog
 
 from actors.raft.hosts import group_names, host_name, member_id
-from actors.runtime.control import HostSpec, control
+from actors.runtime.client import control
+from actors.runtime.control import HostSpec
 from actors.runtime.node_process import run_node
 from actors.runtime.ports import free_port
 

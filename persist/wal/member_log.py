@@ -23,23 +23,20 @@ written, which Raft's log-matching check repairs (they are never acked: written_
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from raft.log import Entry
 from persist.wal.segments import SegmentSet
 from persist.wal.snapshots import MemberMeta, SnapshotStore
-from persist.wal.core import MemTable
-
-if TYPE_CHECKING:
-    from persist.wal.writer import WalWriter
+from persist.wal.core import MemTable, WalCore
 
 
 class MemberLog:
-    def __init__(self, member: str, writer: WalWriter, segments: SegmentSet,
+    def __init__(self, member: str, wal: WalCore, segments: SegmentSet,
                  snapshots: SnapshotStore, meta: MemberMeta, last: int,
                  hard_state: tuple[int, str | None] = (0, None)) -> None:
         self.member = member
-        self._writer = writer
+        self._wal = wal  # the node's shared WAL core: this member's memtable and what it queues
         self.segments = segments
         self._snapshots = snapshots
         self._meta = meta
@@ -51,7 +48,7 @@ class MemberLog:
 
     @property
     def _mem(self) -> MemTable:
-        return self._writer.core.memtable(self.member)
+        return self._wal.memtable(self.member)
 
     # -- reads -----------------------------------------------------------------------------
     def first_index(self) -> int:
@@ -116,14 +113,14 @@ class MemberLog:
             return
         assert entries[0].index == self._last + 1, \
             f"append at {entries[0].index}, last is {self._last}"
-        self._writer.core.submit(self.member, entries)
+        self._wal.submit(self.member, entries)
         self._last = entries[-1].index
 
     def truncate_from(self, index: int) -> None:
         assert index >= self._floor, "cannot truncate below the first index"
         if index > self._last:
             return
-        self._writer.core.truncate(self.member, index)
+        self._wal.truncate(self.member, index)
         if index <= self.segments.limit:
             self.segments.limit = index - 1
         self._last = index - 1
@@ -139,7 +136,7 @@ class MemberLog:
 
     def save_hard_state(self, term: int, voted_for: str | None) -> None:
         self._hard = (term, voted_for)
-        self._writer.core.save_hard_state(self.member, term, voted_for)
+        self._wal.save_hard_state(self.member, term, voted_for)
 
     def _hard_synced(self, hard_state: tuple[int, str | None]) -> None:
         self._hard_durable = hard_state
@@ -154,7 +151,7 @@ class MemberLog:
         self._snapshots.save(index, term, index + 1, data)
         self._floor = index + 1
         if self._last > index:
-            self._writer.core.truncate(self.member, index + 1)
+            self._wal.truncate(self.member, index + 1)
         self.segments.limit = min(self.segments.limit, index)
         self.segments.compact_below(index + 1)
         self._mem.truncate_from(index + 1)

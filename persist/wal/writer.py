@@ -94,7 +94,7 @@ class WalWriter:
         segments.limit = seg_limit
         self.core.mem[member] = mem
         hard_state = newer_hard_state(hard_state, (meta.term, meta.voted_for))
-        member_log = MemberLog(member, self, segments, snaps, meta, last, hard_state)
+        member_log = MemberLog(member, self.core, segments, snaps, meta, last, hard_state)
         self.logs[member] = member_log
         return member_log
 

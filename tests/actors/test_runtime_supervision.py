@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from actors.runtime.control import control
+from actors.runtime.client import control
 from actors.runtime.ports import free_port
 from tests.waiting import until
 

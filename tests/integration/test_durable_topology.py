@@ -9,7 +9,7 @@ import pika
 import pika.exceptions as px
 import pytest
 
-from actors.runtime.control import control
+from actors.runtime.client import control
 from tests.integration.nodes import start_node
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ import socket
 import pika
 import pytest
 
-from actors.runtime.control import control
+from actors.runtime.client import control
 from tests.integration.nodes import start_node
 from wire import methods as m
 from wire.frames import PROTOCOL_HEADER, content_frames_bytes, method_frame

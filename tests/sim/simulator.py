@@ -33,8 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from raft import ClusterConfig, RaftCore, RaftSettings
-from effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState, Send,
-                                  WriteSnapshot)
+from raft.driver import RaftDriver
 from raft.roles import LEADER
 from tests.sim import kvmachine
 from tests.sim.checkers import Checker
@@ -82,8 +81,8 @@ class Node:
     sync_at: int | None = None
     notices: list[tuple[int, int]] = field(default_factory=list)  # (due tick, written upto)
     promised: DurableView | None = None   # what the log had promised when the node crashed
-    deferred: list[WriteSnapshot] = field(default_factory=list)   # see defer_snapshots
-    held: list[Send] | None = None  # Sends waiting for the flush of a PersistHardState
+    driver: RaftDriver | None = None      # the member shell's effect driver (raft/driver.py)
+    after_flush: list[Callable[[], None]] = field(default_factory=list)  # the driver's WAL hooks
 
 
 class Simulation:
@@ -134,17 +133,18 @@ class Simulation:
         node.core = self.core_class(node.id, self.config, node.log,
                                     kvmachine.KvMachine(on_apply),
                                     random.Random(self.rng.getrandbits(32)), self.settings)
+        node.driver = RaftDriver(node.core, SimPorts(self, node), hard_state_in_wal=node.storage.hard_state_in_wal,
+                                 defer_snapshots=self.options.defer_snapshots)
         node.sync_at = None
 
     def crash(self, node: Node) -> None:
         if node.log is not None and node.promised is None:
             node.promised = DurableView.of(node.log)
         self.crashes += 1
-        node.core = node.log = None
+        node.core = node.log = node.driver = None
         node.sync_at = None
         node.notices = []
-        node.deferred = []
-        node.held = None
+        node.after_flush = []
         node.storage.crash(torn=self.rng.random() < self.options.torn_rate)
 
     def drive(self, node: Node, call: Callable[[RaftCore], list]) -> None:
@@ -158,6 +158,8 @@ class Simulation:
                 self.run_effects(node, node.core.replicate())
         except SimCrash:
             self.crash(node)
+            return
+        self.after_run(node)
 
     def flush(self, node: Node) -> None:
         """The WAL actor's batch: write and sync, then queue each member's notification."""
@@ -167,9 +169,9 @@ class Simulation:
         except SimCrash:
             self.crash(node)
             return
-        held, node.held = node.held, None
-        for send in held or ():
-            self.net.send(self.now, node.id, send.to, send.msg)
+        after, node.after_flush = node.after_flush, []
+        for callback in after:  # the driver's held sends leave now, after the sync
+            callback()
         upto = written.get(node.id)
         if upto is not None:
             due = self.now + self.rng.randint(0, self.options.max_notify_ticks)
@@ -180,57 +182,19 @@ class Simulation:
     def notify(self, node: Node) -> None:
         while node.core is not None and node.notices and node.notices[0][0] <= self.now:
             _, upto = node.notices.pop(0)
-            self.drive(node, lambda core: core.written(upto))
-            self.write_deferred(node)
-
-    def must_defer(self, node: Node, snap: WriteSnapshot) -> bool:
-        """A snapshot of entries this log holds waits until the WAL has written them; one that
-        replaces the log (from a leader) never waits, and waiting ends: those entries are
-        committed, so no truncation can take them away."""
-        return (self.options.defer_snapshots and node.log.written_index() < snap.index
-                and node.log.term_at(snap.index) == snap.term)
-
-    def write_deferred(self, node: Node) -> None:
-        """Write the deferred snapshots the WAL now covers; drop those a newer snapshot (one
-        restored from the leader meanwhile) has superseded: writing them would regress it."""
-        while node.core is not None and node.deferred:
-            snap = node.deferred[0]
-            current = node.log.snapshot_meta()
-            if current is not None and current[0] >= snap.index:
-                node.deferred.pop(0)
-            elif snap.index <= node.log.written_index():
-                node.deferred.pop(0)
-                self.drive(node, lambda core: [snap])
-            else:
+            try:
+                node.driver.written(upto)  # the core's `written`, then any deferred snapshots
+            except SimCrash:
+                self.crash(node)
                 return
+            self.after_run(node)
 
     def run_effects(self, node: Node, effects: list) -> None:
-        for eff in effects:
-            if node.core is None:
-                return
-            if isinstance(eff, Send):
-                if node.held is not None:
-                    node.held.append(eff)
-                else:
-                    self.net.send(self.now, node.id, eff.to, eff.msg)
-            elif isinstance(eff, PersistHardState):
-                node.log.save_hard_state(eff.term, eff.voted_for)
-                if node.storage.hard_state_in_wal and node.held is None:
-                    node.held = []
-            elif isinstance(eff, ClientReply):
-                if isinstance(eff.reply, tuple):
-                    index, term, op_id = eff.reply
-                    self.checker.ack(self.now, op_id, index, term)
-            elif isinstance(eff, NotLeader):
-                self.leader_hint = eff.leader
-            elif isinstance(eff, LeaderChanged):
-                if eff.leader is not None:
-                    self.leader_hint = eff.leader
-            elif isinstance(eff, WriteSnapshot) and self.must_defer(node, eff):
-                node.deferred.append(eff)
-            elif isinstance(eff, WriteSnapshot):
-                node.log.install_snapshot(eff.index, eff.term, eff.data)
-                self.run_effects(node, node.core.snapshot_written(eff.index, eff.term))
+        """Carry a core's effects out with the member shell's own driver (raft/driver.py)."""
+        node.driver.run(effects)
+
+    def after_run(self, node: Node) -> None:
+        """What the simulator checks and schedules after a node handled an input."""
         core = node.core
         if core is not None:
             if core.role == LEADER:
@@ -345,3 +309,38 @@ class Simulation:
             return None
         self.leader_hint = leaders[0].id
         return self.propose()
+
+
+class SimPorts:
+    """The simulated world as a member's ports: the network, the checker, the WAL's flush hooks."""
+
+    def __init__(self, sim: Simulation, node: Node) -> None:
+        self.sim = sim
+        self.node = node
+
+    def send(self, to: str, msg: object) -> None:
+        self.sim.net.send(self.sim.now, self.node.id, to, msg)
+
+    def reply(self, corr: object, reply: object) -> None:
+        if isinstance(reply, tuple):
+            index, term, op_id = reply
+            self.sim.checker.ack(self.sim.now, op_id, index, term)
+
+    def not_leader(self, corr: object, leader: str | None) -> None:
+        self.sim.leader_hint = leader
+
+    def change_refused(self, corr: object, reason: str) -> None:
+        pass
+
+    def leader_changed(self, leader: str | None) -> None:
+        if leader is not None:
+            self.sim.leader_hint = leader
+
+    def machine_effect(self, effect: object) -> None:
+        pass
+
+    def after_flush(self, callback: Callable[[], None]) -> None:
+        self.node.after_flush.append(callback)
+
+    def kick(self) -> None:
+        pass  # the simulator schedules the WAL's flush after every input (`after_run`)
