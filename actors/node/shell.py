@@ -35,6 +35,8 @@ import structlog
 
 from metadata import definitions, passwords
 from metadata.admin_errors import EX_SOFTWARE, AdminError
+from metadata.changes import Bound, ExchangeCreated, ExchangeDeleted, QueueCreated, QueueDeleted, Unbound
+from metadata.commands import ChangePassword, ClearPermissions, ClearPolicy, RemoveUser, SetUserTags
 from metadata.policies import definition_json
 from actors.node import definitions_file
 from actors.messages.calls import Reply
@@ -71,7 +73,7 @@ class AdminOp:
     args: dict
 
 
-TOPOLOGY_CHANGES = frozenset({"exchange", "exchange_deleted", "queue", "queue_deleted", "bound", "unbound"})
+TOPOLOGY_CHANGES = (ExchangeCreated, ExchangeDeleted, QueueCreated, QueueDeleted, Bound, Unbound)
 
 
 class NodeActor:
@@ -188,7 +190,7 @@ class NodeActor:
             await asyncio.gather(*(self._call(sub, Sync) for sub in list(self.subscribers)))
 
     def _publish(self, changes: list, gone: list[tuple[str, str]] = ()) -> None:
-        if any(c[0] in TOPOLOGY_CHANGES for c in changes):
+        if any(isinstance(c, TOPOLOGY_CHANGES) for c in changes):
             self._save()
         if changes or gone:
             for sub in self.subscribers:
@@ -334,20 +336,20 @@ class NodeActor:
         return self._admin_done(*self.registry.add_user(a["name"], new_hash(a["password"]), a.get("tags", ())))
 
     async def _op_admin_delete_user(self, a: dict) -> Any:
-        return self._admin_done(*self.registry.delete_user(a["name"]))
+        return self._admin_done(*self.registry.apply_command(RemoveUser(a["name"])))
 
     async def _op_admin_change_password(self, a: dict) -> Any:
-        return self._admin_done(*self.registry.change_password(a["name"], new_hash(a["password"])))
+        return self._admin_done(*self.registry.apply_command(ChangePassword(a["name"], new_hash(a["password"]))))
 
     async def _op_admin_set_user_tags(self, a: dict) -> Any:
-        return self._admin_done(*self.registry.set_user_tags(a["name"], a.get("tags", ())))
+        return self._admin_done(*self.registry.apply_command(SetUserTags(a["name"], tuple(a.get("tags", ())))))
 
     async def _op_admin_set_permissions(self, a: dict) -> Any:
         return self._admin_done(*self.registry.set_permissions(a["user"], a.get("vhost", "/"), a["configure"],
                                                                a["write"], a["read"]))
 
     async def _op_admin_clear_permissions(self, a: dict) -> Any:
-        return self._admin_done(*self.registry.clear_permissions(a["user"], a.get("vhost", "/")))
+        return self._admin_done(*self.registry.apply_command(ClearPermissions(a["user"], a.get("vhost", "/"))))
 
     async def _op_admin_add_vhost(self, a: dict) -> Any:
         return self._admin_done(*self.registry.add_vhost(a["name"]))
@@ -379,7 +381,7 @@ class NodeActor:
 
     async def _op_admin_clear_policy(self, a: dict) -> Any:
         vhost = a.get("vhost", "/")
-        res, changes = self.registry.clear_policy(vhost, a["name"], operator=a.get("operator", False))
+        res, changes = self.registry.apply_command(ClearPolicy(vhost, a["name"], a.get("operator", False)))
         result = self._admin_done(res, changes)
         if changes:
             self._policies_changed(vhost)
