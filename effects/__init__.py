@@ -16,7 +16,8 @@ The vocabulary, by who returns it:
   `OpenChannel`, `ToChannel`, `ChannelsDown`, `Opened`, `CloseConnection`, `ChannelFinished`;
 - the Raft core: `Send` (to a member id) and `PersistHardState`, `ClientReply`, `NotLeader`,
   `ChangeRefused`, `MachineEffect`, `WriteSnapshot`, `LeaderChanged` (raft/effects.py documents
-  their ordering rules, etcd's `Ready` contract).
+  their ordering rules, etcd's `Ready` contract);
+- the node core (actors/node/core.py): `SaveDefinitions`, `AnswerAdmin`.
 This package imports nothing: every layer may use it.
 """
 from __future__ import annotations
@@ -173,6 +174,29 @@ class LeaderChanged:
     leader: str | None
 
 
+# -- the node core ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SaveDefinitions:
+    """Replace the node's definitions file with `data` (metadata/definitions.py's bytes), durably:
+    written to a temporary file, fsynced, renamed over the old one, the directory fsynced, all
+    BEFORE the shell carries out the next effect. Ordering rule: the node core puts it before the
+    Sends that publish a change to the replicas or answer it, so nothing acknowledged is lost; if
+    the write fails, the shell carries out none of the effects after it."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerAdmin:
+    """Answer the admin command (from warrenctl, through the node host's control function) that
+    the shell handed to the core as `ask`: `value` is what the command returns."""
+
+    ask: Hashable
+    value: Any
+
+
 Effect = (Send | StartTimer | CancelTimer | Log | Write | CloseSocket | SetFrameMax | OpenChannel | ToChannel
           | ChannelsDown | Opened | CloseConnection | ChannelFinished | PersistHardState | ClientReply | NotLeader
-          | ChangeRefused | MachineEffect | WriteSnapshot | LeaderChanged)
+          | ChangeRefused | MachineEffect | WriteSnapshot | LeaderChanged | SaveDefinitions | AnswerAdmin)
