@@ -23,7 +23,9 @@ import psutil
 import structlog
 
 from metadata.registry import Registry
-from actors.node.shell import CONNECTION_ADMIN_NAME, NodeActor
+from actors.node.core import ADMIN_OPS, CONNECTION_ADMIN_NAME
+from actors.node.listings import LISTING_OPS
+from actors.node.shell import NodeActor
 from actors.placement import NODE, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME, ROUTER_NAME, queue_address
 from actors.placement import queue_host as queue_host_of
 from actors.queue.housekeeping import Housekeeping, NodeMemory
@@ -57,16 +59,11 @@ def node_host(runtime: Any, spec: Any) -> None:
                      data_dir=cfg.get("data_dir"), default_user=cfg.get("default_user", "guest"),
                      default_pass=cfg.get("default_pass", "guest"))
     runtime.spawn(NODE.name, node)
-    admin_ops = {"add_user", "delete_user", "change_password", "set_user_tags", "set_permissions",
-                 "clear_permissions", "add_vhost", "delete_vhost", "set_policy", "clear_policy",
-                 "purge_queue", "delete_queue"}
-    listing_ops = {"list_vhosts", "list_users", "list_permissions", "list_policies", "list_operator_policies",
-                   "list_exchanges", "list_bindings", "queue_policies", "status"}
 
     async def control(op: str, args: dict) -> Any:
-        if op in admin_ops:
+        if op in ADMIN_OPS:
             return await node.admin(op, args)
-        if op in listing_ops:
+        if op in LISTING_OPS:
             return node.listing(op, args)
         return _host_info(op)
     runtime.control = control

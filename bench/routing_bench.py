@@ -44,7 +44,7 @@ def main() -> None:
     state = {"i": 0}
 
     def topic_cold() -> None:
-        reg._route_cache.clear()
+        reg._router.clear()
         state["i"] = (state["i"] + 1) % 1000
         reg.route(VH, "amq.topic", topic_keys[state["i"]], None)
 
@@ -58,9 +58,9 @@ def main() -> None:
     print(f"topic, {BINDINGS} bindings, warm (cached):    {_per_route_us(topic_warm, 20000):7.2f} us/route")
     print(f"direct, {BINDINGS} bindings:                  "
           f"{_per_route_us(lambda: reg.route(VH, 'amq.direct', 'key4242', None), 50000):7.2f} us/route")
-    reg._route_cache.clear()
+    reg._router.clear()
     print(f"direct, cold:                              "
-          f"{_per_route_us(lambda: (reg._route_cache.clear(), reg.route(VH, 'amq.direct', 'key4242', None)), 50000):7.2f} us/route")
+          f"{_per_route_us(lambda: (reg._router.clear(), reg.route(VH, 'amq.direct', 'key4242', None)), 50000):7.2f} us/route")
     print(f"default exchange:                          "
           f"{_per_route_us(lambda: reg.route(VH, '', 'q77', None), 50000):7.2f} us/route")
     print(f"fanout to 10 queues:                       "

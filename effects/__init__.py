@@ -24,7 +24,8 @@ The vocabulary, by who returns it:
   their ordering rules, etcd's `Ready` contract). `MachineEffect` carries an effect of the
   replicated state machine itself, in that machine's own vocabulary, as rabbit_fifo's effects
   belong to rabbit_fifo: for quorum queues, actors/quorum/effects.py; the member shell runs them
-  through an Interpreter of its own.
+  through an Interpreter of its own;
+- the node core (actors/node/core.py): `SaveDefinitions`, `AnswerAdmin`.
 This package imports nothing: every layer may use it.
 """
 from __future__ import annotations
@@ -251,7 +252,31 @@ class LeaderChanged:
     leader: str | None
 
 
+# -- the node core ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SaveDefinitions:
+    """Replace the node's definitions file with `data` (metadata/definitions.py's bytes), durably:
+    written to a temporary file, fsynced, renamed over the old one, the directory fsynced, all
+    BEFORE the shell carries out the next effect. Ordering rule: the node core puts it before the
+    Sends that publish a change to the replicas or answer it, so nothing acknowledged is lost; if
+    the write fails, the shell carries out none of the effects after it."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerAdmin:
+    """Answer the admin command (from warrenctl, through the node host's control function) that
+    the shell handed to the core as `ask`: `value` is what the command returns."""
+
+    ask: Hashable
+    value: Any
+
+
 Effect = (Send | StartTimer | CancelTimer | Log | Write | CloseSocket | SetFrameMax | OpenChannel | ToChannel
           | ChannelsDown | Opened | CloseConnection | ChannelFinished | CutRamTargets | LiftRamTargets
           | AlarmSet | AlarmCleared | ConserveResources | PauseReading | ResumeReading | SaveClusterFile
-          | PersistHardState | ClientReply | NotLeader | ChangeRefused | MachineEffect | WriteSnapshot | LeaderChanged)
+          | PersistHardState | ClientReply | NotLeader | ChangeRefused | MachineEffect | WriteSnapshot | LeaderChanged
+          | SaveDefinitions | AnswerAdmin)

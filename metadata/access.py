@@ -1,11 +1,12 @@
 """Users, their permissions per vhost, and the access checks RabbitMQ's internal backend makes.
 
 Theory of operation: `AccessControl` is plain state (users by name, permissions by (user, vhost))
-changed only by applying change records, so the node's copy and every connection host's replica
-agree after the same records:
-  ("user", name, password_hash, tags)  ("user_deleted", name)
-  ("permission", user, vhost, configure, write, read)  ("permission_cleared", user, vhost)
-A permission is three regular expressions, matched as rabbit_auth_backend_internal does: an
+changed only by applying change records (`UserSet`, `UserDeleted`, `PermissionSet`,
+`PermissionCleared`, changes.py), so the node's copy and every connection host's replica agree
+after the same records. Its commands (`AddUser`, `RemoveUser`, `ChangePassword`, `SetUserTags`,
+`SetPermissions`, `ClearPermissions`, commands.py) validate as rabbitmqctl 3.10 does, answer
+`AdminError` values with its texts, and emit the records through the registry (which applies each
+one as it is emitted). A permission is three regular expressions, matched as rabbit_auth_backend_internal does: an
 unanchored search (re:run), "" meaning "^$" (nothing), and the default exchange checked under the
 name "amq.default". Compiled patterns are cached per string. Password checks compare salted hashes
 (passwords.py); plain passwords are never stored here.
@@ -14,10 +15,13 @@ Deliberately left out: topic permissions, user tags beyond listing them, other a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from metadata import passwords
+from metadata.admin_errors import EX_NOUSER, EX_SOFTWARE, AdminError, no_user
+from metadata.changes import Change, Emit, PermissionCleared, PermissionSet, UserDeleted, UserSet
+from metadata.commands import AddUser, ChangePassword, ClearPermissions, RemoveUser, SetPermissions, SetUserTags
 from wire.errors import ACCESS_REFUSED, NOT_ALLOWED, AmqpError
 
 PERMS = ("configure", "write", "read")
@@ -51,35 +55,90 @@ def compile_pattern(pattern: str) -> re.Pattern | str:
 
 
 class AccessControl:
-    def __init__(self) -> None:
+    def __init__(self, vhost_exists: Callable[[str], bool]) -> None:
         self.users: dict[str, User] = {}
         self.permissions: dict[tuple[str, str], Permission] = {}
         self._patterns: dict[str, re.Pattern] = {}
+        self._vhost_exists = vhost_exists
 
     # ---------------------------------------------------------------- change records
-    def apply_one(self, change: tuple) -> None:
-        op = change[0]
-        if op == "user":
-            _, name, password_hash, tags = change
-            self.users[name] = User(name, password_hash, tuple(tags))
-        elif op == "user_deleted":
-            self.users.pop(change[1], None)
-        elif op == "permission":
-            _, user, vhost, configure, write, read = change
-            self.permissions[(user, vhost)] = Permission(user, vhost, configure, write, read)
-        elif op == "permission_cleared":
-            self.permissions.pop((change[1], change[2]), None)
-        else:
-            raise AssertionError(f"not an access record: {op!r}")
+    def user_set(self, c: UserSet) -> None:
+        self.users[c.name] = User(c.name, c.password_hash, tuple(c.tags))
+
+    def user_deleted(self, c: UserDeleted) -> None:
+        self.users.pop(c.name, None)
+
+    def permission_set(self, c: PermissionSet) -> None:
+        self.permissions[(c.user, c.vhost)] = Permission(c.user, c.vhost, c.configure, c.write, c.read)
+
+    def permission_cleared(self, c: PermissionCleared) -> None:
+        self.permissions.pop((c.user, c.vhost), None)
 
     def reset(self) -> None:
         self.users.clear()
         self.permissions.clear()
 
-    def snapshot(self) -> list[tuple]:
-        out: list[tuple] = [user_change(u) for _, u in sorted(self.users.items())]
-        out += [permission_change(p) for _, p in sorted(self.permissions.items())]
+    def snapshot(self) -> list[Change]:
+        out: list[Change] = [UserSet(u.name, u.password_hash, u.tags) for _, u in sorted(self.users.items())]
+        out += [PermissionSet(p.user, p.vhost, p.configure, p.write, p.read)
+                for _, p in sorted(self.permissions.items())]
         return out
+
+    # ---------------------------------------------------------------- commands
+    def add_user(self, cmd: AddUser, emit: Emit) -> AdminError | None:
+        if cmd.name in self.users:
+            return AdminError(f'User "{cmd.name}" already exists', EX_SOFTWARE)
+        emit(UserSet(cmd.name, cmd.password_hash, tuple(cmd.tags)))
+        return None
+
+    def remove_user(self, cmd: RemoveUser, emit: Emit) -> AdminError | None:
+        if cmd.name not in self.users:
+            return no_user(cmd.name)
+        for p in self.permissions_of_user(cmd.name):
+            emit(PermissionCleared(p.user, p.vhost))
+        emit(UserDeleted(cmd.name))
+        return None
+
+    def change_password(self, cmd: ChangePassword, emit: Emit) -> AdminError | None:
+        u = self.users.get(cmd.name)
+        if u is None:
+            return no_user(cmd.name)
+        emit(UserSet(u.name, cmd.password_hash, u.tags))
+        return None
+
+    def set_user_tags(self, cmd: SetUserTags, emit: Emit) -> AdminError | None:
+        u = self.users.get(cmd.name)
+        if u is None:
+            return no_user(cmd.name)
+        emit(UserSet(u.name, u.password_hash, tuple(cmd.tags)))
+        return None
+
+    def set_permissions(self, cmd: SetPermissions, emit: Emit) -> AdminError | None:
+        """rabbit_auth_backend_internal:set_permissions: regexes first, then the user, then the vhost."""
+        for pattern in (cmd.configure, cmd.write, cmd.read):
+            compiled = compile_pattern(pattern)
+            if isinstance(compiled, str):
+                return AdminError(f"invalid regular expression '{pattern}': {compiled}")
+        error = self._user_and_vhost_error(cmd.user, cmd.vhost)
+        if error is not None:
+            return error
+        emit(PermissionSet(cmd.user, cmd.vhost, cmd.configure, cmd.write, cmd.read))
+        return None
+
+    def clear_permissions(self, cmd: ClearPermissions, emit: Emit) -> AdminError | None:
+        error = self._user_and_vhost_error(cmd.user, cmd.vhost)
+        if error is not None:
+            return error
+        if (cmd.user, cmd.vhost) in self.permissions:
+            emit(PermissionCleared(cmd.user, cmd.vhost))
+        return None
+
+    def _user_and_vhost_error(self, user: str, vhost: str) -> AdminError | None:
+        if user not in self.users:
+            return AdminError(f"User {user} does not exist", EX_NOUSER)
+        if not self._vhost_exists(vhost):
+            return AdminError(f"Virtual host {vhost} does not exist")
+        return None
 
     # ---------------------------------------------------------------- queries
     def check_login(self, user: str, password: str) -> bool:
@@ -120,15 +179,3 @@ class AccessControl:
 
     def permissions_of_user(self, user: str) -> list[Permission]:
         return [p for (u, _), p in sorted(self.permissions.items()) if u == user]
-
-
-def user_change(u: User) -> tuple:
-    return ("user", u.name, u.password_hash, list(u.tags))
-
-
-def permission_change(p: Permission) -> tuple:
-    return ("permission", p.user, p.vhost, p.configure, p.write, p.read)
-
-
-def cleared_permissions(perms: Iterable[Permission]) -> list[tuple]:
-    return [("permission_cleared", p.user, p.vhost) for p in perms]

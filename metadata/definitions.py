@@ -9,7 +9,9 @@ leaves either the old or the new file). The document is RabbitMQ's definitions e
 `operator_policies` and a `checksum` field: sha256 over the canonical JSON of everything else. A
 file whose checksum, JSON or shape is wrong is refused with a DefinitionsError value, never
 half-loaded: losing users silently would lock operators out or, worse, let the default user back in.
-The records it encodes and decodes are the registry's change records, so loading is `apply`.
+The records it encodes and decodes are the registry's change records (changes.py), so loading is
+`apply`; the JSON is the same as before the records were typed, so a node upgraded in place keeps its
+users and durable topology (tests/metadata/data holds a file written by the earlier code).
 
 Durable topology follows RabbitMQ: durable exchanges (not the predeclared ones, which every vhost
 gets anew), durable queues that are not exclusive, and the bindings whose source and destination are
@@ -23,6 +25,8 @@ import json
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+
+from metadata.changes import Bound, Change, ExchangeCreated, PermissionSet, PolicySet, QueueCreated, UserSet, VhostCreated
 
 HASHING_ALGORITHM = "rabbit_password_hashing_sha256"
 FORMAT_VERSION = 1
@@ -53,19 +57,22 @@ def _from_json(value: Any) -> Any:
     return value
 
 
-def _durable_topology(records: list[tuple]) -> dict[str, list]:
-    exchanges = [r for r in records if r[0] == "exchange" and r[4] and r[2] and not r[2].startswith(PREDECLARED_PREFIXES)]
-    queues = [r for r in records if r[0] == "queue" and r[3] and r[4] is None]
-    durable_x = {(r[1], r[2]) for r in records if r[0] == "exchange" and r[4]}
-    durable_q = {(r[1], r[2]) for r in queues}
-    bindings = [r for r in records if r[0] == "bound" and (r[1], r[2]) in durable_x
-                and (r[1], r[4]) in (durable_q if r[3] == "queue" else durable_x)]
+def _durable_topology(records: list[Change]) -> dict[str, list]:
+    exchanges = [r for r in records if isinstance(r, ExchangeCreated) and r.durable and r.name
+                 and not r.name.startswith(PREDECLARED_PREFIXES)]
+    queues = [r for r in records if isinstance(r, QueueCreated) and r.durable and r.exclusive_owner is None]
+    durable_x = {(r.vhost, r.name) for r in records if isinstance(r, ExchangeCreated) and r.durable}
+    durable_q = {(r.vhost, r.name) for r in queues}
+    bindings = [r for r in records if isinstance(r, Bound) and (r.vhost, r.source) in durable_x
+                and (r.vhost, r.destination) in (durable_q if r.destination_kind == "queue" else durable_x)]
     return {
-        "exchanges": [{"vhost": r[1], "name": r[2], "type": r[3], "auto_delete": r[5], "internal": r[6],
-                       "arguments": _to_json(r[7])} for r in exchanges],
-        "queues": [{"vhost": r[1], "name": r[2], "auto_delete": r[5], "arguments": _to_json(r[6])} for r in queues],
-        "bindings": [{"vhost": r[1], "source": r[2], "destination_type": r[3], "destination": r[4],
-                      "routing_key": r[5], "arguments": _to_json(r[6])} for r in bindings],
+        "exchanges": [{"vhost": r.vhost, "name": r.name, "type": r.type, "auto_delete": r.auto_delete,
+                       "internal": r.internal, "arguments": _to_json(r.arguments)} for r in exchanges],
+        "queues": [{"vhost": r.vhost, "name": r.name, "auto_delete": r.auto_delete, "arguments": _to_json(r.arguments)}
+                   for r in queues],
+        "bindings": [{"vhost": r.vhost, "source": r.source, "destination_type": r.destination_kind,
+                      "destination": r.destination, "routing_key": r.routing_key,
+                      "arguments": _to_json(r.arguments)} for r in bindings],
     }
 
 
@@ -78,28 +85,28 @@ def _checksum(body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def encode(records: list[tuple]) -> bytes:
+def encode(records: list[Change]) -> bytes:
     """The file's bytes for the admin change records of a snapshot (other records are ignored)."""
     body: dict[str, Any] = {"warren_definitions": FORMAT_VERSION, "vhosts": [], "users": [], "permissions": [],
                             "policies": [], "operator_policies": []}
     for r in records:
-        if r[0] == "vhost":
-            body["vhosts"].append({"name": r[1]})
-        elif r[0] == "user":
-            body["users"].append({"name": r[1], "password_hash": r[2], "hashing_algorithm": HASHING_ALGORITHM,
-                                  "tags": list(r[3])})
-        elif r[0] == "permission":
-            body["permissions"].append({"user": r[1], "vhost": r[2], "configure": r[3], "write": r[4],
-                                        "read": r[5]})
-        elif r[0] == "policy":
-            key = "operator_policies" if r[7] else "policies"
-            body[key].append({"vhost": r[1], "name": r[2], "pattern": r[3], "apply-to": r[4],
-                              "definition": r[5], "priority": r[6]})
+        if isinstance(r, VhostCreated):
+            body["vhosts"].append({"name": r.vhost})
+        elif isinstance(r, UserSet):
+            body["users"].append({"name": r.name, "password_hash": r.password_hash,
+                                  "hashing_algorithm": HASHING_ALGORITHM, "tags": list(r.tags)})
+        elif isinstance(r, PermissionSet):
+            body["permissions"].append({"user": r.user, "vhost": r.vhost, "configure": r.configure, "write": r.write,
+                                        "read": r.read})
+        elif isinstance(r, PolicySet):
+            body["operator_policies" if r.operator else "policies"].append(
+                {"vhost": r.vhost, "name": r.name, "pattern": r.pattern, "apply-to": r.apply_to,
+                 "definition": r.definition, "priority": r.priority})
     body.update(_durable_topology(records))
     return json.dumps(dict(body, checksum=_checksum(body)), sort_keys=True, indent=1).encode() + b"\n"
 
 
-def decode(data: bytes) -> list[tuple] | DefinitionsError:
+def decode(data: bytes) -> list[Change] | DefinitionsError:
     """The change records that rebuild what `encode` saved, in an order `apply` accepts."""
     try:
         doc = json.loads(data)
@@ -113,19 +120,19 @@ def decode(data: bytes) -> list[tuple] | DefinitionsError:
     if body.get("warren_definitions") != FORMAT_VERSION:
         return DefinitionsError(f"unknown format version {body.get('warren_definitions')!r}")
     try:
-        out: list[tuple] = [("vhost", v["name"]) for v in body["vhosts"]]
-        out += [("user", u["name"], u["password_hash"], list(u["tags"])) for u in body["users"]]
-        out += [("permission", p["user"], p["vhost"], p["configure"], p["write"], p["read"])
+        out: list[Change] = [VhostCreated(v["name"]) for v in body["vhosts"]]
+        out += [UserSet(u["name"], u["password_hash"], tuple(u["tags"])) for u in body["users"]]
+        out += [PermissionSet(p["user"], p["vhost"], p["configure"], p["write"], p["read"])
                 for p in body["permissions"]]
         for key, operator in (("policies", False), ("operator_policies", True)):
-            out += [("policy", p["vhost"], p["name"], p["pattern"], p["apply-to"], dict(p["definition"]),
-                     int(p["priority"]), operator) for p in body[key]]
-        out += [("exchange", x["vhost"], x["name"], x["type"], True, x["auto_delete"], x["internal"],
-                 _from_json(x["arguments"])) for x in body.get("exchanges", [])]
-        out += [("queue", q["vhost"], q["name"], True, None, q["auto_delete"], _from_json(q["arguments"]))
+            out += [PolicySet(p["vhost"], p["name"], p["pattern"], p["apply-to"], dict(p["definition"]),
+                              int(p["priority"]), operator) for p in body[key]]
+        out += [ExchangeCreated(x["vhost"], x["name"], x["type"], True, x["auto_delete"], x["internal"],
+                                _from_json(x["arguments"])) for x in body.get("exchanges", [])]
+        out += [QueueCreated(q["vhost"], q["name"], True, None, q["auto_delete"], _from_json(q["arguments"]))
                 for q in body.get("queues", [])]
-        out += [("bound", b["vhost"], b["source"], b["destination_type"], b["destination"], b["routing_key"],
-                 _from_json(b["arguments"])) for b in body.get("bindings", [])]
+        out += [Bound(b["vhost"], b["source"], b["destination_type"], b["destination"], b["routing_key"],
+                      _from_json(b["arguments"])) for b in body.get("bindings", [])]
     except (KeyError, TypeError, ValueError) as e:
         return DefinitionsError(f"malformed entry: {e!r}")
     return out

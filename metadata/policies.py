@@ -13,17 +13,23 @@ Theory of operation (RabbitMQ 3.10's rabbit_policy, checked against its rabbitmq
   res_min / res_arg table). max-priority is not a policy key in 3.10 (rejected as unrecognised).
 - alternate-exchange applies to exchanges; an exchange's own argument wins.
 Validation errors carry rabbitmqctl's texts; values are printed as Erlang terms (<<"x">>, 5, true).
-Change records: ("policy", vhost, name, pattern, apply_to, definition, priority, operator) and
-("policy_cleared", vhost, name, operator).
+`PolicyTable` holds the policies of every vhost, changed only by `PolicySet` / `PolicyCleared`
+records (changes.py); its commands `SetPolicy` / `ClearPolicy` (commands.py) validate and emit them.
 """
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from metadata.access import compile_pattern
-from metadata.admin_errors import EX_UNAVAILABLE, AdminError
+from metadata.admin_errors import EX_UNAVAILABLE, AdminError, no_vhost
+from metadata.changes import Change, Emit, PolicyCleared, PolicySet
+from metadata.commands import ClearPolicy, SetPolicy
+
+if TYPE_CHECKING:
+    from metadata.records import QueueRecord
 
 APPLY_TO = ("queues", "exchanges", "all")
 MIN_KEYS = ("expires", "message-ttl", "max-length", "max-length-bytes")
@@ -153,13 +159,78 @@ def queue_settings(arguments: dict[str, Any], policy_values: dict[str, Any]) -> 
     return out
 
 
-def policy_change(p: Policy) -> tuple:
-    return ("policy", p.vhost, p.name, p.pattern, p.apply_to, dict(p.definition), p.priority, p.operator)
+class PolicyTable:
+    """Policies and operator policies by vhost, and which one applies to a queue or an exchange."""
 
+    def __init__(self, vhost_exists: Callable[[str], bool]) -> None:
+        self._by_vhost: dict[str, dict[tuple[str, bool], Policy]] = {}  # vhost -> (name, operator) -> policy
+        self._vhost_exists = vhost_exists
 
-def from_change(change: tuple) -> Policy:
-    _, vhost, name, pattern, apply_to, definition, priority, operator = change
-    return Policy(vhost, name, pattern, apply_to, dict(definition), priority, operator)
+    # ---------------------------------------------------------------- change records
+    def policy_set(self, c: PolicySet) -> None:
+        p = Policy(c.vhost, c.name, c.pattern, c.apply_to, dict(c.definition), c.priority, c.operator)
+        self._by_vhost.setdefault(c.vhost, {})[(c.name, c.operator)] = p
+
+    def policy_cleared(self, c: PolicyCleared) -> None:
+        del self._by_vhost[c.vhost][(c.name, c.operator)]
+
+    def vhost_deleted(self, vhost: str) -> None:
+        self._by_vhost.pop(vhost, None)
+
+    def reset(self) -> None:
+        self._by_vhost.clear()
+
+    def snapshot(self) -> list[Change]:
+        return [PolicySet(p.vhost, p.name, p.pattern, p.apply_to, dict(p.definition), p.priority, p.operator)
+                for p in self.list()]
+
+    # ---------------------------------------------------------------- commands
+    def set(self, cmd: SetPolicy, emit: Emit) -> AdminError | None:
+        if not self._vhost_exists(cmd.vhost):
+            return no_vhost(cmd.vhost)
+        error = validate(cmd.pattern, cmd.apply_to, cmd.definition, operator=cmd.operator)
+        if error is not None:
+            return error
+        emit(PolicySet(cmd.vhost, cmd.name, cmd.pattern, cmd.apply_to, dict(cmd.definition), cmd.priority,
+                       cmd.operator))
+        return None
+
+    def clear(self, cmd: ClearPolicy, emit: Emit) -> AdminError | None:
+        if not self._vhost_exists(cmd.vhost):
+            return no_vhost(cmd.vhost)
+        if (cmd.name, cmd.operator) not in self._by_vhost.get(cmd.vhost, {}):
+            return AdminError("Parameter does not exist")
+        emit(PolicyCleared(cmd.vhost, cmd.name, cmd.operator))
+        return None
+
+    def cleared_with_vhost(self, vhost: str) -> list[PolicyCleared]:
+        """The records that clear every policy of `vhost` (before the vhost itself goes)."""
+        return [PolicyCleared(vhost, name, operator) for name, operator in sorted(self._by_vhost.get(vhost, {}))]
+
+    # ---------------------------------------------------------------- queries
+    def list(self, vhost: str | None = None, *, operator: bool | None = None) -> list[Policy]:
+        """By vhost, then priority (highest first), then name, as list_policies shows them."""
+        return [p for v in sorted(self._by_vhost) if vhost is None or v == vhost
+                for p in sorted(self._by_vhost[v].values(), key=lambda p: (-p.priority, p.name))
+                if operator is None or p.operator == operator]
+
+    def queue_policy(self, q: QueueRecord) -> tuple[str, str, dict[str, Any]]:
+        """(policy name, operator policy name, effective settings) for a queue; names "" when none."""
+        pols = list(self._by_vhost.get(q.vhost, {}).values())
+        policy = select([p for p in pols if not p.operator], "queue", q.name)
+        operator = select([p for p in pols if p.operator], "queue", q.name)
+        return (policy.name if policy else "", operator.name if operator else "",
+                queue_settings(q.arguments, merged(policy, operator)))
+
+    def exchange_policy(self, vhost: str, exchange: str) -> Policy | None:
+        pols = [p for p in self._by_vhost.get(vhost, {}).values() if not p.operator]
+        return select(pols, "exchange", exchange) if pols else None
+
+    def alternate(self, vhost: str, exchange: str) -> str | None:
+        """The alternate exchange a policy gives `exchange` (its own argument, if any, wins)."""
+        policy = self.exchange_policy(vhost, exchange)
+        value = policy.definition.get("alternate-exchange") if policy is not None else None
+        return value if isinstance(value, str) else None
 
 
 def definition_json(p: Policy) -> str:

@@ -7,7 +7,8 @@ value: the message count), `BindQueue`, `UnbindQueue`. The node serves them one 
 arrival order, so the registry sees a serial history.
 
 Replica <-> node: a replica sends `Subscribe`; the node answers with the snapshot as a first
-`MetadataChanged` and sends every later change the same way, on the same pipe as its replies (so a
+`MetadataChanged` and sends every later change the same way (the registry's typed change records,
+metadata/changes.py, registered here), on the same pipe as its replies (so a
 channel that got declare-ok routes with a replica that has the queue). `Sync` asks a replica to
 answer once everything sent before it is applied. `QueueHostRestarted` tells connection hosts that
 a queue host lost its state; a replica passes `QueuesGone` and `QueueHostRestarted` to its host's
@@ -17,13 +18,21 @@ Queue lifecycle: node -> queue manager `CreateQueue`; node -> queue `QueueStats`
 `QueueCounts`), `ApplyPolicy`, `Dispose` (value: the message count) and `Purge`
 (channel_queue.py); queue -> node `AutoDeleteQueue`; reader -> node `ConnectionClosed`. Node ->
 connection admin: `CloseConnections`.
+
+The registry machine's commands (metadata/commands.py) are registered here too: they are what the
+metadata Raft group's log will carry between nodes.
 """
 from __future__ import annotations
 
 from typing import Any, Hashable
 
-from actors.messages import message
+from actors.messages import message, register
 from actors.runtime.address import Address
+from metadata.changes import RECORDS, Change
+from metadata.commands import COMMANDS
+
+for _cls in RECORDS + COMMANDS:
+    register(_cls)
 
 # -- channel -> node: metadata calls ------------------------------------------------------------
 
@@ -136,7 +145,7 @@ class MetadataChanged:
     """Registry changes to apply (the first one after Subscribe is the snapshot) and the queues
     (vhost, name) that are gone with them."""
 
-    changes: list[Any]
+    changes: list[Change]
     gone: list[tuple[str, str]]
 
 

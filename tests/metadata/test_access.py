@@ -5,6 +5,8 @@ import hashlib
 import pytest
 
 from metadata import passwords
+from metadata.changes import PermissionCleared, PermissionSet, PolicyCleared, UserDeleted, VhostDeleted
+from metadata.commands import ChangePassword, RemoveUser
 from metadata.registry import Registry
 
 SALT = b"\x01\x02\x03\x04"
@@ -31,7 +33,7 @@ def test_malformed_or_empty_hashes_never_match(stored):
 def registry_with_bob(conf="^bob.*", write="^bob.*", read="^bob.*") -> Registry:
     r = Registry()
     r.add_user("bob", passwords.hash_password("pw", SALT))
-    assert r.set_permissions("bob", "/", conf, write, read) == (None, [("permission", "bob", "/", conf, write, read)])
+    assert r.set_permissions("bob", "/", conf, write, read) == (None, [PermissionSet("bob", "/", conf, write, read)])
     return r
 
 
@@ -86,7 +88,7 @@ def test_admin_errors_match_rabbitmqctl():
     r = registry_with_bob()
     assert r.add_user("bob", "h")[0].message == 'User "bob" already exists'
     assert r.add_user("bob", "h")[0].exit_code == 70
-    assert r.delete_user("nobody")[0].message == 'User "nobody" does not exist'
+    assert r.apply_command(RemoveUser("nobody"))[0].message == 'User "nobody" does not exist'
     assert r.set_permissions("nobody", "/", ".*", ".*", ".*")[0].message == "User nobody does not exist"
     assert r.set_permissions("bob", "nov", ".*", ".*", ".*")[0].message == "Virtual host nov does not exist"
     assert r.set_permissions("bob", "/", "(", ".*", ".*")[0].message.startswith("invalid regular expression '('")
@@ -95,8 +97,8 @@ def test_admin_errors_match_rabbitmqctl():
 
 def test_delete_user_clears_permissions_and_login():
     r = registry_with_bob()
-    err, changes = r.delete_user("bob")
-    assert err is None and changes == [("permission_cleared", "bob", "/"), ("user_deleted", "bob")]
+    err, changes = r.apply_command(RemoveUser("bob"))
+    assert err is None and changes == [PermissionCleared("bob", "/"), UserDeleted("bob")]
     assert not r.check_login("bob", "pw") and r.permissions() == []
 
 
@@ -106,13 +108,13 @@ def test_a_replica_fed_change_records_answers_the_same():
     r.set_policy("/", "p", "^bob", {"max-length": 3})
     replica = Registry()
     replica.apply(r.snapshot())
-    _, changes = r.change_password("bob", passwords.hash_password("new", SALT))
+    _, changes = r.apply_command(ChangePassword("bob", passwords.hash_password("new", SALT)))
     replica.apply(changes)
     _, changes = r.delete_vhost("v1")
     replica.apply(changes)
     assert replica.check_login("bob", "new") and not replica.check_login("bob", "pw")
     assert replica.snapshot() == r.snapshot()
-    assert all("pw" not in repr(c) and "new" not in repr(c[3:]) for c in changes)
+    assert all("pw" not in repr(c) and "new" not in repr(c) for c in changes)
 
 
 def test_deleting_a_vhost_takes_its_queues_permissions_and_policies():
@@ -123,5 +125,5 @@ def test_deleting_a_vhost_takes_its_queues_permissions_and_policies():
     r.declare_queue("v1", "q1")
     gone, changes = r.delete_vhost("v1")
     assert [q.name for q in gone] == ["q1"]
-    assert changes == [("permission_cleared", "bob", "v1"), ("policy_cleared", "v1", "p", False), ("vhost_deleted", "v1")]
+    assert changes == [PermissionCleared("bob", "v1"), PolicyCleared("v1", "p", False), VhostDeleted("v1")]
     assert not r.vhost_exists("v1") and r.policies("v1") == [] and r.permissions(vhost="v1") == []

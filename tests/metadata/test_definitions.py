@@ -1,5 +1,8 @@
-"""The definitions file: round trip through the registry, and corruption refused as a value."""
+"""The definitions file: round trip through the registry, files of earlier versions, and corruption
+refused as a value."""
 import json
+from decimal import Decimal
+from pathlib import Path
 
 from metadata import definitions, passwords
 from metadata.definitions import DefinitionsError
@@ -54,3 +57,34 @@ def test_truncated_and_non_json_files_are_refused():
     assert isinstance(definitions.decode(data[: len(data) // 2]), DefinitionsError)
     assert isinstance(definitions.decode(b"\x00\xff"), DefinitionsError)
     assert isinstance(definitions.decode(b"{}"), DefinitionsError)
+
+
+OLD_FILE = Path(__file__).parent / "data" / "definitions_v1.json"  # written by the registry of de100cd
+
+
+def test_a_file_written_before_the_records_were_typed_still_loads():
+    """A node upgraded in place keeps its users, permissions, policies and durable topology."""
+    data = OLD_FILE.read_bytes()
+    r = Registry()
+    r.load_definitions(definitions.decode(data))
+    assert r.check_login("bob", "pw") and r.check_login("guest", "guest") and not r.check_login("bob", "guest")
+    assert [(u.name, u.tags) for u in r.users()] == [("bob", ("monitoring", "policymaker")),
+                                                     ("guest", ("administrator",))]
+    assert [(p.user, p.vhost, p.configure, p.write, p.read) for p in r.permissions()] == [
+        ("bob", "v1", "^bob", "", ".*"), ("guest", "/", ".*", ".*", ".*")]
+    assert [(p.vhost, p.name, p.operator, p.definition) for p in r.policies()] == [
+        ("/", "ae", False, {"alternate-exchange": "amq.fanout"}), ("/", "o", True, {"message-ttl": 10}),
+        ("v1", "p", False, {"max-length": 3, "overflow": "reject-publish"})]
+    orders = next(x for x in r.exchanges("/") if x.name == "orders")
+    assert (orders.type, orders.durable, orders.arguments) == (
+        "topic", True, {"alternate-exchange": "ae-x", "blob": b"\x00\xff", "n": Decimal("1.5")})
+    auto = next(x for x in r.exchanges("v1") if x.name == "auto")
+    assert (auto.type, auto.auto_delete, auto.internal) == ("headers", True, True)
+    assert [(q.vhost, q.name, q.durable, q.arguments) for q in r.queues()] == [
+        ("/", "jobs", True, {"x-dead-letter-exchange": "ae-x", "x-max-length": 10}),
+        ("v1", "q-lazy", True, {"x-queue-mode": "lazy"})]
+    assert r.route("/", "orders", "order.new") == ["jobs"]
+    assert r.route("/", "amq.direct", "jobs") == ["jobs"]
+    assert r.route("v1", "auto", "", {"a": 1}) == ["q-lazy"]
+    assert {x.name for x in r.exchanges("v1")} >= {"amq.direct", "amq.topic", ""}  # predeclared ones made anew
+    assert definitions.encode(r.snapshot()) == data  # and it is written back byte for byte

@@ -2,6 +2,7 @@
 import pytest
 
 from metadata import policies
+from metadata.commands import ClearPolicy
 from metadata.policies import Policy
 from metadata.registry import Registry
 
@@ -80,7 +81,7 @@ def test_registry_reports_effective_policy_per_queue():
 
 def test_clear_policy_errors_and_vhost_checks():
     r = Registry()
-    assert r.clear_policy("/", "nope")[0].message == "Parameter does not exist"
+    assert r.apply_command(ClearPolicy("/", "nope"))[0].message == "Parameter does not exist"
     assert r.set_policy("nov", "p", ".*", {"max-length": 1})[0].message == "Virtual host 'nov' does not exist"
     assert r.set_policy("nov", "p", ".*", {"max-length": 1})[0].exit_code == 65
 
@@ -98,5 +99,5 @@ def test_policy_alternate_exchange_routes_unroutable_messages():
     r.declare_exchange("/", "x2", "direct", arguments={"alternate-exchange": "ae2"})
     r.set_policy("/", "aepol2", "^x2$", {"alternate-exchange": "ae"})
     assert r.route("/", "x2", "k") == []  # the exchange's own argument wins
-    r.clear_policy("/", "aepol")
+    r.apply_command(ClearPolicy("/", "aepol"))
     assert r.route("/", "x", "k") == []

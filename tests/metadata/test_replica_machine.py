@@ -1,11 +1,14 @@
-"""Authoritative registry vs a replica fed only change records (through msgpack, as on the wire):
-after every command both route every probe identically and hold the same snapshot."""
+"""Authoritative registry vs a replica fed only change records (encoded as they travel between
+hosts inside MetadataChanged): after every command both route every probe identically and hold the
+same snapshot."""
 import random
 
 import msgpack
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from actors.messages import ext_hook, pack_default
+from actors.messages.node import MetadataChanged
 from metadata import Registry
 
 VH = "/"
@@ -26,8 +29,10 @@ class ReplicaMachine(RuleBasedStateMachine):
         self.replica = Registry()
 
     def ship(self, result):
-        changes = result[1]
-        self.replica.apply(msgpack.unpackb(msgpack.packb(changes), use_list=False))
+        wire = msgpack.packb(MetadataChanged(result[1], []), default=pack_default, use_bin_type=True)
+        shipped = msgpack.unpackb(wire, raw=False, use_list=False, ext_hook=ext_hook)
+        assert shipped.changes == tuple(result[1])
+        self.replica.apply(shipped.changes)
 
     @rule(name=EXCHANGES, type_=TYPES, auto_delete=st.booleans(), ae=st.sampled_from([None, "e1", "e2"]))
     def declare_exchange(self, name, type_, auto_delete, ae):

@@ -4,6 +4,7 @@ import pathlib
 
 import metadata
 from metadata import Registry
+from metadata.changes import ExchangeDeleted, QueueDeleted, Unbound
 
 VH = "/"
 
@@ -78,7 +79,7 @@ def test_auto_delete_exchanges_cascade():
     assert record.name == "q"
     names = {x.name for x in r.exchanges(VH)}
     assert "mid" not in names and "top" not in names
-    assert [c[0] for c in changes] == ["unbound", "queue_deleted", "unbound", "exchange_deleted", "exchange_deleted"]
+    assert [type(c) for c in changes] == [Unbound, QueueDeleted, Unbound, ExchangeDeleted, ExchangeDeleted]
 
 
 def test_unbinding_last_binding_deletes_auto_delete_exchange():

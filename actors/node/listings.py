@@ -1,0 +1,86 @@
+"""The node's read-only admin answers (warrenctl list_* and status), from the registry as it stands.
+
+Theory of operation: a listing changes nothing, so it takes no turn in the node's serial order;
+it reads the authoritative registry between two requests and shapes rows as rabbitmqctl prints
+them (field names, `apply-to`, a policy definition as compact sorted JSON). Field-table arguments
+become JSON-printable values (bytes as text). What a listing needs from outside the registry (the
+connection hosts subscribed now, the node's own process) is passed in.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from metadata.policies import definition_json
+from metadata.registry import Registry
+
+
+def _vhosts(reg: Registry, args: dict) -> list[dict]:
+    return [{"name": v} for v in reg.vhosts()]
+
+
+def _users(reg: Registry, args: dict) -> list[dict]:
+    return [{"user": u.name, "tags": list(u.tags)} for u in reg.users()]
+
+
+def _permissions(reg: Registry, args: dict) -> list[dict]:
+    return [{"user": p.user, "vhost": p.vhost, "configure": p.configure, "write": p.write, "read": p.read}
+            for p in reg.permissions(vhost=args.get("vhost"), user=args.get("user"))]
+
+
+def _policies(operator: bool) -> Callable[[Registry, dict], list[dict]]:
+    def rows(reg: Registry, args: dict) -> list[dict]:
+        return [{"vhost": p.vhost, "name": p.name, "pattern": p.pattern, "apply-to": p.apply_to,
+                 "definition": definition_json(p), "priority": p.priority}
+                for p in reg.policies(args.get("vhost"), operator=operator)]
+    return rows
+
+
+def _exchanges(reg: Registry, args: dict) -> list[dict]:
+    return [{"vhost": x.vhost, "name": x.name, "type": x.type, "durable": x.durable, "auto_delete": x.auto_delete,
+             "internal": x.internal, "arguments": printable(x.arguments),
+             "policy": reg.exchange_policy_name(x.vhost, x.name)} for x in reg.exchanges(args.get("vhost"))]
+
+
+def _bindings(reg: Registry, args: dict) -> list[dict]:
+    vhost = args.get("vhost")
+    return [{"vhost": b.vhost, "source_name": b.source, "source_kind": "exchange", "destination_name": b.destination,
+             "destination_kind": b.destination_kind, "routing_key": b.routing_key,
+             "arguments": printable(b.arguments)} for b in reg.bindings(vhost)] + [
+            {"vhost": q.vhost, "source_name": "", "source_kind": "exchange", "destination_name": q.name,
+             "destination_kind": "queue", "routing_key": q.name, "arguments": {}} for q in reg.queues(vhost)]
+
+
+def _queue_policies(reg: Registry, args: dict) -> list[dict]:
+    out = []
+    for q in reg.queues(args.get("vhost")):
+        policy, operator, settings = reg.queue_policy(q)
+        out.append({"vhost": q.vhost, "name": q.name, "policy": policy, "operator_policy": operator,
+                    "effective_policy_definition": settings, "durable": q.durable, "auto_delete": q.auto_delete,
+                    "exclusive": q.exclusive_owner is not None, "arguments": printable(q.arguments)})
+    return out
+
+
+_LISTINGS: dict[str, Callable[[Registry, dict], list[dict]]] = {
+    "list_vhosts": _vhosts, "list_users": _users, "list_permissions": _permissions,
+    "list_policies": _policies(False), "list_operator_policies": _policies(True), "list_exchanges": _exchanges,
+    "list_bindings": _bindings, "queue_policies": _queue_policies,
+}
+LISTING_OPS = frozenset(_LISTINGS) | {"status"}
+
+
+def listing(reg: Registry, op: str, args: dict, *, queue_hosts: int, connection_hosts: list[str],
+            pid: int) -> Any:
+    """The answer to listing `op` (one of LISTING_OPS)."""
+    if op == "status":
+        return {"vhosts": len(reg.vhosts()), "users": len(reg.users()), "queues": len(reg.queues()),
+                "exchanges": len(reg.exchanges()), "queue_hosts": queue_hosts,
+                "connection_hosts": sorted(connection_hosts), "pid": pid}
+    rows = _LISTINGS.get(op)
+    return rows(reg, args) if rows is not None else {"error": f"unknown op {op!r}", "exit": 64}
+
+
+def printable(args: dict) -> dict:
+    """Field-table values as JSON can carry them (bytes as text)."""
+    return {k: (v.decode("utf-8", "replace") if isinstance(v, bytes) else v if isinstance(v, (str, int, float, bool))
+                or v is None else repr(v)) for k, v in args.items()}

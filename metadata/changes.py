@@ -1,0 +1,160 @@
+"""The registry's change records: what one applied command did, as data every copy can replay.
+
+Theory of operation: the authoritative registry expresses the whole effect of a command, cascades
+included, as a list of these records, applying each to itself as it produces it (registry.py).
+Every other copy (each host's replica, a registry rebuilt from the definitions file, a late joiner
+fed a snapshot) only applies records, so after the same records every copy holds the same state.
+A snapshot is itself a record list that starts with `Reset`.
+
+Invariants:
+- applying a record never fails on a copy that held the state the authority held when it made it:
+  records carry no validation, only facts;
+- a queue or exchange is deleted only after the `Unbound` records of every binding that names it,
+  so every prefix of a record list leaves a consistent registry;
+- `VhostDeleted` drops the vhost with its exchanges, queues, bindings and policies in one step
+  (its permissions are cleared by `PermissionCleared` records before it).
+
+The records are frozen dataclasses of plain values (str, int, bool, bytes, dict, tuple), so they
+cross processes inside `MetadataChanged` (actors/messages/node.py registers them as messages) and
+they are what the definitions file encodes (definitions.py). Sequences arrive as tuples from
+msgpack; `tags` is a tuple for that reason.
+"""
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Hashable
+
+# -- the whole state --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Reset:
+    """Forget everything (the first record of a snapshot)."""
+
+
+# -- topology: vhosts, exchanges, queues, bindings --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VhostCreated:
+    vhost: str
+
+
+@dataclass(frozen=True, slots=True)
+class VhostDeleted:
+    vhost: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeCreated:
+    vhost: str
+    name: str
+    type: str
+    durable: bool
+    auto_delete: bool
+    internal: bool
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeDeleted:
+    vhost: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueCreated:
+    vhost: str
+    name: str
+    durable: bool
+    exclusive_owner: Hashable | None  # the connection that owns an exclusive queue
+    auto_delete: bool
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDeleted:
+    vhost: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Binding:
+    vhost: str
+    source: str
+    destination_kind: str  # "queue" or "exchange"
+    destination: str
+    routing_key: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Bound(_Binding):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Unbound(_Binding):
+    pass
+
+
+# -- access: users and permissions ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UserSet:
+    """A user added, or its password hash or tags replaced (only hashes, never passwords)."""
+
+    name: str
+    password_hash: str
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UserDeleted:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionSet:
+    user: str
+    vhost: str
+    configure: str
+    write: str
+    read: str
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionCleared:
+    user: str
+    vhost: str
+
+
+# -- policies ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySet:
+    vhost: str
+    name: str
+    pattern: str
+    apply_to: str
+    definition: dict[str, Any]
+    priority: int
+    operator: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyCleared:
+    vhost: str
+    name: str
+    operator: bool
+
+
+Change = (Reset | VhostCreated | VhostDeleted | ExchangeCreated | ExchangeDeleted | QueueCreated | QueueDeleted
+          | Bound | Unbound | UserSet | UserDeleted | PermissionSet | PermissionCleared | PolicySet | PolicyCleared)
+RECORDS: tuple[type, ...] = typing.get_args(Change)
+# how a command hands its records to the registry, which applies each one as it is emitted
+Emit = Callable[[Change], None]

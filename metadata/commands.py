@@ -1,0 +1,185 @@
+"""The registry machine's command set: every change to vhosts, users, permissions, policies,
+exchanges, queues and bindings is one of these commands, applied in one place,
+`Registry.apply_command(cmd) -> (result, changes)` (registry.py).
+
+Theory of operation: a command is a frozen record of plain values that says everything its
+outcome depends on besides the registry's state, so applying it is a deterministic function of
+(state, command): the same command log applied to the same start state gives the same results,
+the same change records (changes.py) and the same state on every copy. That is what lets the
+metadata be replicated as a Raft log of these commands (issue 11): whoever proposes a command
+decides its inputs before proposing, e.g. a server-named queue's name (`PutQueue.server_named`,
+named by `Registry.fresh_queue_name`) and a password's salted hash (`AddUser.password_hash`: the
+plain password never enters a command). Validation happens when the command is applied, against
+the state it is applied to, exactly as RabbitMQ 3.10 validates (first failure wins); a refused
+command produces no change records.
+
+Results, by command: topology commands answer AMQP errors as values (`AmqpError`, wire/errors.py),
+admin commands answer `AdminError` values (admin_errors.py):
+- `PutExchange`, `RemoveExchange`, `AddBinding`, `RemoveBinding`: None or an AmqpError;
+- `PutQueue`: the QueueRecord (`created` set when this command made it) or an AmqpError;
+- `RemoveQueue`: the removed QueueRecord, None when there was none (RabbitMQ answers delete-ok), or
+  an AmqpError;
+- `RemoveOwnedQueues`: the QueueRecords removed (an owner connection closed);
+- `AddVhost`: None; `RemoveVhost`: the QueueRecords that went with the vhost, or an AdminError;
+- user, permission and policy commands: None or an AdminError.
+
+Deliberately not commands: queries (passive declares, access checks, listings) change nothing and
+are answered from a copy (registry.py's query methods). Queue-level if-unused / if-empty are the
+queue actor's to check before `RemoveQueue` is applied.
+"""
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Hashable
+
+# -- topology -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PutExchange:
+    """exchange.declare (not passive): create, or check equivalence with the existing exchange."""
+
+    vhost: str
+    name: str
+    type: str
+    durable: bool = False
+    auto_delete: bool = False
+    internal: bool = False
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveExchange:
+    vhost: str
+    name: str
+    if_unused: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PutQueue:
+    """queue.declare (not passive). `server_named`: the proposer chose `name` for a declare that
+    named no queue, so the reserved "amq." prefix is the server's own and is allowed."""
+
+    vhost: str
+    name: str
+    durable: bool = False
+    exclusive: bool = False
+    auto_delete: bool = False
+    arguments: dict[str, Any] = field(default_factory=dict)
+    owner: Hashable | None = None
+    server_named: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveQueue:
+    vhost: str
+    name: str
+    owner: Hashable | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Binding:
+    vhost: str
+    destination_kind: str  # "queue" (queue.bind) or "exchange" (exchange.bind)
+    destination: str
+    source: str
+    routing_key: str = ""
+    arguments: dict[str, Any] = field(default_factory=dict)
+    owner: Hashable | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AddBinding(_Binding):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveBinding(_Binding):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveOwnedQueues:
+    """The connection `owner` closed: its exclusive queues go, with their bindings."""
+
+    owner: Hashable
+
+
+# -- vhosts, users, permissions -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AddVhost:
+    vhost: str
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveVhost:
+    vhost: str
+
+
+@dataclass(frozen=True, slots=True)
+class AddUser:
+    name: str
+    password_hash: str
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveUser:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePassword:
+    name: str
+    password_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetUserTags:
+    name: str
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SetPermissions:
+    user: str
+    vhost: str
+    configure: str
+    write: str
+    read: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClearPermissions:
+    user: str
+    vhost: str
+
+
+# -- policies -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SetPolicy:
+    vhost: str
+    name: str
+    pattern: str
+    definition: dict[str, Any]
+    priority: int = 0
+    apply_to: str = "all"
+    operator: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClearPolicy:
+    vhost: str
+    name: str
+    operator: bool = False
+
+
+Command = (PutExchange | RemoveExchange | PutQueue | RemoveQueue | AddBinding | RemoveBinding | RemoveOwnedQueues
+           | AddVhost | RemoveVhost | AddUser | RemoveUser | ChangePassword | SetUserTags | SetPermissions
+           | ClearPermissions | SetPolicy | ClearPolicy)
+COMMANDS: tuple[type, ...] = typing.get_args(Command)
