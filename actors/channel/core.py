@@ -58,6 +58,7 @@ from actors.messages.node import (
     QueuesGone, UnbindExchange, UnbindQueue,
 )
 from actors.messages.runtime import Undelivered
+from actors.placement import node_of
 from effects import ChannelFinished, CloseConnection, Send, Write
 from metadata import names, texts
 from metadata.registry import EXCHANGE_TYPES
@@ -119,6 +120,7 @@ class ChannelCore:
         self._pub: dict[Hashable, list] = {}       # queue -> publishes of this flush
         self._settlements: dict[Hashable, tuple[list, list, list]] = {}
         self._touched: set[Hashable] = set()       # queues that may hold our consumers/unacked
+        self.down_nodes: frozenset[str] = frozenset()  # nodes the cluster sees down
         self._waiting: int | None = None           # request id of the call in progress
         self._then: Callable[[Reply], None] | None = None
         self._backlog: deque[Command] = deque()
@@ -488,7 +490,11 @@ class ChannelCore:
         if isinstance(found, AmqpError):
             self._error(found, method)
             return None
-        return self.place(self.vhost, found.name)
+        queue = self.place(self.vhost, found.name)
+        if self.down_nodes and node_of(queue.host) in self.down_nodes:
+            self._error(texts.home_node_down(node_of(queue.host), found.name, self.vhost), method)
+            return None
+        return queue
 
     def _queue_purge(self, cmd: Command) -> None:
         x = cmd.method
@@ -752,6 +758,8 @@ class ChannelCore:
                                 routing_key=x.routing_key)
             self._frames.extend(content_frames(self.number, ret, header, body, self.frame_max))
         seq = tracker.publish(queues) if tracker is not None else 0
+        if self.down_nodes:
+            queues = self._reachable(queues, seq, tracker)
         record = _new(Published, (seq, x.exchange, x.routing_key, header, body))  # half of Published(...)'s cost
         pub = self._pub
         for queue in queues:
@@ -761,6 +769,25 @@ class ChannelCore:
             else:
                 batch.append(record)
         # confirms of unroutable publishes go out once per flush (after this batch's returns)
+
+    def _reachable(self, queues: list, seq: int, tracker: ConfirmTracker | None) -> list:
+        """The queues whose node is up; a publish to a queue on a down node is nacked at once, as
+        RabbitMQ's channel nacks what it sent to a queue process that went down."""
+        down = [q for q in queues if node_of(q.host) in self.down_nodes]
+        if down and tracker is not None:
+            for queue in down:
+                tracker.refused(queue, [seq])
+        return [q for q in queues if q not in down] if down else queues
+
+    def nodes_down(self, down: frozenset[str]) -> None:
+        """The nodes the cluster sees down now: what was in flight to their queues is lost."""
+        newly = down - self.down_nodes
+        self.down_nodes = down
+        if not newly:
+            return
+        for host in sorted({q.host for q in self._touched_queues()}):
+            if node_of(host) in newly:
+                self._queue_host_restarted(host)
 
     def _confirmed(self, queue: Hashable, upto: int) -> None:
         if self._commit is not None:

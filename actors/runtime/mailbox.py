@@ -139,6 +139,27 @@ class Runtime:
             if old is not None:
                 self._close_push(old)
 
+    def peers_down(self, hosts: set[str]) -> None:
+        """The nodes of `hosts` are down: every local actor forgets its links to actors there, so
+        no credit stays lent to a peer that will never grant it back (credit_flow:peer_down)."""
+        for name, ledger in list(self._ledgers.items()):
+            was_blocked = ledger.blocked()
+            for link in ledger.links():
+                if link.host in hosts:
+                    ledger.forget(link)
+            pending = self._pending.get(name)
+            if pending:
+                for link in [link for link in pending if link.host in hosts]:
+                    del pending[link]
+            if was_blocked and not ledger.blocked():
+                me = Address(self.host, name)
+                for link, n in ledger.release_deferred():
+                    self._send_credit(me, link, n)
+                self._observe(name, ledger)
+                on_unblocked = getattr(self._actors.get(name), "on_unblocked", None)
+                if on_unblocked is not None:
+                    on_unblocked()
+
     async def close(self) -> None:
         """Flush what was sent, then close every socket."""
         if self._flush_scheduled:
