@@ -126,12 +126,10 @@ def families(view: View, per_object: bool) -> list[Family]:
          [({}, t.get("channels_opened", 0))]),
         ("rabbitmq_channels_closed_total", COUNTER, "Total number of channels closed",
          [({}, t.get("channels_opened", 0) - t.get("channels", 0))]),
-        ("rabbitmq_alarms_memory_used_watermark", GAUGE,
-         "is 1 if VM memory watermark alarm is in effect", [({}, int(bool(f.get("mem_alarm"))))]),
-        ("rabbitmq_alarms_free_disk_space_watermark", GAUGE,
-         "is 1 if free disk space watermark alarm is in effect", [({}, int(bool(f.get("disk_free_alarm"))))]),
-        ("rabbitmq_alarms_file_descriptor_limit", GAUGE,
-         "is 1 if file descriptor limit alarm is in effect", [({}, 0)]),
+    ]
+    if not per_object:  # rabbitmq_prometheus leaves the alarms out of the per-object endpoint
+        out += alarms(f)
+    out += [
         ("rabbitmq_process_resident_memory_bytes", GAUGE, "Memory used in bytes", [({}, f.get("mem_used", 0))]),
         ("rabbitmq_resident_memory_limit_bytes", GAUGE, "Memory high watermark in bytes",
          [({}, f.get("mem_limit", 0))]),
@@ -162,10 +160,18 @@ def families(view: View, per_object: bool) -> list[Family]:
                 else [({}, sum(c["channels"] for c in s.connections))]))
     return out
 
+def alarms(f: dict[str, Any]) -> list[Family]:
+    return [("rabbitmq_alarms_memory_used_watermark", GAUGE, "is 1 if VM memory watermark alarm is in effect",
+             [({}, int(bool(f.get("mem_alarm"))))]),
+            ("rabbitmq_alarms_free_disk_space_watermark", GAUGE,
+             "is 1 if free disk space watermark alarm is in effect", [({}, int(bool(f.get("disk_free_alarm"))))]),
+            ("rabbitmq_alarms_file_descriptor_limit", GAUGE, "is 1 if file descriptor limit alarm is in effect",
+             [({}, 0)])]
+
+
 def prometheus_name(name: str, kind: str) -> str:
     """The name to give prometheus_client, which appends `_total` to counters itself."""
     return name[:-len("_total")] if kind == COUNTER and name.endswith("_total") else name
 
 def family_names(fams: list[Family]) -> list[str]:
     return [name for name, *_ in fams]
-

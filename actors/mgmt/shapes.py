@@ -230,24 +230,31 @@ def overview(view: View, vhosts: set[str], listeners: list[dict]) -> dict:
         "release_series_support_status": "supported", "statistics_db_event_queue": 0,
         "sample_retention_policies": {"global": [600, 3600, 28800, 86400], "basic": [600, 3600], "detailed": [600]},
         "exchange_types": [{"name": n, "description": d, "enabled": True} for n, d in EXCHANGE_TYPES],
-        "message_stats": message_stats(counters, rates, CHANNEL_COUNTERS),
+        "message_stats": message_stats(counters, rates, CHANNEL_COUNTERS + ("disk_reads", "disk_writes")),
         "queue_totals": with_details(depth, rates),
         "object_totals": {"connections": sum(1 for c in sample.connections if c["vhost"] in vhosts),
                           "channels": sum(1 for c in sample.channels if c["vhost"] in vhosts),
                           "consumers": sum(1 for c in sample.consumers if c["vhost"] in vhosts),
                           "exchanges": sum(1 for x in reg.exchanges() if x.vhost in vhosts),
                           "queues": sum(1 for q in reg.queues() if q.vhost in vhosts)},
-        "churn_rates": {name: sample.totals.get(key, 0) for name, key in (
-            ("connection_created", "connections_opened"), ("channel_created", "channels_opened"))} | {
-            "connection_closed": sample.totals.get("connections_opened", 0) - sample.totals.get("connections", 0),
-            "channel_closed": sample.totals.get("channels_opened", 0) - sample.totals.get("channels", 0)},
+        "churn_rates": churn(sample.totals),
         "listeners": listeners, "contexts": [],
     }
 
 
+def churn(totals: dict[str, int]) -> dict:
+    """Connections and channels opened and closed since the node started (queue churn is not counted)."""
+    counts = {"connection_created": totals.get("connections_opened", 0),
+              "connection_closed": totals.get("connections_opened", 0) - totals.get("connections", 0),
+              "channel_created": totals.get("channels_opened", 0),
+              "channel_closed": totals.get("channels_opened", 0) - totals.get("channels", 0),
+              "queue_created": 0, "queue_declared": 0, "queue_deleted": 0}
+    return with_details(counts, {})
+
+
 def node(view: View) -> dict:
     f = view.facts
-    return {"name": view.node, "type": "disc", "running": True, "os_pid": str(f.get("pid", "")),
+    return {**churn(view.sample.totals),"name": view.node, "type": "disc", "running": True, "os_pid": str(f.get("pid", "")),
             "mem_used": f.get("mem_used", 0), "mem_limit": f.get("mem_limit", 0), "mem_alarm": f.get("mem_alarm", False),
             "disk_free": f.get("disk_free", 0), "disk_free_limit": f.get("disk_free_limit", 0),
             "disk_free_alarm": f.get("disk_free_alarm", False), "fd_used": f.get("fd_used", 0),
