@@ -2,7 +2,8 @@
 // Credentials are kept in sessionStorage and sent as HTTP basic auth, as RabbitMQ's UI does.
 "use strict";
 
-const POLL_MS = 5000;          // RabbitMQ's sample interval
+// RabbitMQ's sample interval; `?poll=MS` in the page's URL changes it (the browser tests use it)
+const POLL_MS = Number(new URLSearchParams(location.search).get("poll")) || 5000;
 const HISTORY = 60;            // points kept per chart series
 const history = { at: [], depth: { ready: [], unacked: [] }, rates: { publish: [], deliver: [], ack: [] } };
 const COLOURS = { ready: "#e8a33d", unacked: "#4a7fc1", publish: "#d9534f", deliver: "#5cb85c", ack: "#8e6bbf" };
