@@ -45,7 +45,6 @@ class StatsCollector:
         self.facts: dict[str, Any] = {"pid": os.getpid(), "processors": os.cpu_count() or 1,
                                       "mem_limit": mem_limit, "disk_free_limit": disk_free_limit,
                                       "data_dir": data_dir or ""}
-        self.rounds = 0
         self._memory = NodeMemory(data_dir) if data_dir else None
         self._started = time.monotonic()
         self._rid = 0
@@ -83,7 +82,6 @@ class StatsCollector:
         self.sample = merge(at_ms, self._answers)
         self.rates.observe(at_ms, rate_values(self.sample))
         self._measure()
-        self.rounds += 1
         return self.sample
 
     def receive(self, sender: Address, msg: Any) -> None:

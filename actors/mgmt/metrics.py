@@ -172,6 +172,3 @@ def alarms(f: dict[str, Any]) -> list[Family]:
 def prometheus_name(name: str, kind: str) -> str:
     """The name to give prometheus_client, which appends `_total` to counters itself."""
     return name[:-len("_total")] if kind == COUNTER and name.endswith("_total") else name
-
-def family_names(fams: list[Family]) -> list[str]:
-    return [name for name, *_ in fams]

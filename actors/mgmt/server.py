@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Awaitable, Callable, Iterator
 from urllib.parse import parse_qsl
 
 import structlog
@@ -115,15 +115,8 @@ class Management:
             return parsed
         routing_key, props, payload = parsed
         exchange = "" if args["name"] == "amq.default" else args["name"]
-        try:
-            session = await Session.open(self.amqp_port, caller.name, caller.password, args["vhost"])
-            try:
-                routed = await session.publish(exchange, routing_key, props_from_json(props), payload)
-            finally:
-                await session.close()
-        except BrokerError as e:
-            return changes.bad_request(str(e))
-        return changes.Answer(200, {"routed": routed})
+        return await self._over_amqp(caller, args["vhost"], lambda session: session.publish(
+            exchange, routing_key, props_from_json(props), payload), lambda routed: {"routed": routed})
 
     async def _get(self, caller: auth.Caller, args: dict, body: Any) -> changes.Answer:
         if not auth.may_manage_vhost(self.node.core.registry, caller, args["vhost"]):
@@ -132,17 +125,24 @@ class Management:
         if isinstance(parsed, changes.Answer):
             return parsed
         count, ackmode, encoding, truncate = parsed
+        return await self._over_amqp(caller, args["vhost"], lambda session: session.get(args["name"], count, ackmode),
+                                     lambda got: [peek.get_row(ok.exchange, ok.routing_key, ok.redelivered,
+                                                               ok.message_count, props_to_json(properties(header)),
+                                                               payload, encoding, truncate)
+                                                  for ok, header, payload in got])
+
+    async def _over_amqp(self, caller: auth.Caller, vhost: str, work: Callable[[Session], Awaitable[Any]],
+                         shape: Callable[[Any], Any]) -> changes.Answer:
+        """`work` on a connection to this node as the caller; a broker error is RabbitMQ's 400."""
         try:
-            session = await Session.open(self.amqp_port, caller.name, caller.password, args["vhost"])
+            session = await Session.open(self.amqp_port, caller.name, caller.password, vhost)
             try:
-                got = await session.get(args["name"], count, ackmode)
+                result = await work(session)
             finally:
                 await session.close()
         except BrokerError as e:
             return changes.bad_request(str(e))
-        return changes.Answer(200, [peek.get_row(ok.exchange, ok.routing_key, ok.redelivered, ok.message_count,
-                                                 props_to_json(properties(header)), payload, encoding, truncate)
-                                    for ok, header, payload in got])
+        return changes.Answer(200, shape(result))
 
     async def scrape(self, request: web.Request) -> web.Response:
         registry = CollectorRegistry(auto_describe=False)

@@ -38,6 +38,25 @@ def key_paths(body: object, prefix: str = "") -> list[str]:
     return sorted(out)
 
 
+def shape_traffic(amqp_port: int) -> pika.BlockingConnection:
+    """The objects and traffic the shapes are recorded with (the tests make the same on warren):
+    a classic and a quorum queue with 50 messages each, a topic exchange, a consumer holding 5."""
+    conn = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", amqp_port))
+    ch = conn.channel()
+    ch.confirm_delivery()
+    ch.queue_declare("shape_q", durable=True)
+    ch.queue_declare("shape_qq", durable=True, arguments={"x-queue-type": "quorum"})
+    ch.exchange_declare("shape_x", "topic", durable=True)
+    ch.queue_bind("shape_q", "shape_x", "a.#")
+    for i in range(50):
+        ch.basic_publish("shape_x", "a.b", b"hello %d" % i)
+        ch.basic_publish("", "shape_qq", b"q%d" % i)
+    ch2 = conn.channel()
+    ch2.basic_qos(prefetch_count=5)
+    ch2.basic_consume("shape_q", lambda *_: None)
+    return conn
+
+
 def main(mgmt_port: int, amqp_port: int) -> None:
     base = f"http://127.0.0.1:{mgmt_port}"
 
@@ -69,19 +88,7 @@ def main(mgmt_port: int, amqp_port: int) -> None:
             entry["keys"] = key_paths(answer)
         shapes[name] = entry
 
-    conn = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", amqp_port))
-    ch = conn.channel()
-    ch.confirm_delivery()
-    ch.queue_declare("shape_q", durable=True)
-    ch.queue_declare("shape_qq", durable=True, arguments={"x-queue-type": "quorum"})
-    ch.exchange_declare("shape_x", "topic", durable=True)
-    ch.queue_bind("shape_q", "shape_x", "a.#")
-    for i in range(50):
-        ch.basic_publish("shape_x", "a.b", b"hello %d" % i)
-        ch.basic_publish("", "shape_qq", b"q%d" % i)
-    ch2 = conn.channel()
-    ch2.basic_qos(prefetch_count=5)
-    ch2.basic_consume("shape_q", lambda *_: None)
+    conn = shape_traffic(amqp_port)
     deadline = time.monotonic() + 12  # two of the oracle's 5 s samples, so message_stats exist
     while time.monotonic() < deadline:
         conn.process_data_events(0.5)

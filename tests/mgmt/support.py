@@ -53,11 +53,11 @@ class MgmtNode:
             return resp.read().decode()
 
 
-def start_mgmt_node(data_dir: Path) -> MgmtNode:
+def start_mgmt_node(data_dir: Path, sample_ms: int = SAMPLE_MS) -> MgmtNode:
     api, prom = free_port(), free_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     conf = data_dir / "warren.conf"
-    conf.write_text(f"collect_statistics_interval = {SAMPLE_MS}\n")
+    conf.write_text(f"collect_statistics_interval = {sample_ms}\n")
     node = start_node(data_dir, "--config", str(conf), "--management-port", str(api), "--prometheus-port", str(prom))
     return MgmtNode(node, api, prom)
 

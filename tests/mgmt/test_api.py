@@ -5,10 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pika
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.mgmt.record_oracle import shape_traffic
 from tests.mgmt.support import RABBITMQADMIN, key_paths, oracle, start_mgmt_node
 from tests.waiting import until
 
@@ -27,19 +27,7 @@ NOT_YET = {"exchanges": {"message_stats"}, "exchange": {"message_stats"}}
 @pytest.fixture(scope="module")
 def mgmt(tmp_path_factory):
     m = start_mgmt_node(tmp_path_factory.mktemp("mgmt"))
-    conn = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", m.node.port))
-    ch = conn.channel()
-    ch.confirm_delivery()
-    ch.queue_declare("shape_q", durable=True)
-    ch.queue_declare("shape_qq", durable=True, arguments={"x-queue-type": "quorum"})
-    ch.exchange_declare("shape_x", "topic", durable=True)
-    ch.queue_bind("shape_q", "shape_x", "a.#")
-    for i in range(50):
-        ch.basic_publish("shape_x", "a.b", b"hello %d" % i)
-        ch.basic_publish("", "shape_qq", b"q%d" % i)
-    ch2 = conn.channel()
-    ch2.basic_qos(prefetch_count=5)
-    ch2.basic_consume("shape_q", lambda *_: None)
+    conn = shape_traffic(m.node.port)
     conn.process_data_events(0.2)
     until(lambda: m.get("/api/queues/%2F/shape_q").get("message_stats", {}).get("deliver") == 5
           and m.get("/api/channels"), "the sample to show the consumer's deliveries")
