@@ -6,6 +6,8 @@ nodes and it learns where theirs listen and which nodes are up.
 - node: the NodeActor (the node's metadata decisions) with the node's copy of the registry, the
   metadata Raft group's member on this node with its own WAL under `coordination/` (as RabbitMQ's
   Khepri runs in its own Ra system), and the ClusterActor (membership, joins) on the cluster port.
+- The node host also runs the management HTTP API, web UI and Prometheus endpoint when their
+  ports are set (actors/mgmt/).
 - queueN: a QueueManager that creates the classic queue actors placed on this host (their group
   commit: actors/queue/group_commit.py), the host's durable storage (persist/classic/host_storage.py:
   message stores, queue indexes) on a RealDisk, and its housekeeping (actors/queue/housekeeping.py:
@@ -39,6 +41,8 @@ from actors.placement import (CLUSTER_NAME, META_NAME, NODE_KIND, QUEUE_MANAGER_
                               host_of, node_address, queue_address, queue_kind)
 from metadata import definitions
 from metadata.registry import Registry
+from actors.messages.stats import REPORTER_NAME
+from actors.mgmt.reporters import ConnectionHostReporter, QueueHostReporter
 from actors.queue.housekeeping import Housekeeping, NodeMemory
 from actors.queue.manager import QueueManager
 from persist.classic.host_storage import HostStorage
@@ -104,6 +108,9 @@ async def node_host(runtime: Any, spec: Any) -> None:
             return await _forget(cluster, node, args["node"])
         return _host_info(op)
     runtime.control = control
+    if cfg.get("management_port") or cfg.get("prometheus_port"):
+        from actors.mgmt.launch import start_management  # only then: aiohttp costs the node host ~13 MB
+        await start_management(runtime, node, cfg)
 
 
 def _definitions_to_import(data_dir: str) -> tuple:
@@ -162,6 +169,7 @@ def queue_host(runtime: Any, spec: Any) -> None:
     manager = QueueManager(runtime, QUEUE_MANAGER_NAME, replica.registry, node_address(me), storage,
                            replica.ready.is_set)
     runtime.spawn(QUEUE_MANAGER_NAME, manager)
+    runtime.spawn(REPORTER_NAME, QueueHostReporter(runtime, manager))
     if storage is not None:
         # paging starts at vm_memory_high_watermark_paging_ratio x vm_memory_high_watermark x RAM
         threshold = int(float(cfg.get("vm_memory_high_watermark", 0.4))
@@ -196,6 +204,7 @@ async def connection_host(runtime: Any, spec: Any) -> None:
     runtime.spawn(ROUTER_NAME, replica)
     ClusterView(runtime, me, on_nodes=tell_channels_nodes(ctx), on_node_started=replica.subscribe).start()
     runtime.spawn(CONNECTION_ADMIN_NAME, ConnectionAdmin(ctx))
+    runtime.spawn(REPORTER_NAME, ConnectionHostReporter(runtime, ctx))
     replica.subscribe()
     await asyncio.wait_for(replica.ready.wait(), subscribe_timeout_s)
     loop = asyncio.get_running_loop()

@@ -33,7 +33,9 @@ CORE_MODULES = [
     "actors/channel/core.py", "actors/channel/confirms.py", "actors/channel/acks.py",
     "actors/channel/lazy_headers.py", "actors/reader/core.py", "actors/queue/core.py",
     "actors/queue/priority.py", "actors/queue/consumers.py", "persist/wal/core.py", "persist/wal/records.py",
-    "actors/cluster/membership.py",
+    "actors/cluster/membership.py", "actors/mgmt/counters.py", "actors/mgmt/rates.py", "actors/mgmt/sample.py",
+    "actors/mgmt/auth.py", "actors/mgmt/paths.py", "actors/mgmt/shapes.py", "actors/mgmt/changes.py",
+    "actors/mgmt/reads.py", "actors/mgmt/peek.py", "actors/mgmt/metrics.py",
 ]
 # What a core in actors/ may not import: the runtime's machinery, host entries, shells.
 SHELL_MODULES = ("actors.runtime.mailbox", "actors.runtime.host", "actors.runtime.supervisor",

@@ -53,6 +53,7 @@ from actors.messages.channel_queue import (
     Rejected, Settle,
 )
 from actors.messages.direct_reply import DirectReply
+from actors.mgmt.counters import MessageCounters
 from actors.messages.node import (
     BindExchange, BindQueue, DeclareExchange, DeclareQueue, DeleteExchange, DeleteQueue, QueueHostRestarted,
     QueuesGone, UnbindExchange, UnbindQueue,
@@ -132,6 +133,7 @@ class ChannelCore:
         self.confirm: ConfirmTracker | None = None
         self.tx: list | None = None                # buffered publishes/settlements in tx mode
         self._commit: tuple[ConfirmTracker, int] | None = None  # tx.commit waiting for queues
+        self.counters = MessageCounters()           # message_stats (actors/mgmt/counters.py)
 
     # ------------------------------------------------------------------ inputs
     def command(self, cmd: Command) -> None:
@@ -624,8 +626,11 @@ class ChannelCore:
         ack_required = found[1]
         number, frame_max, write, now = self.number, self.frame_max, self._frames.extend, self.now
         dtag = self._delivery_tag
+        redelivers = 0
         for msg_id, redelivered, exchange, routing_key, header, body in messages:
             dtag += 1
+            if redelivered:
+                redelivers += 1
             deliver = m.BasicDeliver(consumer_tag=tag, delivery_tag=dtag, redelivered=redelivered,
                                      exchange=exchange, routing_key=routing_key)
             write(content_frames(number, deliver, header, body, frame_max))
@@ -633,6 +638,12 @@ class ChannelCore:
                 self.unacked.add(dtag, Outstanding(queue, msg_id, tag, now))
         self._delivery_tag = dtag
         self.qos.delivered(tag, len(messages))
+        counters = self.counters
+        if ack_required:
+            counters.deliver += len(messages)
+        else:
+            counters.deliver_no_ack += len(messages)
+        counters.redeliver += redelivers
 
     def _basic_get(self, cmd: Command) -> None:
         x = cmd.method
@@ -647,9 +658,16 @@ class ChannelCore:
                 return
             got, remaining = result.value.message, result.value.remaining
             if got is None:
+                self.counters.get_empty += 1
                 self._send_method(m.BasicGetEmpty())
                 return
             msg_id, redelivered, exchange, routing_key, header, body = got
+            if ack_required:
+                self.counters.get += 1
+            else:
+                self.counters.get_no_ack += 1
+            if redelivered:
+                self.counters.redeliver += 1
             self._delivery_tag += 1
             if ack_required:
                 self.unacked.add(self._delivery_tag, Outstanding(queue, msg_id, None, self.now))
@@ -677,6 +695,8 @@ class ChannelCore:
 
     def _apply_settle(self, entries: list[Outstanding], how: str) -> None:
         per_consumer: dict[str, int] = {}
+        if how == "ack":
+            self.counters.ack += len(entries)
         for queue, msg_id, ctag, _ in entries:
             if queue is None:  # an orphan of a queue host that restarted
                 continue
@@ -753,10 +773,16 @@ class ChannelCore:
 
     def _route(self, queues: list, x: m.BasicPublish, header: bytes, body: bytes,
                tracker: ConfirmTracker | None) -> None:
-        if not queues and x.mandatory:
-            ret = m.BasicReturn(reply_code=312, reply_text="NO_ROUTE", exchange=x.exchange,
-                                routing_key=x.routing_key)
-            self._frames.extend(content_frames(self.number, ret, header, body, self.frame_max))
+        counters = self.counters
+        counters.publish += 1
+        if not queues:
+            if x.mandatory:
+                counters.return_unroutable += 1
+                ret = m.BasicReturn(reply_code=312, reply_text="NO_ROUTE", exchange=x.exchange,
+                                    routing_key=x.routing_key)
+                self._frames.extend(content_frames(self.number, ret, header, body, self.frame_max))
+            else:
+                counters.drop_unroutable += 1
         seq = tracker.publish(queues) if tracker is not None else 0
         if self.down_nodes:
             queues = self._reachable(queues, seq, tracker)
@@ -788,6 +814,12 @@ class ChannelCore:
         for host in sorted({q.host for q in self._touched_queues()}):
             if node_of(host) in newly:
                 self._queue_host_restarted(host)
+
+    def message_stats(self) -> dict[str, int]:
+        """The channel's counters (confirm: publishes confirmed or nacked to the client so far)."""
+        if self.confirm is not None:
+            self.counters.confirm = self.confirm.settled_count()
+        return self.counters.as_dict()
 
     def _confirmed(self, queue: Hashable, upto: int) -> None:
         if self._commit is not None:

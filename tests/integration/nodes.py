@@ -81,10 +81,15 @@ class Node:
 
 def start_node(data_dir: Path, *extra: str, port: int | None = None, cluster_port: int | None = None,
                wait: bool = True) -> Node:
-    """Start a node (`wait`: until it serves). The cluster port is a free one unless given: the
-    default (AMQP port + 20000) is out of range for most free ports."""
+    """Start a node (`wait`: until it serves); `extra` flags go to scripts.node_main. The cluster port
+    is a free one unless given (the default, AMQP port + 20000, is out of range for most free ports);
+    the management and Prometheus ports are off unless `extra` sets them (several test nodes must
+    not fight over 15672)."""
     port = port or free_port()
     cluster_port = cluster_port or free_port()
+    for flag in ("--management-port", "--prometheus-port"):
+        if flag not in extra:
+            extra = (*extra, flag, "0")
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir / "node.log"
     with open(log_path, "ab") as out:
