@@ -38,7 +38,7 @@ from actors.node.metadata_machine import MetadataMachine
 from actors.node.metadata_member import MEMBER_NAME, start_member
 from actors.node.shell import NodeActor
 from actors.placement import (CLUSTER_NAME, META_NAME, NODE_KIND, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME, ROUTER_NAME,
-                              host_of, node_address, queue_address, queue_kind)
+                              host_of, kind_of, node_address, queue_address, queue_kind)
 from metadata import definitions
 from metadata.registry import Registry
 from actors.messages.stats import REPORTER_NAME
@@ -82,7 +82,8 @@ async def node_host(runtime: Any, spec: Any) -> None:
     joining = known is None and bool(cfg.get("join"))
     bootstrap = known is None and not joining
     machine = MetadataMachine(registry, node.applied, node.restored)
-    member = start_member(runtime, data_dir, me, machine, bootstrap=bootstrap)
+    alone = bootstrap or (known is not None and set(known) == {me})  # never had a peer: its only voter
+    member = start_member(runtime, data_dir, me, machine, alone=alone)
     membership = Membership(me, runtime.tcp_endpoint, known or {me: runtime.tcp_endpoint},
                             address_of=lambda n: Address(host_of(n, NODE_KIND), CLUSTER_NAME))
     cluster = ClusterActor(runtime, membership, member, data_dir)
@@ -161,7 +162,7 @@ def queue_host(runtime: Any, spec: Any) -> None:
     storage = None
     if cfg.get("data_dir"):
         # a queue's directory is this host's when the node homes its queues here (actors/placement.py)
-        storage = HostStorage(RealDisk(cfg["data_dir"]), runtime.host,
+        storage = HostStorage(RealDisk(cfg["data_dir"]), kind_of(runtime.host),  # its directories: msg_stores/queueN/...
                               embed_below=cfg.get("queue_index_embed_msgs_below", 4096),
                               file_size_limit=cfg.get("msg_store_file_size_limit", 16 * 1024 * 1024),
                               placed_here=lambda vhost, name: host_of(me, queue_kind(vhost, name, cfg["queue_hosts"]))

@@ -6,7 +6,9 @@ The metadata group is one Raft group over every node (its member id on node N is
 the quorum queues' WAL), written through a WalActor in the node host, with the registry as its
 machine (metadata_machine.py). A node that starts a new cluster is the group's only voter; a node
 that joins starts with no voters, so it never stands for election, and learns the group's
-configuration from the leader that adds it; a restarted node takes the configuration from its log.
+configuration from the leader that adds it; a restarted node takes the configuration from its log
+(configuration entries or a snapshot), and one whose log holds none has never had a peer: it is
+still the only voter (`alone`).
 
 Timing: a tick every `tick_ms` (20 ms); elections after 15-30 ticks (0.3-0.6 s) of silence,
 heartbeats every 3 ticks. The metadata changes rarely and its node host is lightly loaded, so
@@ -39,12 +41,12 @@ settings = RaftSettings(election_ticks=15, heartbeat_ticks=3, max_inflight=4, ma
                         snapshot_interval=4096, append_per_turn=True, notify_commit=True)
 
 
-def start_member(runtime: Any, data_dir: str, node: str, machine: MetadataMachine, *, bootstrap: bool) -> MemberActor:
+def start_member(runtime: Any, data_dir: str, node: str, machine: MetadataMachine, *, alone: bool) -> MemberActor:
     loop = asyncio.get_running_loop()
     writer = WalWriter(RealDisk(str(Path(data_dir) / WAL_DIR)), wal_max_size_bytes, segment_max_entries)
     writer.recover()
     me = member_id(node)
-    voters = frozenset({me}) if bootstrap else frozenset()
+    voters = frozenset({me}) if alone else frozenset()
     core = RaftCore(me, ClusterConfig(voters), writer.member(me), machine, random.Random(), settings)
     member = MemberActor(runtime, Address(runtime.host, MEMBER_NAME), core, WalActor(writer, loop))
     runtime.spawn(MEMBER_NAME, member)

@@ -32,6 +32,7 @@ from actors.messages.raft import ChangeRefusedReply, Committed, CommittedBatch, 
 from actors.node import metadata_machine
 from actors.node.core import NodeCore, Startup
 from actors.node.listings import listing
+from actors.placement import kind_of
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
 from effects import AnswerAdmin, ProposeCommand
@@ -106,7 +107,7 @@ class NodeActor:
     def listing(self, op: str, args: dict) -> Any:
         """Answers that need no turn in the serial order (one of listings.LISTING_OPS)."""
         return listing(self.core.registry, op, args, queue_hosts=self.core.queue_hosts,
-                       connection_hosts=[sub.host for sub in self.core.connection_hosts()], pid=os.getpid())
+                       connection_hosts=[kind_of(sub.host) for sub in self.core.connection_hosts()], pid=os.getpid())
 
     # -- proposing ---------------------------------------------------------------------------
     def _propose(self, e: ProposeCommand) -> None:

@@ -159,6 +159,7 @@ class Reader(asyncio.BufferedProtocol):
                            capabilities=o.capabilities, rng=host.rng, user=o.user, address=address,
                            parse_address=Address.parse, consumer_timeout_ms=host.consumer_timeout_ms,
                            ticks_per_second=host.settings.ticks_per_second)
+        core.nodes_down(host.down_nodes)
         actor = ChannelActor(self, core, address, host.runtime)
         self.host.runtime.spawn(name, actor)
         self.channels[number] = actor
@@ -226,6 +227,7 @@ class ConnectionHostContext:
                  consumer_timeout_ms: int | None = consumer_timeout_default_ms) -> None:
         self.runtime = runtime
         self.node = node  # this node's node core
+        self.down_nodes: frozenset[str] = frozenset()  # the nodes the cluster sees down, for new channels
         self.consumer_timeout_ms = consumer_timeout_ms
         self.registry = registry
         self.place = place
@@ -287,7 +289,8 @@ def tell_channels_nodes(ctx: ConnectionHostContext) -> Callable[[list[str], list
     """The cluster view's on_nodes for a connection host: every channel learns which nodes are down;
     what was in flight to their queues is lost, as when a queue host restarts."""
     def on_nodes(up: list[str], down: list[str]) -> None:
+        ctx.down_nodes = frozenset(down)
         for ch in ctx.channels():
-            ch.core.nodes_down(frozenset(down))
+            ch.core.nodes_down(ctx.down_nodes)
             ch.flush()
     return on_nodes

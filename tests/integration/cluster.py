@@ -11,6 +11,7 @@ import signal
 import socket
 from pathlib import Path
 
+from actors.runtime.client import control
 from actors.runtime.ports import free_port
 from tests.integration.nodes import Node, start_node, wait_serving
 
@@ -60,6 +61,29 @@ class Cluster:
 
     def resume(self, name: str) -> None:
         self.nodes[name].signal_all(signal.SIGCONT)
+
+    def control(self, name: str, host: str, op: str, args: dict | None = None) -> object:
+        node = self.nodes[name]
+        port = int((node.data_dir / "admin_port").read_text())
+        return control(port, host, op, args or {})
+
+    def hosts(self, name: str) -> list[str]:
+        return list(self.control(name, "$supervisor", "hosts")["hosts"])
+
+    def partition(self, *sides: list[str]) -> None:
+        """Cut the nodes of each side off from every node of the other sides (no sides: heal)."""
+        everyone = [n for side in sides for n in side] if sides else self.names
+        for side in sides or [self.names]:
+            others = [self.node_name(n) for n in everyone if n not in side] if sides else []
+            for name in side:
+                for host in self.hosts(name):
+                    self.control(name, host, "partition", {"nodes": others})
+
+    def heal(self) -> None:
+        self.partition()
+
+    def cluster_status(self, name: str) -> dict:
+        return self.control(name, "node", "cluster_status")
 
     def stop(self) -> None:
         for node in self.nodes.values():
