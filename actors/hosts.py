@@ -42,6 +42,7 @@ from actors.placement import (CLUSTER_NAME, META_NAME, NODE_KIND, QUEUE_MANAGER_
 from metadata import definitions
 from metadata.registry import Registry
 from actors.messages.stats import REPORTER_NAME
+from actors.mgmt.collector import StatsCollector
 from actors.mgmt.reporters import ConnectionHostReporter, QueueHostReporter
 from actors.queue.housekeeping import Housekeeping, NodeMemory
 from actors.queue.manager import QueueManager
@@ -60,6 +61,7 @@ from wire.errors import CONNECTION_FORCED
 log = structlog.get_logger("warren.hosts")
 
 subscribe_timeout_s = 300.0  # a node whose peers are down waits for the metadata group this long
+control_stats_wait_ms = 5000  # how long warrenctl's cluster-wide listing waits for the queue hosts
 DEFINITIONS_FILE = "definitions.json"  # where a node kept its metadata before it was replicated
 
 
@@ -97,6 +99,9 @@ async def node_host(runtime: Any, spec: Any) -> None:
     node.start(Startup(bootstrap, cfg.get("default_user", "guest"), cfg.get("default_pass", "guest"), imported))
     if known is None:
         asyncio.ensure_future(_first_serve(node, cluster, data_dir))
+    queue_stats = StatsCollector(runtime, lambda: sorted(h for h in runtime.directory if kind_of(h).startswith("queue")),
+                                 control_stats_wait_ms, name="ctl-stats")
+    runtime.spawn(queue_stats.name, queue_stats)
 
     async def control(op: str, args: dict) -> Any:
         if op in ADMIN_OPS:
@@ -105,6 +110,8 @@ async def node_host(runtime: Any, spec: Any) -> None:
             return node.listing(op, args)
         if op == "cluster_status":
             return cluster.status()
+        if op == "cluster_queue_stats":  # warrenctl list_queues: every queue host of the cluster, once
+            return list((await queue_stats.collect()).queues.values())
         if op == "forget_cluster_node":
             return await _forget(cluster, node, args["node"])
         return _host_info(op)

@@ -105,8 +105,7 @@ def find_node(a: argparse.Namespace) -> Node:
 def _rows(node: Node, command: str, a: argparse.Namespace) -> list[dict]:
     vhost = getattr(a, "vhost", None)
     if command == "list_queues":
-        stats = {(s.get("vhost", "/"), s["name"]): s for host in node.queue_hosts()
-                 for s in node.ask(host, "list_queues")}
+        stats = {(s.get("vhost", "/"), s["name"]): s for s in node.ask("node", "cluster_queue_stats")}
         rows = []
         for q in node.ask("node", "queue_policies", {"vhost": vhost}):
             s = stats.get((q["vhost"], q["name"]), {})
