@@ -186,3 +186,26 @@ def test_a_node_with_another_cookie_is_refused_and_logged(cluster: Cluster, tmp_
         assert "stranger" not in json.dumps(cluster.cluster_status("n1"))
     finally:
         stranger.kill()
+
+
+def test_prefetch_holds_across_nodes_and_a_remote_delete_cancels_the_consumer(cluster: Cluster) -> None:
+    c2, ch2 = channel(cluster, "n2")
+    ch2.queue_declare("prefetched-n2")
+    ch2.confirm_delivery()
+    for i in range(20):
+        ch2.basic_publish("", "prefetched-n2", b"%d" % i)
+    c1, ch1 = channel(cluster, "n1")
+    ch1.basic_qos(prefetch_count=5)
+    held: list[int] = []
+    cancelled: list[str] = []
+    tag = ch1.basic_consume("prefetched-n2", lambda c, m, p, b: held.append(m.delivery_tag))
+    ch1.add_on_cancel_callback(lambda frame: cancelled.append(frame.method.consumer_tag))
+    until(lambda: c1.process_data_events(0.05) or len(held) >= 5, "the first five deliveries")
+    c1.process_data_events(0.3)  # a sixth would be a prefetch violation; give it its chance to show
+    assert len(held) == 5
+    ch1.basic_ack(held[-1], multiple=True)
+    until(lambda: c1.process_data_events(0.05) or len(held) >= 10, "five more after the acks")
+    c3, ch3 = channel(cluster, "n3")
+    ch3.queue_delete("prefetched-n2")  # deleted from a third node: the consumer on n1 hears basic.cancel
+    until(lambda: c1.process_data_events(0.05) or cancelled == [tag], "basic.cancel on n1")
+    c1.close(), c2.close(), c3.close()
