@@ -30,9 +30,12 @@ FORBIDDEN = {"zmq", "socket", "os", "time", "random", "threading", "asyncio", "s
 CORE_PACKAGES = ["effects", "wire", "flow", "metadata", "raft", "persist/classic", "actors/messages", "actors/quorum"]
 # Pure modules inside packages that also hold shells.
 CORE_MODULES = [
-    "actors/channel/core.py", "actors/channel/confirms.py", "actors/channel/acks.py",
-    "actors/channel/lazy_headers.py", "actors/reader/core.py", "actors/queue/core.py",
-    "actors/queue/priority.py", "actors/queue/consumers.py", "persist/wal/core.py", "persist/wal/records.py",
+    # the channel: every module but shell.py
+    *(f"actors/channel/{name}.py" for name in (
+        "core", "dispatch", "outbox", "lifecycle", "topology", "resources", "permissions", "publishing",
+        "publish_checks", "lazy_headers", "confirm_mode", "confirms", "transactions", "consuming", "basic_get",
+        "settling", "acks", "direct_reply", "reply_to", "generated_names", "lost_queues")),
+    "actors/reader/core.py", "actors/queue/core.py", "actors/queue/priority.py", "actors/queue/consumers.py", "persist/wal/core.py", "persist/wal/records.py",
     "actors/cluster/membership.py",
 ]
 # What a core in actors/ may not import: the runtime's machinery, host entries, shells.
