@@ -24,6 +24,8 @@ Rules kept here:
   calls: the core sends a request with a request id and stops taking commands; later commands wait
   in `_backlog`, in order, until the reply arrives. That keeps AMQP's per-channel ordering: a
   publish after a queue.declare is routed only after the declare has reached this host's replica.
+  A consumer cancelled by its queue during a call is cancelled after the call's answer, as in
+  RabbitMQ, whose channel is blocked in the call (queue.delete-ok before basic.cancel).
 - Errors are values: a soft error closes the channel (channel.close, then only close-ok is
   awaited), a hard one is handed to the connection with `CloseConnection`.
 - When the channel ends, every queue it touched gets `channel_down`, which requeues its unacked
@@ -101,6 +103,7 @@ class ChannelCore:
         self._waiting: int | None = None           # request id of the call in progress
         self._then: Callable[[Reply], None] | None = None
         self._backlog: deque[Command] = deque()
+        self._cancelled_during_call: list[str] | None = None  # None: no call in progress
         self._rid = 0
         self.delivery_tag = 0                      # the last one given out
         self.unacked = Unacked()
@@ -134,7 +137,10 @@ class ChannelCore:
         elif kind is Reply:
             self.reply(msg.rid, msg)
         elif kind is ConsumerCancelled:
-            consuming.server_cancel(self, msg.consumer_tag)
+            if self._cancelled_during_call is not None:
+                self._cancelled_during_call.append(msg.consumer_tag)
+            else:
+                consuming.server_cancel(self, msg.consumer_tag)
         elif kind is QueuesGone:
             for queue in msg.queues:
                 lost_queues.queue_deleted(self, queue)
@@ -178,8 +184,14 @@ class ChannelCore:
         self.out.frames.append(method_frame(self.number, method))
 
     def call(self, to: Hashable, request: Callable[[int], Any], then: Callable[[Reply], None]) -> None:
-        """Send `request(rid)` and take no command until its Reply (then `then(reply)`)."""
+        """Send `request(rid)` and take no command until its Reply (then `then(reply)`).
+
+        A consumer its queue cancels meanwhile is cancelled after the reply is answered: RabbitMQ's
+        channel is blocked in the call and reads the cancel from its mailbox afterwards, so a
+        channel deleting the queue it consumes from sends queue.delete-ok, THEN basic.cancel
+        (py-amqp raises ConsumerCancelled inside queue_delete on the other order)."""
         self.out.emit(Send(to, request(self.wait(then))))
+        self._cancelled_during_call = []
 
     def wait(self, then: Callable[[Reply], None]) -> int:
         """Take no command until the Reply with the returned request id (then `then(reply)`)."""
@@ -192,8 +204,11 @@ class ChannelCore:
         if rid != self._waiting:
             return  # a reply for a channel incarnation that was closed meanwhile
         then, self._then, self._waiting = self._then, None, None
+        cancelled, self._cancelled_during_call = self._cancelled_during_call, None
         if self.state == OPEN:
             then(result)
+        for tag in cancelled or ():
+            consuming.server_cancel(self, tag)
         while self.state == OPEN and self._waiting is None and self._backlog:
             dispatch(self, self._backlog.popleft())
 
@@ -228,6 +243,7 @@ class ChannelCore:
         must not be lost (or requeued). Only commands after the closing one are dropped."""
         self.out.emit_gathered()
         self._backlog.clear()
+        self._cancelled_during_call = None
         self.unacked.take_all()
         for tag in list(self.consumers):
             self.qos.remove(tag)
