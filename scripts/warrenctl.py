@@ -4,8 +4,10 @@ Finds the node through `<data_dir>/admin_port` (default data dir var/warren) and
 hosts with actors.runtime.client.control: admin changes go to the node host (which runs them in
 turn with the channels' requests and persists them), queue statistics come from every queue host,
 connections/channels/consumers from every connection host; `store_summary` prints each queue host's
-message stores (files, messages, live and garbage bytes, GC runs). Output is a tab-separated table with a
-header row, or with `--formatter json` a JSON list of objects. Every failure prints one line,
+message stores (files, messages, live and garbage bytes, GC runs); `status` and `stop` are
+scripts/ctl_node.py's (the node's name, ports, uptime, memory and processes; rabbitmqctl stop).
+Output is a tab-separated table with a header row, or with `--formatter json` a JSON list of
+objects. Every failure prints one line,
 "Error: ...", on stderr and exits non-zero with rabbitmqctl's codes (64 usage, 65 no such vhost,
 67 no such user, 69 node unreachable or validation failed, 70 already exists / internal error).
 """
@@ -18,8 +20,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from metadata.policies import parse_definition
+from scripts import ctl_node
 
-EX_USAGE, EX_UNAVAILABLE, EX_SOFTWARE = 64, 69, 70
+EX_USAGE, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL = 64, 69, 70, 75
 default_node_dir = Path("var/warren")
 control_timeout_s = 10.0
 
@@ -218,10 +221,13 @@ def run_change(node: Node, a: argparse.Namespace) -> str:
                     rows.append({"host": host, "store": store, "queues": summary["queues"], **summary[store]})
         return render(rows, list(STORE_COLUMNS), f)
     if c == "status":
-        st = node.status()
-        if f == "json":
-            return json.dumps(st)
-        return "\n".join(f"{k}\t{_cell(v)}" for k, v in st.items())
+        return ctl_node.render_status(ctl_node.status(node), f, _cell)
+    if c == "stop":
+        try:
+            ctl_node.stop(node, print)
+        except TimeoutError as e:
+            raise Failure(str(e), EX_TEMPFAIL) from None
+        return ""
     raise AssertionError(c)
 
 
@@ -241,7 +247,8 @@ def parser() -> argparse.ArgumentParser:
             sp.add_argument("-p", "--vhost")
         return sp
 
-    cmd("status", help="node summary")
+    cmd("status", help="the node: name, ports, uptime, memory, processes")
+    cmd("stop", help="stop the node and wait until every process of it has exited")
     cmd("store_summary", help="each queue host's message stores: files, live and garbage bytes, GC runs")
     for name in LISTINGS:
         cmd(name, vhost=name not in ("list_users", "list_vhosts")).add_argument("columns", nargs="*")

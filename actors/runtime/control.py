@@ -27,6 +27,7 @@ class StartNode:
     specs: tuple[HostSpec, ...]
     directory: dict
     node_pid: int
+    node_name: str = ""
 
 
 @dataclass(frozen=True)
