@@ -28,6 +28,7 @@ class StartNode:
     directory: dict
     node_pid: int
     node_name: str = ""
+    data_dir: str = ""  # where the node's log file is (actors/runtime/logs.py)
 
 
 @dataclass(frozen=True)

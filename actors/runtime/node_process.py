@@ -81,7 +81,7 @@ def run_node(node_name: str, specs: list[HostSpec], directory: dict[str, str], a
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         supervisor = asys.createActor(Supervisor, globalName=supervisor_name)
-        asys.ask(supervisor, StartNode(tuple(specs), full_directory, os.getpid(), node_name), ask_timeout_s)
+        asys.ask(supervisor, StartNode(tuple(specs), full_directory, os.getpid(), node_name, str(data_dir)), ask_timeout_s)
         _wait_ready(asys, supervisor, specs, stop)
         if not stop.is_set():
             ready.write_text(json.dumps({"node": node_name, "pid": os.getpid(),

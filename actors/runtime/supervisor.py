@@ -17,6 +17,7 @@ import psutil
 import structlog
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, ChildActorExited, WakeupMessage
 
+from actors.runtime import logs
 from actors.runtime.control import (ControlAsk, ControlReply, Forwarded, HostSpec, HostStarted, NodeStopped,
                                     StartHost, StartNode, StopNode)
 from actors.runtime.host import HostActor, process_alive
@@ -57,6 +58,7 @@ class Supervisor(ActorTypeDispatcher):
         self._directory = dict(msg.directory)
         self._node_pid = msg.node_pid
         self._node_name = msg.node_name
+        logs.configure("supervisor", msg.data_dir or None)
         for spec in msg.specs:
             self._specs[spec.name] = spec
             self._start_host(spec)
