@@ -10,7 +10,7 @@ shells last: a core never imports a shell, the runtime's machinery (mailbox, hos
 or a host entry. No module imports another that (directly or through others) imports it back:
 every import, at module level or inside a function, counts, except those under `if TYPE_CHECKING:`.
 
-Pure cores do no IO (DESIGN.md §3): no zmq, socket, os, time, random, threading, asyncio, select or
+Pure cores do no IO (docs/DESIGN.md §3): no zmq, socket, os, time, random, threading, asyncio, select or
 subprocess, and each opens with a theory of operation.
 """
 from __future__ import annotations
