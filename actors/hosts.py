@@ -1,6 +1,7 @@
 """Host entries: what each kind of host process runs (the Supervisor calls them via HostSpec.entry).
 
-- node: the NodeActor with the authoritative registry.
+- node: the NodeActor with the authoritative registry, and the management HTTP API, web UI and
+  Prometheus endpoint when their ports are set (actors/mgmt/).
 - queueN: a QueueManager that creates the classic queue actors placed on this host (their group
   commit: actors/queue/group_commit.py), the host's durable storage (persist/classic/host_storage.py:
   message stores, queue indexes) on a RealDisk, and its housekeeping (actors/queue/housekeeping.py:
@@ -28,6 +29,8 @@ from actors.node.listings import LISTING_OPS
 from actors.node.shell import NodeActor
 from actors.placement import NODE, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME, ROUTER_NAME, queue_address
 from actors.placement import queue_host as queue_host_of
+from actors.messages.stats import REPORTER_NAME
+from actors.mgmt.reporters import ConnectionHostReporter, QueueHostReporter
 from actors.queue.housekeeping import Housekeeping, NodeMemory
 from actors.queue.manager import QueueManager
 from persist.classic.host_storage import HostStorage
@@ -53,7 +56,7 @@ def _host_info(op: str) -> Any:
     return {"error": f"unknown op {op!r}"}
 
 
-def node_host(runtime: Any, spec: Any) -> None:
+def node_host(runtime: Any, spec: Any) -> Any:
     cfg = spec.config
     node = NodeActor(runtime, NODE.name, Registry(random.Random()), cfg["queue_hosts"],
                      data_dir=cfg.get("data_dir"), default_user=cfg.get("default_user", "guest"),
@@ -67,6 +70,10 @@ def node_host(runtime: Any, spec: Any) -> None:
             return node.listing(op, args)
         return _host_info(op)
     runtime.control = control
+    if cfg.get("management_port") or cfg.get("prometheus_port"):
+        from actors.mgmt.launch import start_management  # only then: aiohttp costs the node host ~13 MB
+        return start_management(runtime, node, cfg)
+    return None
 
 
 def queue_host(runtime: Any, spec: Any) -> None:
@@ -87,6 +94,7 @@ def queue_host(runtime: Any, spec: Any) -> None:
     manager = QueueManager(runtime, QUEUE_MANAGER_NAME, replica.registry, cfg["queue_hosts"], storage,
                            replica.ready.is_set)
     runtime.spawn(QUEUE_MANAGER_NAME, manager)
+    runtime.spawn(REPORTER_NAME, QueueHostReporter(runtime, manager))
     if storage is not None:
         # paging starts at vm_memory_high_watermark_paging_ratio x vm_memory_high_watermark x RAM
         threshold = int(float(cfg.get("vm_memory_high_watermark", 0.4))
@@ -118,6 +126,7 @@ async def connection_host(runtime: Any, spec: Any) -> None:
     replica = RegistryReplica(runtime, ROUTER_NAME, registry, tell_channels(ctx), tell_channels_host_restarted(ctx))
     runtime.spawn(ROUTER_NAME, replica)
     runtime.spawn(CONNECTION_ADMIN_NAME, ConnectionAdmin(ctx))
+    runtime.spawn(REPORTER_NAME, ConnectionHostReporter(runtime, ctx))
     replica.subscribe()
     await asyncio.wait_for(replica.ready.wait(), subscribe_timeout_s)
     loop = asyncio.get_running_loop()

@@ -79,6 +79,10 @@ class CreditLedger:
     def blocked_links(self) -> list[Hashable]:
         return list(self._blocked)
 
+    def links(self) -> list[Hashable]:
+        """Every outgoing link used so far (where this actor sends with credit)."""
+        return list(self._credit)
+
     def credit(self, link: Hashable) -> int:
         """Credit left on an outgoing link (the initial credit for a link never used)."""
         return self._credit.get(link, self.initial)

@@ -18,7 +18,8 @@ import psutil
 from actors.runtime import logs
 from actors.runtime.control import HostSpec
 from actors.runtime.node_process import local_directory, run_node
-from scripts.config import ConfigError, load
+from flow.alarms import disk_limit_bytes, memory_limit_bytes
+from scripts.config import ConfigError, disk_free_limit, load, memory_watermark
 from actors.runtime.ports import can_listen, free_port
 
 
@@ -34,7 +35,14 @@ def host_specs(conf: dict) -> list[HostSpec]:
               "vm_memory_high_watermark_paging_ratio": conf["vm_memory_high_watermark_paging_ratio"],
               "credit_initial": conf["credit_flow_default_credit.initial"],
               "credit_more_after": conf["credit_flow_default_credit.more_after"]}
-    specs = [HostSpec("node", "actors.hosts:node_host", dict(common))]
+    total = psutil.virtual_memory().total
+    management = {"management_port": conf["management.tcp.port"], "management_ip": conf["management.tcp.ip"],
+                  "prometheus_port": conf["prometheus.tcp.port"],
+                  "collect_statistics_interval": conf["collect_statistics_interval"],
+                  "amqp_port": conf["listeners.tcp.default"], "node_name": conf["node_name"],
+                  "mem_limit_bytes": memory_limit_bytes(memory_watermark(conf)[0], total)[0],
+                  "disk_free_limit_bytes": disk_limit_bytes(disk_free_limit(conf)[0], total)[0]}
+    specs = [HostSpec("node", "actors.hosts:node_host", dict(common, **management))]
     specs += [HostSpec(f"queue{i}", "actors.hosts:queue_host", dict(common)) for i in range(conf["queue_hosts"])]
     conn = dict(common, port=conf["listeners.tcp.default"], frame_max=conf["frame_max"],
                 channel_max=conf["channel_max"], heartbeat=conf["heartbeat"],
@@ -62,16 +70,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", help="data directory (default var/<node name>)")
     p.add_argument("--config", type=Path, help="warren.conf")
     p.add_argument("--admin-port", type=int, help="Thespian admin port (default: a free port)")
+    p.add_argument("--management-port", type=int, help="management HTTP API and web UI (default 15672, 0: off)")
+    p.add_argument("--prometheus-port", type=int, help="Prometheus metrics (default 15692, 0: off)")
     p.add_argument("--exit-with", type=int, metavar="PID",
                    help="stop cleanly when process PID exits (tests pass their own pid)")
     a = p.parse_args(argv)
     try:
         conf = load(a.config, {"node_name": a.name, "listeners.tcp.default": a.port, "data_dir": a.data_dir,
-                               "admin_port": a.admin_port})
+                               "admin_port": a.admin_port, "management.tcp.port": a.management_port,
+                               "prometheus.tcp.port": a.prometheus_port})
     except (ConfigError, OSError) as e:
         print(f"warren: bad configuration: {e}", file=sys.stderr)
         return 2
-    taken = [port for port in (conf["listeners.tcp.default"], conf["listeners.ssl.default"])
+    taken = [port for port in (conf["listeners.tcp.default"], conf["listeners.ssl.default"],
+                               conf["management.tcp.port"], conf["prometheus.tcp.port"])
              if port and not can_listen(port)]
     if taken:  # as RabbitMQ, which fails to boot on eaddrinuse rather than share the port
         print(f"warren: cannot listen on 127.0.0.1:{taken[0]}: address in use", file=sys.stderr)

@@ -35,8 +35,11 @@ CORE_MODULES = [
         "core", "dispatch", "outbox", "lifecycle", "topology", "resources", "permissions", "publishing",
         "publish_checks", "lazy_headers", "confirm_mode", "confirms", "transactions", "consuming", "basic_get",
         "settling", "acks", "direct_reply", "reply_to", "generated_names", "lost_queues")),
-    "actors/reader/core.py", "actors/queue/core.py", "actors/queue/priority.py", "actors/queue/group_commit.py", "actors/queue/consumers.py", "persist/wal/core.py", "persist/wal/records.py",
-    "actors/cluster/membership.py",
+    "actors/reader/core.py", "actors/queue/core.py", "actors/queue/priority.py", "actors/queue/group_commit.py",
+    "actors/queue/consumers.py", "persist/wal/core.py", "persist/wal/records.py",
+    "actors/cluster/membership.py", "actors/mgmt/counters.py", "actors/mgmt/rates.py", "actors/mgmt/sample.py",
+    "actors/mgmt/auth.py", "actors/mgmt/paths.py", "actors/mgmt/shapes.py", "actors/mgmt/changes.py",
+    "actors/mgmt/reads.py", "actors/mgmt/peek.py", "actors/mgmt/metrics.py",
 ]
 # What a core in actors/ may not import: the runtime's machinery, host entries, shells.
 SHELL_MODULES = ("actors.runtime.mailbox", "actors.runtime.host", "actors.runtime.supervisor",

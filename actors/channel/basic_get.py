@@ -34,9 +34,16 @@ def basic_get(ch: ChannelCore, cmd: Command) -> None:
             return
         got, remaining = result.value.message, result.value.remaining
         if got is None:
+            ch.counters.get_empty += 1
             ch.send_method(m.BasicGetEmpty())
             return
         msg_id, redelivered, exchange, routing_key, header, body = got
+        if ack_required:
+            ch.counters.get += 1
+        else:
+            ch.counters.get_no_ack += 1
+        if redelivered:
+            ch.counters.redeliver += 1
         ch.delivery_tag += 1
         if ack_required:
             ch.unacked.add(ch.delivery_tag, Outstanding(queue, msg_id, None, ch.now))

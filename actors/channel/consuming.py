@@ -108,8 +108,11 @@ def deliver(ch: ChannelCore, queue: Hashable, tag: str, messages: Any) -> None:
     number, frame_max, write, now = ch.number, ch.frame_max, ch.out.frames.extend, ch.now
     unacked_add = ch.unacked.add
     dtag = ch.delivery_tag
+    redelivers = 0
     for msg_id, redelivered, exchange, routing_key, header, body in messages:
         dtag += 1
+        if redelivered:
+            redelivers += 1
         frame = m.BasicDeliver(consumer_tag=tag, delivery_tag=dtag, redelivered=redelivered,
                                exchange=exchange, routing_key=routing_key)
         write(content_frames(number, frame, header, body, frame_max))
@@ -117,3 +120,9 @@ def deliver(ch: ChannelCore, queue: Hashable, tag: str, messages: Any) -> None:
             unacked_add(dtag, Outstanding(queue, msg_id, tag, now))
     ch.delivery_tag = dtag
     ch.qos.delivered(tag, len(messages))
+    counters = ch.counters
+    if ack_required:
+        counters.deliver += len(messages)
+    else:
+        counters.deliver_no_ack += len(messages)
+    counters.redeliver += redelivers

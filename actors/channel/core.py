@@ -18,6 +18,8 @@ state, chosen by the table in dispatch.py:
 - consuming.py: basic.qos/consume/cancel and deliveries; basic_get.py; settling.py: ack, nack,
   reject, recover (Unacked in acks.py); direct_reply.py: direct reply-to;
 - lost_queues.py: queues deleted, crashed or unreachable.
+Each method family bumps the channel's message counters (`counters`, actors/mgmt/counters.py) where
+it handles its messages.
 
 Rules kept here:
 - Synchronous methods that need another actor (declare, bind, consume, get, purge, delete ...) are
@@ -53,6 +55,7 @@ from actors.messages.channel_queue import (
 from actors.messages.direct_reply import DirectReply
 from actors.messages.node import QueueHostRestarted, QueuesGone
 from actors.messages.runtime import Undelivered
+from actors.mgmt.counters import MessageCounters
 from effects import CloseConnection, Send
 from flow.qos import QosLedger
 from wire import methods as m
@@ -112,6 +115,7 @@ class ChannelCore:
         self.confirm: ConfirmTracker | None = None
         self.tx: list | None = None                # buffered publishes/settlements in tx mode
         self.commit: tuple[ConfirmTracker, int] | None = None  # tx.commit waiting for queues
+        self.counters = MessageCounters()           # message_stats (actors/mgmt/counters.py)
 
     # ------------------------------------------------------------------ inputs
     def command(self, cmd: Command) -> None:
@@ -178,6 +182,12 @@ class ChannelCore:
             for queue, tag, n in self.qos.take_grants(writable):
                 self.out.emit(Send(queue, Grant(tag, n)))
         return self.out.take()
+
+    def message_stats(self) -> dict[str, int]:
+        """The channel's counters (confirm: publishes confirmed or nacked to the client so far)."""
+        if self.confirm is not None:
+            self.counters.confirm = self.confirm.settled_count()
+        return self.counters.as_dict()
 
     # ------------------------------------------------------------------ shared by every method
     def send_method(self, method: m.Method) -> None:

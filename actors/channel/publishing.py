@@ -76,10 +76,16 @@ def route(ch: ChannelCore, queues: list, x: m.BasicPublish, header: bytes, body:
           tracker: ConfirmTracker | None) -> None:
     """Hand a routed publish to its queues' batches (after its basic.return if unroutable and
     mandatory); with a tracker, it takes the next confirm seq."""
-    if not queues and x.mandatory:
-        ret = m.BasicReturn(reply_code=312, reply_text="NO_ROUTE", exchange=x.exchange,
-                            routing_key=x.routing_key)
-        ch.out.frames.extend(content_frames(ch.number, ret, header, body, ch.frame_max))
+    counters = ch.counters
+    counters.publish += 1
+    if not queues:
+        if x.mandatory:
+            counters.return_unroutable += 1
+            ret = m.BasicReturn(reply_code=312, reply_text="NO_ROUTE", exchange=x.exchange,
+                                routing_key=x.routing_key)
+            ch.out.frames.extend(content_frames(ch.number, ret, header, body, ch.frame_max))
+        else:
+            counters.drop_unroutable += 1
     seq = tracker.publish(queues) if tracker is not None else 0
     record = _new(Published, (seq, x.exchange, x.routing_key, header, body))  # half of Published(...)'s cost
     pub = ch.out.publishes

@@ -37,6 +37,8 @@ def settle(ch: ChannelCore, method: m.Method, tag: int, multiple: bool, how: str
 
 def apply_settle(ch: ChannelCore, entries: list[Outstanding], how: str) -> None:
     per_consumer: dict[str, int] = {}
+    if how == ACK:
+        ch.counters.ack += len(entries)
     out = ch.out
     for queue, msg_id, ctag, _ in entries:
         if queue is None:  # an orphan of a queue host that restarted

@@ -355,8 +355,9 @@ class NodeCore:
         if isinstance(result, AdminError):
             self._out.append(AnswerAdmin(ask, {"error": result.message, "exit": result.exit_code}))
             return
-        if isinstance(result, AmqpError):
-            result = {"error": result.detail, "exit": EX_SOFTWARE}
+        if isinstance(result, AmqpError):  # the code lets the HTTP API answer as RabbitMQ's does
+            self._out.append(AnswerAdmin(ask, {"error": result.detail, "exit": EX_SOFTWARE, "code": result.code}))
+            return
         rids: set[int] = set()
         self._syncs[ask] = (rids, result)
         for sub in self.subscribers:
@@ -427,6 +428,61 @@ class NodeCore:
         result = yield from self._delete_queue(rec, a.get("if_unused", False), a.get("if_empty", False))
         return AdminError(result.detail) if isinstance(result, AmqpError) else {"messages": result}
 
+    # the HTTP API's declarations: the channels' operations, with no connection behind them
+    def _declare_exchange_admin(self, a: dict) -> Op:
+        result = yield from self._exchange_declare(DeclareExchange(
+            0, a.get("vhost", "/"), a["name"], a["type"], False, a.get("durable", True), a.get("auto_delete", False),
+            a.get("internal", False), dict(a.get("arguments") or {})))
+        return result if isinstance(result, AmqpError) else {"ok": True}
+
+    def _delete_exchange_admin(self, a: dict) -> Op:
+        return (yield from self._admin_command(RemoveExchange(a.get("vhost", "/"), a["name"],
+                                                              a.get("if_unused", False))))
+
+    def _declare_queue_admin(self, a: dict) -> Op:
+        result = yield from self._queue_declare(DeclareQueue(
+            0, a.get("vhost", "/"), a["name"], False, a.get("durable", True), False, a.get("auto_delete", False),
+            dict(a.get("arguments") or {}), None))
+        return result if isinstance(result, AmqpError) else {"ok": True}
+
+    def _binding_admin(self, command: type, a: dict) -> Op:
+        return (yield from self._admin_command(command(a.get("vhost", "/"), a["destination_kind"], a["destination"],
+                                                       a["source"], a.get("routing_key", ""),
+                                                       dict(a.get("arguments") or {}))))
+
+    def _put_user(self, a: dict) -> Op:
+        """Create or update a user from a password or a ready hash (definitions carry hashes)."""
+        name, tags = a["name"], tuple(a.get("tags", ()))
+        digest = a.get("password_hash")
+        if digest is None:
+            digest = self._hash(a["password"]) if a.get("password") is not None else ""
+        if not any(u.name == name for u in self.registry.users()):
+            return (yield from self._admin_command(AddUser(name, digest, tags)))
+        if a.get("password") is not None or a.get("password_hash") is not None:
+            yield from self._command(ChangePassword(name, digest))
+        return (yield from self._admin_command(SetUserTags(name, tags)))
+
+    def _import_definitions(self, a: dict) -> Op:
+        """RabbitMQ's definitions document, applied in dependency order; the first error stops it."""
+        d = a["definitions"]
+        steps: list[tuple[Callable[[NodeCore, dict], Op], dict]] = []
+        steps += [(_ADMIN["add_vhost"], {"name": v["name"]}) for v in d.get("vhosts", [])]
+        steps += [(NodeCore._put_user, {"name": u["name"], "password_hash": u.get("password_hash", ""),
+                                        "tags": _tags(u.get("tags", ""))}) for u in d.get("users", [])]
+        steps += [(_ADMIN["set_permissions"], p) for p in d.get("permissions", [])]
+        steps += [(NodeCore._set_policy, {"vhost": p["vhost"], "name": p["name"], "pattern": p["pattern"],
+                                          "definition": p["definition"], "priority": p.get("priority", 0),
+                                          "apply_to": p.get("apply-to", "all")}) for p in d.get("policies", [])]
+        steps += [(NodeCore._declare_exchange_admin, x) for x in d.get("exchanges", [])]
+        steps += [(NodeCore._declare_queue_admin, q) for q in d.get("queues", [])]
+        steps += [(lambda core, b: core._binding_admin(AddBinding, b),
+                   {**b, "destination_kind": b.get("destination_type", "queue")}) for b in d.get("bindings", [])]
+        for op, args in steps:
+            result = yield from op(self, args)
+            if isinstance(result, (AdminError, AmqpError)):
+                return result
+        return {"ok": True}
+
     def _admin_queue(self, a: dict) -> QueueRecord | AdminError:
         vhost, name = a.get("vhost", "/"), a["name"]
         if not self.registry.vhost_exists(vhost):
@@ -466,4 +522,18 @@ _ADMIN: dict[str, Callable[[NodeCore, dict], Op]] = {
     "set_policy": NodeCore._set_policy, "clear_policy": NodeCore._clear_policy,
     "purge_queue": NodeCore._purge_queue, "delete_queue": NodeCore._delete_queue_admin,
 }
+_ADMIN.update({
+    "declare_exchange": NodeCore._declare_exchange_admin, "delete_exchange": NodeCore._delete_exchange_admin,
+    "declare_queue": NodeCore._declare_queue_admin, "put_user": NodeCore._put_user,
+    "bind": lambda core, a: core._binding_admin(AddBinding, a),
+    "unbind": lambda core, a: core._binding_admin(RemoveBinding, a),
+    "import_definitions": NodeCore._import_definitions,
+})
 ADMIN_OPS = frozenset(_ADMIN)
+
+
+def _tags(tags: Any) -> tuple[str, ...]:
+    """Tags as definitions carry them: a list, or RabbitMQ's comma-separated string."""
+    if isinstance(tags, str):
+        return tuple(t.strip() for t in tags.split(",") if t.strip())
+    return tuple(tags)

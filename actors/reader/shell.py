@@ -29,6 +29,7 @@ import structlog
 from actors.channel.core import CLOSED, ChannelCore, consumer_timeout_default_ms
 from actors.channel.shell import ChannelActor
 from actors.messages.node import ConnectionClosed, QueueHostRestarted, QueuesGone
+from actors.mgmt.counters import add_into
 from actors.placement import NODE
 from actors.reader.core import ConnectionCore, Settings
 from actors.runtime.address import Address
@@ -60,6 +61,7 @@ class Reader(asyncio.BufferedProtocol):
         self.writable = True
         self.paused = False
         self.closed = False
+        self.connected_at = 0  # ms since the epoch, as the management API reports it
         self._apply = Interpreter({
             ToChannel: self._to_channel, Write: self.write, OpenChannel: self._open_channel,
             ChannelsDown: lambda _: self._channels_down(), CloseSocket: self._close_socket, Opened: self._opened,
@@ -68,6 +70,7 @@ class Reader(asyncio.BufferedProtocol):
     # ------------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        self.connected_at = time.time_ns() // 1_000_000
         peer = transport.get_extra_info("peername")
         self.core = ConnectionCore(self.host.settings, check_login=self.host.check_login,
                                    peer_is_loopback=is_loopback(peer), vhost_exists=self.host.vhost_exists)
@@ -165,6 +168,7 @@ class Reader(asyncio.BufferedProtocol):
         if self.channels.get(ch.core.number) is ch:
             del self.channels[ch.core.number]
             self.core.channel_finished(ch.core.number)
+            add_into(self.host.retired, ch.core.message_stats())  # node-wide totals never go back
         self.host.runtime.remove(ch.address.name)
 
     def _channels_down(self) -> None:
@@ -231,11 +235,20 @@ class ConnectionHostContext:
         self.router_address = router_address
         self.rng = random.Random(seed)
         self.readers: set[Reader] = set()
+        self.retired: dict[str, int] = {}  # message counters of the channels that are gone
         self.read_share = ReadShare()
         self.read_buffer = memoryview(bytearray(self.read_share.solo_bytes))
         self.clock = time.monotonic  # what the event loop's clock reads too
         self._owners = 0
         self._channels = 0
+
+    @property
+    def connections_opened(self) -> int:
+        return self._owners
+
+    @property
+    def channels_opened(self) -> int:
+        return self._channels
 
     def next_owner(self) -> str:
         self._owners += 1

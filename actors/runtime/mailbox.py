@@ -218,12 +218,15 @@ class Runtime:
             self._send_credit(actor, link, amount)
 
     def flow_states(self) -> dict[str, dict]:
-        """Per local actor: running/flow/blocked, timestamps, and the links it is blocked on."""
+        """Per local actor: running/flow/blocked, timestamps, the links it is blocked on and those
+        it sends to with credit (`downstream`)."""
         now = _now()
         states = {}
         for name, flow in self._flow.items():
             state = flow.as_dict(now)
-            state["blocked_on"] = sorted(str(link) for link in self._ledgers[name].blocked_links())
+            ledger = self._ledgers[name]
+            state["blocked_on"] = sorted(str(link) for link in ledger.blocked_links())
+            state["downstream"] = sorted(str(link) for link in ledger.links())
             states[name] = state
         return states
 

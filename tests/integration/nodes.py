@@ -45,7 +45,12 @@ class Node:
 
 
 def start_node(data_dir: Path, *extra: str, port: int | None = None) -> Node:
+    """`extra` flags go to scripts.node_main; the management and Prometheus ports are off unless
+    `extra` sets them (several test nodes must not fight over 15672)."""
     port = port or free_port()
+    for flag in ("--management-port", "--prometheus-port"):
+        if flag not in extra:
+            extra = (*extra, flag, "0")
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir / "node.log"
     with open(log_path, "ab") as out:
