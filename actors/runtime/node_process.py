@@ -10,7 +10,8 @@ this one), remove the socket directory.
 Before the actor system starts, this process imports what the hosts run and freezes the garbage
 collector's view of it: every process of the node is forked from this one (admin, supervisor,
 hosts), so they share those pages instead of importing a copy each: an idle node's PSS summed over
-its processes fell from 108 to 79 MiB (each host's USS from 18 to 9 MiB; bench/idle_memory.py).
+its processes fell from 108 to 79 MiB (each host's USS from 18 to 9 MiB; bench/idle_memory.py;
+the management listener, imported by the node host alone when its port is set, adds ~20 MiB).
 
 ipc socket paths must fit sockaddr_un (~107 bytes): when `<data_dir>/sock/<host>` would not,
 the sockets live in a short directory under /tmp named by a hash of data_dir.
