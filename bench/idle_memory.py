@@ -3,8 +3,9 @@ and the totals. Prints; not a test.
 
     .venv/bin/python -m bench.idle_memory [--settle 10] [--no-rabbitmq]
 
-Both brokers start fresh on loopback ports in a temporary directory (bench/compare_brokers.py), sit
-idle for `--settle` seconds, are measured, and are stopped. RSS summed over processes counts a page
+Both brokers start fresh on loopback ports in a temporary directory (bench/compare_brokers.py),
+warren twice (with its management and Prometheus listeners on, as by default, on free ports, and
+with them off, as the RabbitMQ here runs without its management plugin), sit idle for `--settle` seconds, are measured, and are stopped. RSS summed over processes counts a page
 they share once per process; PSS charges each process its share, so the PSS total counts it once
 (what the node really holds); USS is what only that process holds. The last lines say what
 importing a host's code costs a fresh interpreter (USS and tracemalloc), the part that warren's
@@ -26,6 +27,7 @@ from actors.runtime.ports import free_port
 from bench.compare_brokers import ROOT, Broker, Rabbit, Warren
 
 MIB = 1 << 20
+MANAGEMENT_OFF = ("--management-port", "0", "--prometheus-port", "0")
 USS_PROBE = """
 import psutil
 me = psutil.Process()
@@ -61,11 +63,11 @@ def warren_names(broker: Warren) -> dict[int, str]:
 
 
 def print_table(broker: str, table: list[tuple[str, int, int, int, int]]) -> None:
-    print(f"{broker:9} {'process':12} {'pid':>7} {'RSS MiB':>8} {'PSS MiB':>8} {'USS MiB':>8}")
+    print(f"{broker:14} {'process':15} {'pid':>7} {'RSS MiB':>8} {'PSS MiB':>8} {'USS MiB':>8}")
     for name, pid, rss, pss, uss in table:
-        print(f"{broker:9} {name:12} {pid:7} {rss / MIB:8.1f} {pss / MIB:8.1f} {uss / MIB:8.1f}")
+        print(f"{broker:14} {name:15} {pid:7} {rss / MIB:8.1f} {pss / MIB:8.1f} {uss / MIB:8.1f}")
     rss, pss, uss = (sum(row[i] for row in table) for i in (2, 3, 4))
-    print(f"{broker:9} {'total':12} {len(table):7} {rss / MIB:8.1f} {pss / MIB:8.1f} {uss / MIB:8.1f}\n")
+    print(f"{broker:14} {'total':15} {len(table):7} {rss / MIB:8.1f} {pss / MIB:8.1f} {uss / MIB:8.1f}\n")
 
 
 def import_cost() -> tuple[int, int]:
@@ -91,9 +93,13 @@ def main() -> None:
     a = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="warren-idle-") as work:
         brokers: list[tuple[Broker, bool]] = []
-        warren = Warren("warren", free_port(), Path(work) / "warren")
-        warren.data_dir.mkdir()
-        brokers.append((warren, True))
+        management_on = ("--management-port", str(free_port()), "--prometheus-port", str(free_port()))
+        for name, extra in (("warren", management_on), ("warren-no-mgmt", MANAGEMENT_OFF)):
+            # directories whose names are not each other's prefix: processes are found by them
+            warren = Warren(name, free_port(), Path(work) / f"{len(brokers)}-{name}")
+            warren.extra_args = extra
+            warren.data_dir.mkdir()
+            brokers.append((warren, True))
         if not a.no_rabbitmq:
             brokers.append((Rabbit("rabbitmq", rabbit_port(), Path(work) / "rabbitmq"), False))
         started = []
