@@ -6,7 +6,6 @@ under the Thespian supervisor until SIGTERM or Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import threading
@@ -15,8 +14,8 @@ import sys
 from pathlib import Path
 
 import psutil
-import structlog
 
+from actors.runtime import logs
 from actors.runtime.control import HostSpec
 from actors.runtime.node_process import local_directory, run_node
 from flow.alarms import disk_limit_bytes, memory_limit_bytes
@@ -89,10 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     if taken:  # as RabbitMQ, which fails to boot on eaddrinuse rather than share the port
         print(f"warren: cannot listen on 127.0.0.1:{taken[0]}: address in use", file=sys.stderr)
         return 1
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
     data_dir = Path(conf["data_dir"] or Path("var") / conf["node_name"]).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
+    logs.configure("main", data_dir)
+    logs.route_standard_library()
     conf["data_dir_resolved"] = str(data_dir)
     admin_port = conf["admin_port"] or free_port()
     (data_dir / "admin_port").write_text(str(admin_port))
