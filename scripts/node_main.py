@@ -10,7 +10,6 @@ configured), the others on a port the OS picks, which the membership tells the p
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import socket
@@ -20,9 +19,9 @@ import sys
 from pathlib import Path
 
 import psutil
-import structlog
 
 from actors.placement import host_of
+from actors.runtime import logs
 from actors.runtime.control import HostSpec
 from actors.runtime.curve import default_cookie_file
 from actors.runtime.node_process import run_node
@@ -46,6 +45,7 @@ def host_specs(conf: dict) -> list[HostSpec]:
     interface = conf["cluster.interface"]
     cookie_file = conf["cluster.cookie_file"] or str(default_cookie_file)
     common = {"node_name": node, "cookie_file": cookie_file, "tcp_bind": f"tcp://{interface}:*",
+              "cluster_port": cluster_port(conf),
               "queue_hosts": conf["queue_hosts"], "data_dir": conf["data_dir_resolved"],
               "consumer_timeout": conf["consumer_timeout"],
               "default_user": conf["default_user"], "default_pass": conf["default_pass"],
@@ -119,11 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     if taken:  # as RabbitMQ, which fails to boot on eaddrinuse rather than share the port
         print(f"warren: cannot listen on 127.0.0.1:{taken[0]}: address in use", file=sys.stderr)
         return 1
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
     data_dir = Path(conf["data_dir"] or Path("var") / conf["node_name"]).resolve()
     conf["node_name"] = node_name(conf["node_name"])
     data_dir.mkdir(parents=True, exist_ok=True)
+    logs.configure("main", data_dir)
+    logs.route_standard_library()
     conf["data_dir_resolved"] = str(data_dir)
     admin_port = conf["admin_port"] or free_port()
     (data_dir / "admin_port").write_text(str(admin_port))

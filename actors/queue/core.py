@@ -145,7 +145,10 @@ class ClassicQueue:
         return len(self._consumers)
 
     def stats(self) -> dict[str, Any]:
-        """Management-style counters; `messages` is ready + unacknowledged, as RabbitMQ reports."""
+        """Management-style counters; `messages` is ready + unacknowledged, as RabbitMQ reports,
+        and message_bytes_* count bodies, as RabbitMQ's do."""
+        unacked_body_bytes = sum([len(m[BODY]) for held in self._unacked.values() for m in held.values()])
+        exclusive = self._consumers.exclusive
         return {
             "name": self.name,
             "vhost": self.vhost,
@@ -154,6 +157,11 @@ class ClassicQueue:
             "messages_unacknowledged": self._unacked_count,
             "consumers": len(self._consumers),
             "memory": self._ready.bytes + self._unacked_bytes,
+            "message_bytes": self._ready.body_bytes + unacked_body_bytes,
+            "message_bytes_ready": self._ready.body_bytes,
+            "message_bytes_unacknowledged": unacked_body_bytes,
+            "exclusive_consumer_pid": None if exclusive is None else str(exclusive.channel),
+            "exclusive_consumer_tag": None if exclusive is None else exclusive.tag,
         }
 
     # -- configuration and time -----------------------------------------------------------------

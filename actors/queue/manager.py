@@ -7,6 +7,7 @@ one group commit (group_commit.py).
 """
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable
 
 import structlog
@@ -41,7 +42,7 @@ class QueueManager:
         self.registry = registry
         self.node = node
         self.storage = storage
-        self.commit = GroupCommit()
+        self.commit = GroupCommit(schedule=lambda commit: asyncio.get_running_loop().call_soon(commit))
         self.queues: dict[str, QueueActor] = {}
 
     def _deleted(self, name: str) -> None:
