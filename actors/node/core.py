@@ -20,7 +20,9 @@ and the cluster's view of which nodes are up; its outputs are effects (effects/)
 - Time-outs. A proposal not applied within `timeout_ms` (no majority, say) ends its operation with
   the step's `timeout_error` (RabbitMQ 4.0's texts: a 541 that closes the connection) and nothing
   else happens; should the command still commit later, its consequences on this node are carried
-  out then (`_consequences`), so nothing is left half-done.
+  out then (`_consequences`), so nothing is left half-done. A clean-up that must happen some time
+  (a closed connection's exclusive queues, a lost node's transient queues) goes to the back of the
+  queue instead (`RETRY_LATER`), so requests behind it get their turn and their own time-outs.
 - Every applied entry, whoever proposed it, goes to this node's subscribers (`MetadataChanged`, in
   log order, on the same pipe as the replies, so a channel that got declare-ok routes with a replica
   that has the queue) and has its consequences for this node's hosts: a queue homed here that a
@@ -231,6 +233,12 @@ class NodeCore:
             self._proposal = None
             if step.timeout_error is None:
                 self._propose(step)  # a start-up operation: the node cannot serve without it
+            elif step.timeout_error is RETRY_LATER:  # a clean-up: its turn again after the others'
+                origin, msg, op = self._running
+                self._running = None
+                op.close()
+                self._work.append((origin, msg))
+                self._pump()
             else:
                 self._finish(step.timeout_error)
                 self._pump()
@@ -419,7 +427,7 @@ class NodeCore:
         return result
 
     def _node_down(self, x: NodeDown) -> Op:
-        yield Apply(RemoveNodeTransients(x.node), timeout_error=AdminError("timed out"))
+        yield Apply(RemoveNodeTransients(x.node), RETRY_LATER)
 
     def _command(self, cmd: Command, timeout_error: AmqpError | AdminError) -> Op:
         """Apply one command; its result."""
@@ -484,7 +492,7 @@ class NodeCore:
         return reply.value if reply.ok else 0
 
     def _connection_closed(self, x: ConnectionClosed) -> Op:
-        yield Apply(RemoveOwnedQueues(x.owner), AdminError("timed out"))
+        yield Apply(RemoveOwnedQueues(x.owner), RETRY_LATER)
 
     # ------------------------------------------------------------------ admin commands
     def _admin(self, a: AdminAsk) -> Op:
@@ -624,6 +632,7 @@ def _create(rec: QueueRecord, rid: int) -> CreateQueue:
 
 
 _MISSING = AmqpError(NOT_FOUND, "the actor does not exist")  # an Ask's marker: its target is gone
+RETRY_LATER = AdminError("retried later")  # a clean-up's time-out: made again after the requests queued meanwhile
 _ADMIN_TIMEOUT = AdminError("the operation timed out: the metadata store has no majority", EX_SOFTWARE)
 
 

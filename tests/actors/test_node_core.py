@@ -291,3 +291,18 @@ def test_a_snapshot_installed_from_the_leader_goes_to_every_subscriber_whole() -
     c.registry.apply_command(AddUser("bob", "hash"))
     (sent,) = sends(c.restored(), MetadataChanged)
     assert sent.to == ROUTER and sent.msg.changes == c.registry.snapshot()
+
+
+def test_a_clean_up_that_times_out_is_made_again_after_the_requests_behind_it() -> None:
+    c, g = node()
+    g.hold = True
+    out = g.receive(Address(f"{ME}:conn0", "reader-1"), ConnectionClosed(f"{ME}:conn0:9"))
+    (cleanup,) = [e for e in out if type(e) is StartTimer]
+    g.receive(CHANNEL, DeclareExchange(2, "/", "x", "direct", False, True, False, False, {}))
+    # no majority: the clean-up goes behind the declare, which gets its turn and its own time-out
+    out = g.run(c.timer(cleanup.name))
+    assert [type(p.command).__name__ for p in g.held] == ["RemoveOwnedQueues", "PutExchange"]
+    (declare,) = [e for e in out if type(e) is StartTimer]
+    out = g.run(c.timer(declare.name))
+    assert sends(out, Reply)[-1].msg.error.code == INTERNAL_ERROR
+    assert type(g.held[-1].command).__name__ == "RemoveOwnedQueues"  # proposed again
