@@ -3,7 +3,7 @@ with and without a scraper polling the API and the metrics every 5 s. Prints; no
 
     .venv/bin/python -m bench.mgmt_bench [--queues 10000] [--time 20] [--requests 10]
 
-Starts its own node (tests/integration/nodes.py) with the management and Prometheus ports on free
+Starts its own node (scripts/local_cluster.py) with the management and Prometheus ports on free
 ports and RabbitMQ's 5 s sample interval; throughput is bench.perf's scenario A (1 producer,
 1 consumer, 1 KiB, auto-ack) run twice, first alone, then with the scraper.
 """

@@ -119,6 +119,10 @@ class CreditLedger:
                 owed[link] = owed.get(link, 0) + n
         return list(owed.items())
 
+    def links(self) -> list[Hashable]:
+        """Every link this ledger holds anything for, in either direction."""
+        return list(self._credit.keys() | self._unacked.keys() | self._deferred.keys())
+
     def forget(self, link: Hashable) -> None:
         """The peer at `link` is gone: drop both directions. If that unblocks this actor, the
         caller finds out with `blocked()` and should then `release_deferred()`."""

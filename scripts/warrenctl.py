@@ -106,7 +106,7 @@ def find_node(a: argparse.Namespace) -> Node:
 def _rows(node: Node, command: str, a: argparse.Namespace) -> list[dict]:
     vhost = getattr(a, "vhost", None)
     if command == "list_queues":
-        stats = [s for host in node.queue_hosts() for s in node.ask(host, "list_queues")]
+        stats = node.ask("node", "cluster_queue_stats")
         node_name = ((lambda: node.ask("$supervisor", "node_status")["node"])
                      if set(a.columns) & set(NODE_COLUMNS) else None)
         return queue_rows(node.ask("node", "queue_policies", {"vhost": vhost}), stats, node_name)
@@ -216,6 +216,10 @@ def run_change(node: Node, a: argparse.Namespace) -> str:
                 if store in summary:
                     rows.append({"host": host, "store": store, "queues": summary["queues"], **summary[store]})
         return render(rows, list(STORE_COLUMNS), f)
+    if c == "cluster_status":
+        return render_cluster_status(node.ask("node", "cluster_status"), f)
+    if c == "forget_cluster_node":
+        return _ok(node, "node", c, {"node": a.node}, f, f"Removed {a.node} from the cluster")
     if c == "status":
         return ctl_node.render_status(ctl_node.status(node), f, _cell)
     if c == "stop":
@@ -225,6 +229,22 @@ def run_change(node: Node, a: argparse.Namespace) -> str:
             raise Failure(str(e), EX_TEMPFAIL) from None
         return ""
     raise AssertionError(c)
+
+
+def render_cluster_status(st: dict, formatter: str) -> str:
+    """rabbitmqctl cluster_status's sections (and its JSON keys), plus the metadata store's leader."""
+    doc = {"cluster_name": st["members"][0] if st["members"] else st["node"], "disk_nodes": st["members"],
+           "running_nodes": st["running"], "metadata_leader": st["metadata_leader"],
+           "metadata_voters": st["metadata_voters"], "metadata_term": st["metadata_term"]}
+    if formatter == "json":
+        return json.dumps(doc)
+    sections = [("Disk Nodes", doc["disk_nodes"]), ("Running Nodes", doc["running_nodes"]),
+                ("Metadata Store Leader", [doc["metadata_leader"] or "(none: no majority)"]),
+                ("Metadata Store Members", doc["metadata_voters"])]
+    lines = [f"Cluster status of node {st['node']} ...", "Basics", "", f"Cluster name: {doc['cluster_name']}"]
+    for title, names in sections:
+        lines += ["", title, "", *names]
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- arguments
@@ -245,6 +265,8 @@ def parser() -> argparse.ArgumentParser:
 
     cmd("status", help="the node: name, ports, uptime, memory, processes")
     cmd("stop", help="stop the node and wait until every process of it has exited")
+    cmd("cluster_status", help="the cluster's nodes, which are running, and the metadata store's leader")
+    cmd("forget_cluster_node", help="remove a stopped node from the cluster for good").add_argument("node")
     cmd("store_summary", help="each queue host's message stores: files, live and garbage bytes, GC runs")
     for name in LISTINGS:
         cmd(name, vhost=name not in ("list_users", "list_vhosts")).add_argument("columns", nargs="*")

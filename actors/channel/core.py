@@ -103,6 +103,7 @@ class ChannelCore:
         self.state = OPEN
         self.out = Outbox()
         self.touched: set[Hashable] = set()        # queues that may hold our consumers/unacked
+        self.down_nodes: frozenset[str] = frozenset()  # nodes the cluster sees down (lost_queues.py)
         self._waiting: int | None = None           # request id of the call in progress
         self._then: Callable[[Reply], None] | None = None
         self._backlog: deque[Command] = deque()
@@ -164,6 +165,10 @@ class ChannelCore:
         if oldest is not None and self.now - oldest.at > self._timeout_ticks:
             self.error(AmqpError(PRECONDITION_FAILED, CONSUMER_TIMEOUT_TEXT.format(
                 channel=self.number, ms=self.consumer_timeout_ms)))
+
+    def nodes_down(self, down: frozenset[str]) -> None:
+        """The nodes the cluster sees down now (lost_queues.nodes_down)."""
+        lost_queues.nodes_down(self, down)
 
     def metadata_changed(self) -> None:
         """The registry replica applied changes: cached permission answers may be stale."""

@@ -9,7 +9,11 @@ Theory of operation, as RabbitMQ's channel sees a queue process go down:
   queue will redeliver them);
 - a message the runtime could not deliver to a queue actor (Undelivered: its host is restarting):
   a publish is treated as a crash of that queue (nacked), and a call waiting for that queue fails
-  with RabbitMQ's 404 "down or inaccessible".
+  with RabbitMQ's 404 "down or inaccessible";
+- a queue whose node the cluster sees down (`nodes_down`): what was in flight to it is lost as when
+  its host restarts, a later publish to it is nacked at once (publishing.reachable: RabbitMQ's
+  channel nacks what it sent to a queue process that went down) and a consume, get or purge gets RabbitMQ's 404
+  "home node ... is down or inaccessible" (resources.queue_for).
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from actors.channel import consuming, transactions
 from actors.channel.confirm_mode import send_confirms, trackers
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import Cancel, Consume, Get, Publish, Purge
+from actors.placement import node_of
 from wire.errors import NOT_FOUND, AmqpError
 
 if TYPE_CHECKING:
@@ -45,6 +50,15 @@ def undelivered(ch: ChannelCore, queue: Hashable, msg: Any) -> None:
         name = getattr(queue, "name", str(queue)).split(":", 2)[-1]
         ch.reply(msg.rid, Reply(msg.rid, error=AmqpError(
             NOT_FOUND, f"queue '{name}' in vhost '{ch.vhost}' is down or inaccessible")))
+
+
+def nodes_down(ch: ChannelCore, down: frozenset[str]) -> None:
+    """The nodes the cluster sees down now."""
+    newly = down - ch.down_nodes
+    ch.down_nodes = down
+    for host in sorted({q.host for q in _queues_owing(ch)}):
+        if node_of(host) in newly:
+            queue_host_restarted(ch, host)
 
 
 def _queues_owing(ch: ChannelCore) -> set:

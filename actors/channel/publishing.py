@@ -21,6 +21,7 @@ from actors.channel import direct_reply
 from actors.channel.lazy_headers import LazyHeaders
 from actors.channel.publish_checks import REPLY_TO_PREFIX, inspect, needs_inspection
 from actors.messages.channel_queue import Published
+from actors.placement import node_of
 from wire import methods as m
 from wire.errors import NOT_IMPLEMENTED, AmqpError
 from wire.frames import content_frames
@@ -87,6 +88,8 @@ def route(ch: ChannelCore, queues: list, x: m.BasicPublish, header: bytes, body:
         else:
             counters.drop_unroutable += 1
     seq = tracker.publish(queues) if tracker is not None else 0
+    if ch.down_nodes:
+        queues = reachable(ch, queues, seq, tracker)
     record = _new(Published, (seq, x.exchange, x.routing_key, header, body))  # half of Published(...)'s cost
     pub = ch.out.publishes
     for queue in queues:
@@ -96,3 +99,14 @@ def route(ch: ChannelCore, queues: list, x: m.BasicPublish, header: bytes, body:
         else:
             batch.append(record)
     # confirms of unroutable publishes go out once per flush (after this batch's returns)
+
+
+def reachable(ch: ChannelCore, queues: list, seq: int, tracker: ConfirmTracker | None) -> list:
+    """The queues of a publish whose node is up; for the others the publish is nacked at once."""
+    down = [q for q in queues if node_of(q.host) in ch.down_nodes]
+    if not down:
+        return queues
+    if tracker is not None:
+        for queue in down:
+            tracker.refused(queue, [seq])
+    return [q for q in queues if q not in down]

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Hashable
 
 from actors.channel import permissions
 from actors.channel.permissions import EXCHANGE, QUEUE, READ, WRITE
+from actors.placement import node_of
+from metadata import texts
 from wire import methods as m
 from wire.errors import NOT_FOUND, AmqpError
 
@@ -63,4 +65,8 @@ def queue_for(ch: ChannelCore, method: m.Method, name: str) -> Hashable | None:
     if isinstance(found, AmqpError):
         ch.error(found, method)
         return None
-    return ch.place(ch.vhost, found.name)
+    queue = ch.place(ch.vhost, found.name)
+    if ch.down_nodes and node_of(queue.host) in ch.down_nodes:
+        ch.error(texts.home_node_down(node_of(queue.host), found.name, ch.vhost), method)
+        return None
+    return queue

@@ -30,6 +30,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Hashable
 
+from actors.placement import NODE_KIND, host_of
 from actors.messages.cluster import Directory, Hello, JoinAnswer, JoinRequest, NodesUp, Ping, Pong
 from effects import Effect, Log, SaveClusterFile, Send
 
@@ -175,7 +176,7 @@ class Membership:
             peer = self.peers[msg.node] = Peer(msg.endpoint)
             out += [SaveClusterFile(self.cluster_file()),
                     Log("cluster.node_joined", fields=(("node", msg.node), ("endpoint", msg.endpoint)))]
-        endpoints = {**msg.hosts, _node_host(msg.node): msg.endpoint}
+        endpoints = {**msg.hosts, host_of(msg.node, NODE_KIND): msg.endpoint}
         moved = peer.endpoint != msg.endpoint
         if moved:
             peer.endpoint = msg.endpoint
@@ -215,7 +216,3 @@ class Membership:
         notice = NodesUp(self.up(), self.down())
         return [Send(s, notice) for s in self._subscribers]
 
-
-def _node_host(node: str) -> str:
-    """The host name of a node's node host (docs/DESIGN.md §4: hosts are NODE:KIND)."""
-    return f"{node}:node"

@@ -35,9 +35,11 @@ COLLECTOR_NAME = "mgmt-stats"
 
 class StatsCollector:
     def __init__(self, runtime: Any, hosts: Callable[[], list[str]], interval_ms: int, *,
-                 data_dir: str | None = None, mem_limit: int = 0, disk_free_limit: int = 0) -> None:
+                 data_dir: str | None = None, mem_limit: int = 0, disk_free_limit: int = 0,
+                 name: str = COLLECTOR_NAME) -> None:
         self.runtime = runtime
-        self.address = Address(runtime.host, COLLECTOR_NAME)
+        self.name = name
+        self.address = Address(runtime.host, name)
         self.hosts = hosts
         self.interval_ms = interval_ms
         self.sample = Sample(0)
@@ -54,7 +56,7 @@ class StatsCollector:
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
-        self.runtime.spawn(COLLECTOR_NAME, self)
+        self.runtime.spawn(self.name, self)
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def _run(self) -> None:

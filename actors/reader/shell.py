@@ -30,7 +30,6 @@ from actors.channel.core import CLOSED, ChannelCore, consumer_timeout_default_ms
 from actors.channel.shell import ChannelActor
 from actors.messages.node import ConnectionClosed, QueueHostRestarted, QueuesGone
 from actors.mgmt.counters import add_into
-from actors.placement import NODE
 from actors.reader.core import ConnectionCore, Settings
 from actors.runtime.address import Address
 from effects import ChannelsDown, CloseSocket, Opened, OpenChannel, SetFrameMax, ToChannel, Write
@@ -156,10 +155,11 @@ class Reader(asyncio.BufferedProtocol):
         name = host.next_channel_name()
         address = Address(host.runtime.host, name)
         core = ChannelCore(number, vhost=o.vhost, owner=self.owner, router=host.registry,
-                           place=host.place, node=NODE, frame_max=o.frame_max,
+                           place=host.place, node=host.node, frame_max=o.frame_max,
                            capabilities=o.capabilities, rng=host.rng, user=o.user, address=address,
                            parse_address=Address.parse, consumer_timeout_ms=host.consumer_timeout_ms,
                            ticks_per_second=host.settings.ticks_per_second)
+        core.nodes_down(host.down_nodes)
         actor = ChannelActor(self, core, address, host.runtime)
         self.host.runtime.spawn(name, actor)
         self.channels[number] = actor
@@ -214,7 +214,7 @@ class Reader(asyncio.BufferedProtocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
-        self.host.runtime.send(NODE, ConnectionClosed(self.owner), sender=self.host.router_address)
+        self.host.runtime.send(self.host.node, ConnectionClosed(self.owner), sender=self.host.router_address)
         log.info("connection.closed", owner=self.owner, reason=reason)
 
 
@@ -223,9 +223,11 @@ class ConnectionHostContext:
 
     def __init__(self, runtime: Any, registry: Any, place: Callable[[str, str], Address], settings: Settings,
                  check_login: Callable[[str, str], bool], vhost_exists: Callable[[str], bool],
-                 router_address: Address, seed: int | None = None,
+                 router_address: Address, node: Address, seed: int | None = None,
                  consumer_timeout_ms: int | None = consumer_timeout_default_ms) -> None:
         self.runtime = runtime
+        self.node = node  # this node's node core
+        self.down_nodes: frozenset[str] = frozenset()  # the nodes the cluster sees down, for new channels
         self.consumer_timeout_ms = consumer_timeout_ms
         self.registry = registry
         self.place = place
@@ -271,14 +273,24 @@ def tell_channels_host_restarted(ctx: ConnectionHostContext) -> Callable[[Addres
     return on_host_restarted
 
 
-def tell_channels(ctx: ConnectionHostContext) -> Callable[[Address, list, list], None]:
+def tell_channels(ctx: ConnectionHostContext) -> Callable[[Address, list, list[Address]], None]:
     """The replica's on_change for a connection host: channels drop cached permissions and learn of
     deleted queues (their pending confirms for those queues are settled)."""
-    def on_change(sender: Address, changes: list, gone: list) -> None:
+    def on_change(sender: Address, changes: list, gone: list[Address]) -> None:
         for ch in ctx.channels():
             ch.core.metadata_changed()
         if gone:
-            queues = [ctx.place(vhost, name) for vhost, name in gone]
             for ch in ctx.channels():
-                ch.receive(sender, QueuesGone(queues))
+                ch.receive(sender, QueuesGone(gone))
     return on_change
+
+
+def tell_channels_nodes(ctx: ConnectionHostContext) -> Callable[[list[str], list[str]], None]:
+    """The cluster view's on_nodes for a connection host: every channel learns which nodes are down;
+    what was in flight to their queues is lost, as when a queue host restarts."""
+    def on_nodes(up: list[str], down: list[str]) -> None:
+        ctx.down_nodes = frozenset(down)
+        for ch in ctx.channels():
+            ch.core.nodes_down(ctx.down_nodes)
+            ch.flush()
+    return on_nodes

@@ -29,6 +29,7 @@ from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 
 from actors.runtime import logs
 from actors.runtime.control import ControlReply, Forwarded, HostSpec, HostStarted, StartHost
+from actors.runtime.curve import CurveKeys, read_or_create_cookie
 from actors.runtime.mailbox import Runtime
 
 log = structlog.get_logger("warren.host")
@@ -117,9 +118,12 @@ class HostActor(ActorTypeDispatcher):
     async def _main(self, msg: StartHost, started: threading.Event, outcome: dict) -> None:
         spec: HostSpec = msg.spec
         config = spec.config
-        runtime = Runtime(spec.name, msg.directory,
+        remote = None
+        if config.get("tcp_bind"):  # a host other nodes reach: a tcp mailbox with the cluster's keys
+            remote = (config["tcp_bind"], CurveKeys(read_or_create_cookie(config["cookie_file"])))
+        runtime = Runtime(config.get("host", spec.name), msg.directory,
                           credit_initial=config.get("credit_initial", 400),
-                          credit_more_after=config.get("credit_more_after", 200))
+                          credit_more_after=config.get("credit_more_after", 200), remote=remote)
         self._stop = asyncio.Event()
         await runtime.start()
         try:

@@ -54,22 +54,23 @@ def socket_dir(data_dir: Path) -> Path:
     return Path("/tmp") / f"warren-{digest}"
 
 
-def local_directory(data_dir: Path, hosts: list[str]) -> dict[str, str]:
-    """ipc:// endpoints for `hosts` on this node."""
+def local_directory(data_dir: Path, specs: list[HostSpec]) -> dict[str, str]:
+    """ipc:// endpoints for the hosts of `specs` on this node, by their runtime names (a spec's
+    `host`, else its name); the socket file is named by the spec's short name."""
     sock = socket_dir(data_dir)
-    for host in hosts:
-        assert 0 < len(host) <= host_name_max and "/" not in host, host
-    return {host: f"ipc://{sock}/{host}" for host in hosts}
+    for spec in specs:
+        assert 0 < len(spec.name) <= host_name_max and "/" not in spec.name, spec.name
+    return {spec.config.get("host", spec.name): f"ipc://{sock}/{spec.name}" for spec in specs}
 
 
 def run_node(node_name: str, specs: list[HostSpec], directory: dict[str, str], admin_port: int,
-             data_dir: Path) -> None:
+             data_dir: Path, *, ready_timeout_s: float = ready_timeout_s) -> None:
     """Run the node until SIGTERM/SIGINT. Blocks."""
     data_dir = Path(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     sock = socket_dir(data_dir)
     sock.mkdir(parents=True, exist_ok=True)
-    full_directory = {**local_directory(data_dir, [s.name for s in specs]), **directory}
+    full_directory = {**local_directory(data_dir, specs), **directory}
     ready = data_dir / "ready"
     ready.unlink(missing_ok=True)
 
@@ -83,7 +84,7 @@ def run_node(node_name: str, specs: list[HostSpec], directory: dict[str, str], a
     try:
         supervisor = asys.createActor(Supervisor, globalName=supervisor_name)
         asys.ask(supervisor, StartNode(tuple(specs), full_directory, os.getpid(), node_name, str(data_dir)), ask_timeout_s)
-        _wait_ready(asys, supervisor, specs, stop)
+        _wait_ready(asys, supervisor, specs, stop, ready_timeout_s)
         if not stop.is_set():
             ready.write_text(json.dumps({"node": node_name, "pid": os.getpid(),
                                          "hosts": [s.name for s in specs]}))
@@ -110,8 +111,9 @@ def _share_with_hosts(specs: list[HostSpec]) -> None:
     gc.freeze()
 
 
-def _wait_ready(asys: ActorSystem, supervisor: object, specs: list[HostSpec], stop: threading.Event) -> None:
-    deadline = time.monotonic() + ready_timeout_s
+def _wait_ready(asys: ActorSystem, supervisor: object, specs: list[HostSpec], stop: threading.Event,
+                timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
     waiting = [s.name for s in specs]
     while waiting and not stop.is_set():
         if time.monotonic() > deadline:

@@ -9,6 +9,7 @@ import psutil
 import pytest
 
 from tests.integration.admin_support import ok
+from scripts.local_cluster import HOST
 from tests.integration.nodes import start_node
 from tests.waiting import until
 
@@ -62,12 +63,12 @@ def test_status_lists_the_processes_and_stop_leaves_none(tmp_path):
         assert set(names) == {"main", "admin", "logger", "supervisor", "node", "queue0", "conn0", "conn1"}
         assert names["main"]["pid"] == node.proc.pid == st["pid"]
         assert all(names[h]["restarts"] == 0 for h in ("node", "queue0", "conn0", "conn1"))
-        assert (st["node"], st["amqp_port"], st["cluster_port"]) == ("data", node.port, node.port + 20000)
+        assert (st["node"], st["amqp_port"], st["cluster_port"]) == (f"data@{HOST}", node.port, node.cluster_port)
         assert st["uptime_s"] >= 0 and st["memory_pss"] == sum(p["pss"] for p in st["processes"]) > 0
         table = ok(node, "status")
         assert f"amqp_port\t{node.port}" in table.splitlines()
         assert "name\tpid\trestarts\trss\tpss" in table.splitlines()
-        assert ok(node, "stop").strip() == "Stopping and halting node data ..."
+        assert ok(node, "stop").strip() == f"Stopping and halting node data@{HOST} ..."
         # stop returned after every process had exited; main waits for this test to reap it
         assert alive(procs[1:]) == []
         assert node.proc.wait(wait_s) == 0

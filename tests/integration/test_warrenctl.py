@@ -8,6 +8,7 @@ import pika
 import pytest
 
 from tests.integration.admin_support import connect, ok, warrenctl
+from scripts.local_cluster import HOST
 from tests.integration.nodes import REPO, start_node
 
 
@@ -65,7 +66,7 @@ def test_list_queues_has_rabbitmqs_columns(node):
                    "message_bytes_ready", "message_bytes_unacknowledged", "messages_persistent",
                    "exclusive_consumer_tag", "leader", "members", "online", "pid", "owner_pid", "slave_pids"]
         rows = {r["name"]: r for r in json.loads(ok(node, "list_queues", *columns, "--formatter", "json"))}
-    node_name = node.data_dir.name
+    node_name = f"{node.data_dir.name}@{HOST}"
     assert {k: rows["ctl.classic"][k] for k in columns[1:9]} == {
         "type": "classic", "messages": 2, "messages_unacknowledged_ram": 1, "message_bytes": 11,
         "message_bytes_ready": 6, "message_bytes_unacknowledged": 5, "messages_persistent": 1,
