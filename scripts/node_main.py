@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import psutil
+import structlog
 
 from actors.placement import host_of
 from actors.runtime import logs
@@ -55,7 +56,8 @@ def host_specs(conf: dict) -> list[HostSpec]:
               "vm_memory_high_watermark": conf["vm_memory_high_watermark"],
               "vm_memory_high_watermark_paging_ratio": conf["vm_memory_high_watermark_paging_ratio"],
               "credit_initial": conf["credit_flow_default_credit.initial"],
-              "credit_more_after": conf["credit_flow_default_credit.more_after"]}
+              "credit_more_after": conf["credit_flow_default_credit.more_after"],
+              "memory_limit": memory_watermark(conf)[0], "disk_limit": disk_free_limit(conf)[0]}
     total = psutil.virtual_memory().total
     management = {"management_port": conf["management.tcp.port"], "management_ip": conf["management.tcp.ip"],
                   "prometheus_port": conf["prometheus.tcp.port"],
@@ -124,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     logs.configure("main", data_dir)
     logs.route_standard_library()
+    for warning in memory_watermark(conf)[1] + disk_free_limit(conf)[1]:
+        structlog.get_logger("warren.config").warning(warning)
     conf["data_dir_resolved"] = str(data_dir)
     admin_port = conf["admin_port"] or free_port()
     (data_dir / "admin_port").write_text(str(admin_port))

@@ -8,7 +8,7 @@ message stores (files, messages, live and garbage bytes, GC runs); `status` and 
 scripts/ctl_node.py's (the node's name, ports, uptime, memory and processes; rabbitmqctl stop).
 Output is a tab-separated table with a header row, or with `--formatter json` a JSON list of
 objects. Every failure prints one line,
-"Error: ...", on stderr and exits non-zero with rabbitmqctl's codes (64 usage, 65 no such vhost,
+"Error: ...", on stderr and exits non-zero with rabbitmqctl's codes (64 usage, 65 bad argument or no such vhost,
 67 no such user, 69 node unreachable or validation failed, 70 already exists / internal error).
 """
 from __future__ import annotations
@@ -19,11 +19,13 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from flow.units import (UnitError, cli_disk_absolute, cli_disk_relative, cli_memory_absolute,
+                        cli_memory_relative)
 from metadata.policies import parse_definition
 from scripts import ctl_node
 from scripts.queue_columns import NODE_COLUMNS, QUEUE_COLUMNS, queue_rows
 
-EX_USAGE, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL = 64, 69, 70, 75
+EX_USAGE, EX_DATAERR, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL = 64, 65, 69, 70, 75
 default_node_dir = Path("var/warren")
 control_timeout_s = 10.0
 
@@ -220,6 +222,8 @@ def run_change(node: Node, a: argparse.Namespace) -> str:
         return render_cluster_status(node.ask("node", "cluster_status"), f)
     if c == "forget_cluster_node":
         return _ok(node, "node", c, {"node": a.node}, f, f"Removed {a.node} from the cluster")
+    if c in LIMITS:
+        return set_limit(node, c, a.args)
     if c == "status":
         return ctl_node.render_status(ctl_node.status(node), f, _cell)
     if c == "stop":
@@ -245,6 +249,37 @@ def render_cluster_status(st: dict, formatter: str) -> str:
     for title, names in sections:
         lines += ["", title, "", *names]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- resource limits
+# command -> its two forms, each (the word that picks it, how it reads its argument, the kind of
+# limit it sets, what rabbitmqctl prints); the first form has no word
+Form = tuple[str, Callable[[str], Any], str, str]
+LIMITS: dict[str, tuple[Form, Form]] = {
+    "set_vm_memory_high_watermark": (
+        ("", cli_memory_relative, "relative", "Setting memory threshold on {node} to {arg} ..."),
+        ("absolute", cli_memory_absolute, "absolute", "Setting memory threshold on {node} to {arg} bytes ...")),
+    "set_disk_free_limit": (
+        ("", cli_disk_absolute, "absolute", "Setting disk free limit on {node} to {arg} bytes ..."),
+        ("mem_relative", cli_disk_relative, "relative",
+         "Setting disk free limit on {node} to {arg} times the total RAM ...")),
+}
+
+
+def set_limit(node: Node, command: str, args: list[str]) -> str:
+    """rabbitmqctl's `set_vm_memory_high_watermark <fraction> | absolute <value>` and
+    `set_disk_free_limit <disk_limit> | mem_relative <fraction>`: its argument checks and texts."""
+    plain, worded = LIMITS[command]
+    word, read, kind, done = worded if args and args[0] == worded[0] else plain
+    wanted = 2 if word else 1
+    if len(args) != wanted:
+        raise Failure("not enough arguments." if len(args) < wanted else "too many arguments.", EX_USAGE)
+    try:
+        value = read(args[-1])
+    except UnitError as e:
+        raise Failure(str(e), EX_DATAERR) from None
+    answer = node.ask("node", command, {kind: value})
+    return done.format(node=answer["node"], arg=args[-1])
 
 
 # ---------------------------------------------------------------- arguments
@@ -291,6 +326,10 @@ def parser() -> argparse.ArgumentParser:
     sp = cmd("delete_queue", vhost=True); sp.add_argument("queue")  # noqa: E702
     sp.add_argument("--if-unused", action="store_true"); sp.add_argument("--if-empty", action="store_true")  # noqa: E702
     sp = cmd("close_connection"); sp.add_argument("name"); sp.add_argument("reason")  # noqa: E702
+    cmd("set_vm_memory_high_watermark", help="<fraction> | absolute <value>: the memory alarm's limit, "
+        "until the node restarts").add_argument("args", nargs="*")
+    cmd("set_disk_free_limit", help="<disk_limit> | mem_relative <fraction>: the disk alarm's limit, "
+        "until the node restarts").add_argument("args", nargs="*")
     return p
 
 

@@ -99,7 +99,7 @@ class StatsCollector:
     def _measure(self) -> None:
         f = self.facts
         if self._memory is not None:
-            f["mem_used"] = self._memory.rss(time.monotonic())
+            f["mem_used"] = self._memory.pss(time.monotonic())
             try:
                 f["disk_free"] = shutil.disk_usage(f["data_dir"]).free
             except OSError:

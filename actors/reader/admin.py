@@ -12,16 +12,27 @@ from typing import Any
 import structlog
 
 from actors.messages.node import CloseConnections
+from actors.reader.core import CLOSED, CLOSING, OPEN_WAIT, START, START_OK, TUNE_OK
 from wire.errors import AmqpError
 
 log = structlog.get_logger("warren.conn_admin")
 
 
+HANDSHAKE_STATES = {START: "starting", START_OK: "starting", TUNE_OK: "tuning", OPEN_WAIT: "opening",
+                    CLOSING: "closing", CLOSED: "closed"}
+
+
 def connection_state(reader: Any) -> str:
-    """running / flow (reading paused by credit back-pressure) / blocked (alarm), as rabbitmqctl shows."""
-    if getattr(reader, "blocked", False):
-        return "blocked"
-    return "flow" if reader.paused else "running"
+    """As rabbitmqctl list_connections shows it (rabbit_reader's i(state)): while an alarm is in
+    force, `blocking` (not published since) or `blocked` (reading stopped); otherwise `flow` while
+    credit holds it and for a second after, else `running`; the handshake's and closing's states."""
+    core = reader.core
+    if core is not None and core.state in HANDSHAKE_STATES:
+        return HANDSHAKE_STATES[core.state]
+    throttle = reader.throttle
+    if throttle is not None and throttle.blocked_by:
+        return throttle.state()
+    return reader.flow.state(reader.host.flow_now())
 
 
 def list_connections(ctx: Any) -> list[dict]:

@@ -16,7 +16,9 @@ answered with close-ok and the socket closes at once (RabbitMQ waits up to that 
 client to close it first; closing it ourselves frees the client's reader all the same).
 
 Heartbeats: with a negotiated interval H > 0 the core asks for a heartbeat frame when nothing was
-sent for H/2 seconds and drops the connection when nothing at all was received for 2*H seconds.
+sent for H/2 seconds and drops the connection when nothing at all was received for 2*H seconds
+while the socket was being read (a connection blocked by credit or by an alarm is not read, so the
+client's silence is not its fault: RabbitMQ pauses its heartbeat monitor the same way).
 
 Users and vhost access: a `Gatekeeper` (backed by the host's registry replica, which holds users and
 permissions as password hashes) answers the login and, at connection.open, whether the user has
@@ -25,8 +27,8 @@ permissions on the vhost (530 "access to vhost 'v' refused for user 'u'", as Rab
 same "Login was refused..." text and logs the reason). A plain `check_login` callable (no vhost
 check) is still accepted, for tests and for shells that predate the Gatekeeper.
 
-Deliberately left to others: what a channel does (actors/channel/core.py), alarms and
-connection.blocked (flow issue).
+Deliberately left to others: what a channel does (actors/channel/core.py), resource alarms and
+connection.blocked (flow/blocking.py, run by the reader shell).
 """
 from __future__ import annotations
 
@@ -149,8 +151,8 @@ class ConnectionCore:
             return self._connection_error(event.error)
         raise TypeError(f"unexpected event {event!r}")
 
-    def tick(self) -> list:
-        """Called `ticks_per_second` times a second."""
+    def tick(self, reading: bool = True) -> list:
+        """Called `ticks_per_second` times a second; `reading`: whether the shell reads the socket."""
         if self.state == CLOSING:
             self._closing_ticks += 1
             timeout_s = min(self.heartbeat, closing_timeout_s) if self.heartbeat else closing_timeout_s
@@ -159,7 +161,7 @@ class ConnectionCore:
                 return [CloseSocket("no connection.close-ok from the client in time")]
         if not self.heartbeat or self.state == CLOSED:
             return []
-        self._idle_in += 1
+        self._idle_in = self._idle_in + 1 if reading else 0
         self._idle_out += 1
         tps = self.settings.ticks_per_second
         if self._idle_in >= 2 * self.heartbeat * tps:
