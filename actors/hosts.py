@@ -254,6 +254,8 @@ def queue_host(runtime: Any, spec: Any) -> None:
     async def control(op: str, args: dict) -> Any:
         if op == "list_queues":
             return manager.stats()
+        if op == "flow_links":
+            return manager.flow_links()
         if op == "store_summary":
             return storage.summary() if storage is not None and storage.recovered else {"host": runtime.host}
         return _host_info(op)
@@ -300,7 +302,7 @@ async def connection_host(runtime: Any, spec: Any) -> None:
     loop.create_task(_tick(ctx))
 
     listings = {"list_connections": conn_admin.list_connections, "list_channels": conn_admin.list_channels,
-                "list_consumers": conn_admin.list_consumers}
+                "list_consumers": conn_admin.list_consumers, "flow_links": conn_admin.flow_links}
 
     async def control(op: str, args: dict) -> Any:
         if op in listings:

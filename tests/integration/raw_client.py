@@ -4,6 +4,7 @@ while the broker stops reading it."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 
 from wire import methods as m
@@ -56,16 +57,35 @@ class RawClient:
             self.events += self.read()
         raise AssertionError(f"no {cls.__name__} within {deadline_s} s")
 
-    def publish_frames(self, routing_key: str, body: bytes, exchange: str = "") -> bytes:
-        header = encode_content_header(60, len(body), BasicProperties())
+    def publish_frames(self, routing_key: str, body: bytes, exchange: str = "", persistent: bool = False) -> bytes:
+        header = encode_content_header(60, len(body), BasicProperties(delivery_mode=2 if persistent else None))
         return content_frames_bytes(1, m.BasicPublish(exchange=exchange, routing_key=routing_key), header, body,
                                     FRAME_MAX)
 
     def publish(self, routing_key: str, body: bytes) -> None:
         self.send(self.publish_frames(routing_key, body))
 
+    def flood(self, frames: bytes, stop: threading.Event) -> threading.Thread:
+        """Write `frames` again and again from a thread until `stop` is set (or the socket closes):
+        a publisher faster than anything behind the broker's socket."""
+        self.sock.settimeout(None)  # the broker may not read for a long while: that is the point
+
+        def run() -> None:
+            while not stop.is_set():
+                try:
+                    self.sock.sendall(frames)
+                except OSError:
+                    return
+        thread = threading.Thread(target=run, name="flood", daemon=True)
+        thread.start()
+        return thread
+
     def heartbeat(self) -> None:
         self.send(HEARTBEAT_FRAME)
 
     def close(self) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes a flood thread blocked in sendall
+        except OSError:
+            pass
         self.sock.close()
