@@ -33,6 +33,7 @@ from typing import Any, Callable
 import psutil
 import structlog
 
+from actors.channel.publish_checks import MAX_MESSAGE_SIZE_DEFAULT
 from actors.cluster.membership import Membership
 from actors.cluster.shell import ClusterActor, read_members
 from actors.cluster.view import ClusterView, tell_local_hosts
@@ -267,14 +268,15 @@ async def connection_host(runtime: Any, spec: Any) -> None:
     me = cfg["node_name"]
     registry = Registry()
     settings = Settings(frame_max=cfg.get("frame_max", 131072), channel_max=cfg.get("channel_max", 2047),
-                        heartbeat=cfg.get("heartbeat", 60))
+                        heartbeat=cfg.get("heartbeat", 60), handshake_timeout_ms=cfg.get("handshake_timeout", 10_000))
     # logins and vhost access are answered by this host's replica, fed with hashes by the node
     loopback_users = frozenset(u.strip() for u in str(cfg.get("loopback_users", "guest")).split(",") if u.strip())
     gatekeeper = Gatekeeper(registry.check_login, registry.vhost_access_error, loopback_users)
     ctx = ConnectionHostContext(
         runtime, registry, registry_place(registry), settings, gatekeeper,
         vhost_exists=registry.vhost_exists, router_address=Address(runtime.host, ROUTER_NAME),
-        node=node_address(me), consumer_timeout_ms=cfg.get("consumer_timeout", 1800000))
+        node=node_address(me), consumer_timeout_ms=cfg.get("consumer_timeout", 1800000),
+        max_message_size=cfg.get("max_message_size", MAX_MESSAGE_SIZE_DEFAULT))
     replica = RegistryReplica(runtime, ROUTER_NAME, registry, node_address(me), tell_channels(ctx),
                               tell_channels_host_restarted(ctx))
     runtime.spawn(ROUTER_NAME, replica)

@@ -71,6 +71,7 @@ def host_specs(conf: dict) -> list[HostSpec]:
     specs += [HostSpec(f"queue{i}", "actors.hosts:queue_host", dict(common)) for i in range(conf["queue_hosts"])]
     conn = dict(common, port=conf["listeners.tcp.default"], frame_max=conf["frame_max"],
                 channel_max=conf["channel_max"], heartbeat=conf["heartbeat"],
+                handshake_timeout=conf["handshake_timeout"], max_message_size=conf["max_message_size"],
                 tls_port=conf["listeners.ssl.default"], tls_certfile=conf["ssl_options.certfile"],
                 tls_keyfile=conf["ssl_options.keyfile"])
     specs += [HostSpec(f"conn{i}", "actors.hosts:connection_host", dict(conn))

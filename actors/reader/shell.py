@@ -35,6 +35,7 @@ from typing import Any, Callable
 import structlog
 
 from actors.channel.core import CLOSED, ChannelCore, consumer_timeout_default_ms
+from actors.channel.publish_checks import MAX_MESSAGE_SIZE_DEFAULT, effective_max_message_size
 from actors.channel.shell import ChannelActor
 from actors.messages.node import ConnectionClosed, QueueHostRestarted, QueuesGone
 from actors.mgmt.counters import add_into
@@ -189,7 +190,8 @@ class Reader(asyncio.BufferedProtocol):
                            place=host.place, node=host.node, frame_max=o.frame_max,
                            capabilities=o.capabilities, rng=host.rng, user=o.user, address=address,
                            parse_address=Address.parse, consumer_timeout_ms=host.consumer_timeout_ms,
-                           ticks_per_second=host.settings.ticks_per_second)
+                           ticks_per_second=host.settings.ticks_per_second,
+                           max_message_size=host.max_message_size)
         core.nodes_down(host.down_nodes)
         actor = ChannelActor(self, core, address, host.runtime)
         self.host.runtime.spawn(name, actor)
@@ -275,10 +277,12 @@ class ConnectionHostContext:
     def __init__(self, runtime: Any, registry: Any, place: Callable[[str, str], Address], settings: Settings,
                  check_login: Callable[[str, str], bool], vhost_exists: Callable[[str], bool],
                  router_address: Address, node: Address, seed: int | None = None,
-                 consumer_timeout_ms: int | None = consumer_timeout_default_ms) -> None:
+                 consumer_timeout_ms: int | None = consumer_timeout_default_ms,
+                 max_message_size: int = MAX_MESSAGE_SIZE_DEFAULT) -> None:
         self.runtime = runtime
         self.node = node  # this node's node core
         self.down_nodes: frozenset[str] = frozenset()  # the nodes the cluster sees down, for new channels
+        self.max_message_size = effective_max_message_size(max_message_size)
         self.consumer_timeout_ms = consumer_timeout_ms
         self.registry = registry
         self.place = place
