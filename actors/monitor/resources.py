@@ -117,9 +117,10 @@ class ResourceMonitor:
         self.run_effects(self.disk.configure(limit, self.total_memory(), free_disk_bytes(self.data_dir)))
 
     def status(self) -> dict:
-        """For warrenctl status: each resource's limit, last reading and alarm."""
+        """For warrenctl status: each resource's limit, its use now (memory) or at the last check
+        (disk), and its alarm."""
         memory, disk = self.memory, self.disk
-        return {"memory": {"limit": memory.limit_bytes, "used": memory.used_bytes, "alarm": memory.alarmed},
+        return {"memory": {"limit": memory.limit_bytes, "used": self._used(), "alarm": memory.alarmed},
                 "disk": {"limit": disk.limit_bytes, "free": disk.free_bytes, "alarm": disk.alarmed}}
 
     def _used(self) -> int:

@@ -6,14 +6,11 @@ receiving and acking; everything unblocks when the alarm clears; a blocked conne
 for missed heartbeats; the node logs what RabbitMQ logs; paging follows the new limit."""
 from __future__ import annotations
 
-import json
-
-import pika
 import pytest
 
-from actors.runtime.client import control
-from tests.integration.admin_support import ok, warrenctl
 from scripts.local_cluster import HOST
+from tests.integration.admin_support import ok, warrenctl
+from tests.integration.alarm_support import Watched, states, status
 from tests.integration.nodes import start_node
 from tests.integration.raw_client import RawClient
 from tests.waiting import until
@@ -39,38 +36,6 @@ def default_limits(node):
     ok(node, "set_vm_memory_high_watermark", "0.4")
     ok(node, "set_disk_free_limit", "50MB")
     until(lambda: status(node)["alarms"] == [], "the alarms to clear")
-
-
-def ask(node, host: str, op: str):
-    """The node's answer, asked in-process (polling through warrenctl would start a process each time)."""
-    return control(int((node.data_dir / "admin_port").read_text()), host, op, {})
-
-
-def status(node) -> dict:
-    return ask(node, "node", "status")
-
-
-def states(node) -> dict[str, str]:
-    return {row["name"]: row["state"] for host in status(node)["connection_hosts"]
-            for row in ask(node, host, "list_connections")}
-
-
-class Watched:
-    """A pika connection that records connection.blocked / unblocked as pika reports them."""
-
-    def __init__(self, node) -> None:
-        self.conn = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", node.port))
-        self.events: list[tuple] = []
-        self.conn.add_on_connection_blocked_callback(lambda _c, f: self.events.append(("blocked", f.method.reason)))
-        self.conn.add_on_connection_unblocked_callback(lambda _c, _f: self.events.append(("unblocked",)))
-        self.ch = self.conn.channel()
-
-    def wait_for(self, events: list[tuple], what: str) -> None:
-        until(lambda: self.conn.process_data_events(0) or self.events == events, what)
-
-    def close(self) -> None:
-        if self.conn.is_open:
-            self.conn.close()
 
 
 def test_a_memory_alarm_blocks_publishers_only_and_clears(node):
