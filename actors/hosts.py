@@ -149,7 +149,7 @@ async def node_host(runtime: Any, spec: Any) -> None:
     runtime.control = control
     if cfg.get("management_port") or cfg.get("prometheus_port"):
         from actors.mgmt.launch import start_management  # only then: aiohttp costs the node host ~13 MB
-        await start_management(runtime, node, cfg)
+        await start_management(runtime, node, cfg, monitor.management_facts)
 
 
 def start_alarms(runtime: Any, me: str) -> RelayActor:

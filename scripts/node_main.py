@@ -26,7 +26,6 @@ from actors.runtime import logs
 from actors.runtime.control import HostSpec
 from actors.runtime.curve import default_cookie_file
 from actors.runtime.node_process import run_node
-from flow.alarms import disk_limit_bytes, memory_limit_bytes
 from scripts.config import ConfigError, disk_free_limit, load, memory_watermark
 from actors.runtime.ports import can_listen, free_port
 
@@ -58,13 +57,10 @@ def host_specs(conf: dict) -> list[HostSpec]:
               "credit_initial": conf["credit_flow_default_credit.initial"],
               "credit_more_after": conf["credit_flow_default_credit.more_after"],
               "memory_limit": memory_watermark(conf)[0], "disk_limit": disk_free_limit(conf)[0]}
-    total = psutil.virtual_memory().total
     management = {"management_port": conf["management.tcp.port"], "management_ip": conf["management.tcp.ip"],
                   "prometheus_port": conf["prometheus.tcp.port"],
                   "collect_statistics_interval": conf["collect_statistics_interval"],
-                  "amqp_port": conf["listeners.tcp.default"],
-                  "mem_limit_bytes": memory_limit_bytes(memory_watermark(conf)[0], total)[0],
-                  "disk_free_limit_bytes": disk_limit_bytes(disk_free_limit(conf)[0], total)[0]}
+                  "amqp_port": conf["listeners.tcp.default"]}
     specs = [HostSpec("node", "actors.hosts:node_host",
                       dict(common, **management, tcp_bind=f"tcp://{interface}:{cluster_port(conf)}",
                            join=conf.get("join"), metadata_timeout_ms=conf["metadata.timeout"]))]

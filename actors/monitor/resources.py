@@ -123,6 +123,12 @@ class ResourceMonitor:
         return {"memory": {"limit": memory.limit_bytes, "used": self._used(), "alarm": memory.alarmed},
                 "disk": {"limit": disk.limit_bytes, "free": disk.free_bytes, "alarm": disk.alarmed}}
 
+    def management_facts(self) -> dict:
+        """The node's resources as the management API's node object names them (the last checks)."""
+        memory, disk = self.memory, self.disk
+        return {"mem_used": memory.used_bytes, "mem_limit": memory.limit_bytes, "mem_alarm": memory.alarmed,
+                "disk_free": disk.free_bytes or 0, "disk_free_limit": disk.limit_bytes, "disk_free_alarm": disk.alarmed}
+
     def _used(self) -> int:
         return self.memory_used(asyncio.get_running_loop().time())
 
