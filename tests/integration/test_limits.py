@@ -68,6 +68,6 @@ def test_a_publish_above_max_message_size_closes_its_channel_only(node):
                                           "configured max size 134217728")
         ch = conn.channel()
         ch.basic_publish("", "limits.big", b"small")
-        assert ch.queue_declare("limits.big", passive=True).method.message_count == 1
+        until(lambda: ch.queue_declare("limits.big", passive=True).method.message_count == 1, "the small one queued")
     finally:
         conn.close()
