@@ -64,7 +64,8 @@ def free_disk_bytes(path: str) -> int | None:
 
 class ResourceMonitor:
     """A node's memory and disk alarms on the running loop. `start` inside the loop; `set_memory_limit`
-    and `set_disk_limit` for warrenctl; `stop` cancels the checks."""
+    and `set_disk_limit` for warrenctl; `stop` cancels the checks; as an actor, `receive` takes
+    `WatchMemoryLimit`."""
 
     def __init__(self, node: str, data_dir: str, memory_limit: Limit, disk_limit: Limit, *, on_alarm: AlarmHook,
                  memory: MemoryAlarm | None = None, disk: DiskAlarm | None = None,
@@ -101,16 +102,6 @@ class ResourceMonitor:
             for watcher in self.limit_watchers:
                 self._tell_limit(watcher)
 
-    def receive(self, sender: Address, msg: Any) -> None:
-        if type(msg) is WatchMemoryLimit:
-            self.limit_watchers[sender] = None
-            self._tell_limit(sender)
-        elif type(msg) is not Undelivered:  # a watcher's host restarting watches again
-            log.warning("monitor.unexpected_message", kind=type(msg).__name__, sender=str(sender))
-
-    def _tell_limit(self, watcher: Address) -> None:
-        self.runtime.send(watcher, MemoryLimit(self.memory.limit_bytes), sender=self.me)
-
     def set_disk_limit(self, limit: Limit) -> None:
         """rabbitmqctl set_disk_free_limit: checked at once against the free space now."""
         self.disk_limit = limit
@@ -128,6 +119,17 @@ class ResourceMonitor:
         memory, disk = self.memory, self.disk
         return {"mem_used": memory.used_bytes, "mem_limit": memory.limit_bytes, "mem_alarm": memory.alarmed,
                 "disk_free": disk.free_bytes or 0, "disk_free_limit": disk.limit_bytes, "disk_free_alarm": disk.alarmed}
+
+    def receive(self, sender: Address, msg: Any) -> None:
+        """A queue host's housekeeping watches the memory limit (its paging threshold follows it)."""
+        if type(msg) is WatchMemoryLimit:
+            self.limit_watchers[sender] = None
+            self._tell_limit(sender)
+        elif type(msg) is not Undelivered:  # a watcher's host restarting watches again
+            log.warning("monitor.unexpected_message", kind=type(msg).__name__, sender=str(sender))
+
+    def _tell_limit(self, watcher: Address) -> None:
+        self.runtime.send(watcher, MemoryLimit(self.memory.limit_bytes), sender=self.me)
 
     def _used(self) -> int:
         return self.memory_used(asyncio.get_running_loop().time())
