@@ -18,8 +18,9 @@ this node sees them (`ClusterAlarms`, flow/blocking.py, which logs with RabbitMQ
 Invariants: a watcher has heard `Conserve(r, True)` exactly when some node's alarm for `r` is in
 force here; a ResourceAlarm leaves this relay only for this node's own alarms.
 
-Left out: a peer that restarts faster than membership sees it down keeps, here, the alarms it had
-before (rabbit_alarm has the same window); its next change of alarm corrects it.
+A node that restarts is seen down and up again by membership (its incarnation changed), so the
+others drop what it had and it learns theirs; a test (tests/integration/test_cluster_alarms.py)
+restarts a node while another's alarm is in force.
 """
 from __future__ import annotations
 
