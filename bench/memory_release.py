@@ -1,7 +1,7 @@
 """Does a queue host give its memory back after a long queue drains? Fill one queue of a fresh node,
 drain it, and print the queue host's memory at each step.
 
-    python -m bench.memory_release [--messages 200000] [--size 1024] [--durable] [--settle 5]
+    python -m bench.memory_release [--messages 200000] [--size 1024] [--durable] [--settle 12]
 
 Steps: idle, full (every message in the queue), drained (the queue empty again), settled (after
 `--settle` seconds of housekeeping rounds). Figures per step: RSS, PSS and USS of the queue host
@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--messages", type=int, default=200_000)
     p.add_argument("--size", type=int, default=1024, help="body bytes")
     p.add_argument("--durable", action="store_true", help="a durable queue and persistent messages")
-    p.add_argument("--settle", type=float, default=5.0, help="seconds of housekeeping after the drain")
+    p.add_argument("--settle", type=float, default=12.0,
+                   help="seconds after the drain (the heap is looked at every 5 s: two looks and a margin)")
     a = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="warren-memory-"))
     broker = Warren("warren", free_port(), work / "data")
