@@ -5,13 +5,17 @@ nodes and it learns where theirs listen and which nodes are up.
 
 - node: the NodeActor (the node's metadata decisions) with the node's copy of the registry, the
   metadata Raft group's member on this node with its own WAL under `coordination/` (as RabbitMQ's
-  Khepri runs in its own Ra system), and the ClusterActor (membership, joins) on the cluster port.
+  Khepri runs in its own Ra system), and the ClusterActor (membership, joins) on the cluster port;
+  the resource monitor (actors/monitor/resources.py: the node's memory and disk alarms, warrenctl
+  set_vm_memory_high_watermark and set_disk_free_limit) and the alarm relay
+  (actors/monitor/relay.py), which passes this node's alarms to every other node's and tells this
+  node's connection hosts what the cluster is short of.
 - The node host also runs the management HTTP API, web UI and Prometheus endpoint when their
   ports are set (actors/mgmt/).
 - queueN: a QueueManager that creates the classic queue actors placed on this host (their group
   commit: actors/queue/group_commit.py), the host's durable storage (persist/classic/host_storage.py:
   message stores, queue indexes) on a RealDisk, and its housekeeping (actors/queue/housekeeping.py:
-  memory and paging, GC).
+  memory and paging, GC), which follows the node's memory limit.
 - connN: the AMQP listener (SO_REUSEPORT, so every connection host shares the port; plus an amqps
   listener when tls_port is set), a registry replica (which also answers logins and vhost access),
   and the readers/channels of the connections this host accepted. It subscribes to the
@@ -29,6 +33,7 @@ from typing import Any, Callable
 import psutil
 import structlog
 
+from actors.channel.publish_checks import MAX_MESSAGE_SIZE_DEFAULT
 from actors.cluster.membership import Membership
 from actors.cluster.shell import ClusterActor, read_members
 from actors.cluster.view import ClusterView, tell_local_hosts
@@ -37,8 +42,14 @@ from actors.node.listings import LISTING_OPS
 from actors.node.metadata_machine import MetadataMachine
 from actors.node.metadata_member import MEMBER_NAME, start_member
 from actors.node.shell import NodeActor
-from actors.placement import (CLUSTER_NAME, META_NAME, NODE_KIND, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME, ROUTER_NAME,
-                              host_of, kind_of, node_address, queue_address, queue_kind)
+from actors.messages.alarms import WatchMemoryLimit
+from actors.messages.cluster import NodesUp
+from actors.monitor.relay import AlarmRelay
+from actors.monitor.relay_shell import RelayActor
+from actors.monitor.resources import ResourceMonitor, tell_relay
+from actors.placement import (ALARMS_NAME, CLUSTER_NAME, META_NAME, NODE_KIND, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME,
+                              RESOURCE_MONITOR_NAME, ROUTER_NAME, alarm_relay, host_of, kind_of, node_address,
+                              queue_address, queue_kind, resource_monitor)
 from metadata import definitions
 from metadata.registry import Registry
 from actors.messages.stats import REPORTER_NAME
@@ -51,11 +62,14 @@ from persist.disk import RealDisk
 from actors.reader import admin as conn_admin
 from actors.reader import tls
 from actors.reader.admin import ConnectionAdmin
+from actors.reader.alarms import WATCHER_NAME, AlarmWatcher
 from actors.reader.core import Gatekeeper, Settings
 from actors.reader.shell import (ConnectionHostContext, Reader, tell_channels, tell_channels_host_restarted,
                                  tell_channels_nodes)
 from actors.replica import RegistryReplica
 from actors.runtime.address import Address
+from flow.alarms import (DEFAULT_DISK_FREE_LIMIT_BYTES, DEFAULT_MEMORY_WATERMARK, AbsoluteLimit, Limit,
+                         RelativeLimit)
 from wire.errors import CONNECTION_FORCED
 
 log = structlog.get_logger("warren.hosts")
@@ -63,6 +77,7 @@ log = structlog.get_logger("warren.hosts")
 subscribe_timeout_s = 300.0  # a node whose peers are down waits for the metadata group this long
 control_stats_wait_ms = 5000  # how long warrenctl's cluster-wide listing waits for the queue hosts
 DEFINITIONS_FILE = "definitions.json"  # where a node kept its metadata before it was replicated
+HOUSEKEEPING_NAME = "housekeeping"  # a queue host's storage rounds, told the node's memory limit
 
 
 def _host_info(op: str) -> Any:
@@ -90,7 +105,13 @@ async def node_host(runtime: Any, spec: Any) -> None:
                             address_of=lambda n: Address(host_of(n, NODE_KIND), CLUSTER_NAME),
                             incarnation=int.from_bytes(os.urandom(6), "big"))
     cluster = ClusterActor(runtime, membership, member, data_dir)
-    view = ClusterView(runtime, me, on_nodes=node.nodes)
+    relay = start_alarms(runtime, me)
+    monitor = start_monitor(runtime, cfg, me)
+
+    def on_nodes(up: list[str], down: list[str]) -> None:
+        node.nodes(up, down)
+        relay.receive(Address(runtime.host, CLUSTER_NAME), NodesUp(up, down))
+    view = ClusterView(runtime, me, on_nodes=on_nodes)
     cluster.start()
     view.start()
     tell_local_hosts(runtime, me)
@@ -107,8 +128,17 @@ async def node_host(runtime: Any, spec: Any) -> None:
     async def control(op: str, args: dict) -> Any:
         if op in ADMIN_OPS:
             return await node.admin(op, args)
+        if op == "status":
+            return {**node.listing(op, args), "alarms": [list(a) for a in relay.core.cluster.alarms()],
+                    **monitor.status()}
         if op in LISTING_OPS:
             return node.listing(op, args)
+        if op == "set_vm_memory_high_watermark":
+            monitor.set_memory_limit(_limit(args))
+            return {"node": me}
+        if op == "set_disk_free_limit":
+            monitor.set_disk_limit(_limit(args))
+            return {"node": me}
         if op == "cluster_status":
             return cluster.status()
         if op == "cluster_queue_stats":  # warrenctl list_queues: every queue host of the cluster, once
@@ -119,7 +149,31 @@ async def node_host(runtime: Any, spec: Any) -> None:
     runtime.control = control
     if cfg.get("management_port") or cfg.get("prometheus_port"):
         from actors.mgmt.launch import start_management  # only then: aiohttp costs the node host ~13 MB
-        await start_management(runtime, node, cfg)
+        await start_management(runtime, node, cfg, monitor.management_facts)
+
+
+def start_alarms(runtime: Any, me: str) -> RelayActor:
+    """The node's alarm relay, in the node host (actors/monitor/relay.py)."""
+    relay = RelayActor(runtime, Address(runtime.host, ALARMS_NAME), AlarmRelay(me, alarm_relay))
+    runtime.spawn(ALARMS_NAME, relay)
+    return relay
+
+
+def start_monitor(runtime: Any, cfg: dict, me: str) -> ResourceMonitor:
+    """The node's memory and disk monitor, started: its first checks log the limits, as RabbitMQ's."""
+    address = Address(runtime.host, RESOURCE_MONITOR_NAME)
+    monitor = ResourceMonitor(me, cfg.get("data_dir") or os.getcwd(),
+                              cfg.get("memory_limit", RelativeLimit(DEFAULT_MEMORY_WATERMARK)),
+                              cfg.get("disk_limit", AbsoluteLimit(DEFAULT_DISK_FREE_LIMIT_BYTES)),
+                              on_alarm=tell_relay(runtime, address, alarm_relay(me)), runtime=runtime, me=address)
+    runtime.spawn(RESOURCE_MONITOR_NAME, monitor)
+    monitor.start()
+    return monitor
+
+
+def _limit(args: dict) -> Limit:
+    """A limit as warrenctl sends it: {"relative": fraction} or {"absolute": bytes}."""
+    return RelativeLimit(args["relative"]) if "relative" in args else AbsoluteLimit(args["absolute"])
 
 
 def _definitions_to_import(data_dir: str) -> tuple:
@@ -165,7 +219,15 @@ def queue_host(runtime: Any, spec: Any) -> None:
     me = cfg["node_name"]
     replica = RegistryReplica(runtime, QUEUE_ROUTER_NAME, Registry(), node_address(me))
     runtime.spawn(QUEUE_ROUTER_NAME, replica)
-    ClusterView(runtime, me, on_node_started=replica.subscribe).start()
+    housekeeping_address = Address(runtime.host, HOUSEKEEPING_NAME)
+
+    def watch_memory_limit() -> None:  # the node's monitor answers now and on every change
+        runtime.send(resource_monitor(me), WatchMemoryLimit(), sender=housekeeping_address)
+
+    def node_started() -> None:
+        replica.subscribe()
+        watch_memory_limit()
+    ClusterView(runtime, me, on_node_started=node_started).start()
     replica.subscribe()
     storage = None
     if cfg.get("data_dir"):
@@ -180,15 +242,21 @@ def queue_host(runtime: Any, spec: Any) -> None:
     runtime.spawn(QUEUE_MANAGER_NAME, manager)
     runtime.spawn(REPORTER_NAME, QueueHostReporter(runtime, manager))
     if storage is not None:
-        # paging starts at vm_memory_high_watermark_paging_ratio x vm_memory_high_watermark x RAM
-        threshold = int(float(cfg.get("vm_memory_high_watermark", 0.4))
-                        * float(cfg.get("vm_memory_high_watermark_paging_ratio", 0.5))
-                        * psutil.virtual_memory().total)
-        Housekeeping(storage, threshold, NodeMemory(cfg["data_dir"]).rss, manager.ensure_recovered).start()
+        # paging starts at vm_memory_high_watermark_paging_ratio x vm_memory_high_watermark x RAM, and
+        # follows the node's limit once its monitor answers (warrenctl set_vm_memory_high_watermark)
+        ratio = float(cfg.get("vm_memory_high_watermark_paging_ratio", 0.5))
+        threshold = int(float(cfg.get("vm_memory_high_watermark", 0.4)) * ratio * psutil.virtual_memory().total)
+        housekeeping = Housekeeping(storage, threshold, NodeMemory(cfg["data_dir"]).pss, manager.ensure_recovered,
+                                    paging_ratio=ratio)
+        runtime.spawn(HOUSEKEEPING_NAME, housekeeping)
+        watch_memory_limit()
+        housekeeping.start()
 
     async def control(op: str, args: dict) -> Any:
         if op == "list_queues":
             return manager.stats()
+        if op == "flow_links":
+            return manager.flow_links()
         if op == "store_summary":
             return storage.summary() if storage is not None and storage.recovered else {"host": runtime.host}
         return _host_info(op)
@@ -200,20 +268,28 @@ async def connection_host(runtime: Any, spec: Any) -> None:
     me = cfg["node_name"]
     registry = Registry()
     settings = Settings(frame_max=cfg.get("frame_max", 131072), channel_max=cfg.get("channel_max", 2047),
-                        heartbeat=cfg.get("heartbeat", 60))
+                        heartbeat=cfg.get("heartbeat", 60), handshake_timeout_ms=cfg.get("handshake_timeout", 10_000))
     # logins and vhost access are answered by this host's replica, fed with hashes by the node
     loopback_users = frozenset(u.strip() for u in str(cfg.get("loopback_users", "guest")).split(",") if u.strip())
     gatekeeper = Gatekeeper(registry.check_login, registry.vhost_access_error, loopback_users)
     ctx = ConnectionHostContext(
         runtime, registry, registry_place(registry), settings, gatekeeper,
         vhost_exists=registry.vhost_exists, router_address=Address(runtime.host, ROUTER_NAME),
-        node=node_address(me), consumer_timeout_ms=cfg.get("consumer_timeout", 1800000))
+        node=node_address(me), consumer_timeout_ms=cfg.get("consumer_timeout", 1800000),
+        max_message_size=cfg.get("max_message_size", MAX_MESSAGE_SIZE_DEFAULT))
     replica = RegistryReplica(runtime, ROUTER_NAME, registry, node_address(me), tell_channels(ctx),
                               tell_channels_host_restarted(ctx))
     runtime.spawn(ROUTER_NAME, replica)
-    ClusterView(runtime, me, on_nodes=tell_channels_nodes(ctx), on_node_started=replica.subscribe).start()
+    watcher = AlarmWatcher(ctx, alarm_relay(me))
+    runtime.spawn(WATCHER_NAME, watcher)
+
+    def node_started() -> None:
+        watcher.watch()
+        replica.subscribe()
+    ClusterView(runtime, me, on_nodes=tell_channels_nodes(ctx), on_node_started=node_started).start()
     runtime.spawn(CONNECTION_ADMIN_NAME, ConnectionAdmin(ctx))
     runtime.spawn(REPORTER_NAME, ConnectionHostReporter(runtime, ctx))
+    watcher.watch()  # answered on the node's pipe before the snapshot we wait for below
     replica.subscribe()
     await asyncio.wait_for(replica.ready.wait(), subscribe_timeout_s)
     loop = asyncio.get_running_loop()
@@ -228,7 +304,7 @@ async def connection_host(runtime: Any, spec: Any) -> None:
     loop.create_task(_tick(ctx))
 
     listings = {"list_connections": conn_admin.list_connections, "list_channels": conn_admin.list_channels,
-                "list_consumers": conn_admin.list_consumers}
+                "list_consumers": conn_admin.list_consumers, "flow_links": conn_admin.flow_links}
 
     async def control(op: str, args: dict) -> Any:
         if op in listings:

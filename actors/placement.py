@@ -19,6 +19,8 @@ QUEUE_ROUTER_NAME = "qrouter"  # the registry replica in each queue host (dead-l
 QUEUE_MANAGER_NAME = "qmgr"   # creates queue actors in each queue host
 CLUSTER_NAME = "cluster"      # the membership actor in each node host
 NODE_KIND = "node"            # the node host's kind
+ALARMS_NAME = "alarms"        # the alarm relay in each node host (actors/monitor/relay.py)
+RESOURCE_MONITOR_NAME = "resource_monitor"  # the memory and disk monitor in each node host
 
 
 def host_of(node: str, kind: str) -> str:
@@ -52,3 +54,14 @@ def queue_address(home: str, vhost: str, name: str) -> Address:
 
 def queue_manager(host: str) -> Address:
     return Address(host, QUEUE_MANAGER_NAME)
+
+
+
+def alarm_relay(node: str) -> Address:
+    """`node`'s alarm relay: every node's resource alarms reach every node through these."""
+    return Address(host_of(node, NODE_KIND), ALARMS_NAME)
+
+
+def resource_monitor(node: str) -> Address:
+    """`node`'s resource monitor (its queue hosts watch the memory limit there)."""
+    return Address(host_of(node, NODE_KIND), RESOURCE_MONITOR_NAME)

@@ -15,6 +15,7 @@ The vocabulary, by who returns it:
 - the connection and channel cores (socket side): `Write`, `CloseSocket`, `SetFrameMax`,
   `OpenChannel`, `ToChannel`, `ChannelsDown`, `Opened`, `CloseConnection`, `ChannelFinished`;
 - the paging policy (flow/paging.py): `CutRamTargets`, `LiftRamTargets`;
+- the heap policy of every host process (flow/heap.py): `TrimHeap`;
 - the resource alarms: the memory and disk monitors (flow/alarms.py) `AlarmSet`, `AlarmCleared`;
   the cluster's view of them and each connection's throttle (flow/blocking.py)
   `ConserveResources`, `PauseReading`, `ResumeReading`;
@@ -147,6 +148,13 @@ class LiftRamTargets:
     """Remove every pageable queue's RAM target: bodies may stay in RAM again."""
 
 
+# -- the heap policy (flow/heap.py) ------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class TrimHeap:
+    """Give the whole free pages of the process's C heaps back to the OS (glibc's malloc_trim(0))."""
+
+
 # -- the resource alarms (flow/alarms.py, flow/blocking.py) ------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +284,7 @@ class AnswerAdmin:
 
 
 Effect = (Send | StartTimer | CancelTimer | Log | Write | CloseSocket | SetFrameMax | OpenChannel | ToChannel
-          | ChannelsDown | Opened | CloseConnection | ChannelFinished | CutRamTargets | LiftRamTargets
+          | ChannelsDown | Opened | CloseConnection | ChannelFinished | CutRamTargets | LiftRamTargets | TrimHeap
           | AlarmSet | AlarmCleared | ConserveResources | PauseReading | ResumeReading | SaveClusterFile
           | PersistHardState | ClientReply | NotLeader | ChangeRefused | MachineEffect | WriteSnapshot | LeaderChanged
           | ProposeCommand | AnswerAdmin)

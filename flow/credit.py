@@ -87,6 +87,10 @@ class CreditLedger:
         """Credit left on an outgoing link (the initial credit for a link never used)."""
         return self._credit.get(link, self.initial)
 
+    def credits(self) -> dict[Hashable, int]:
+        """Credit left on every outgoing link used so far (for warrenctl flow)."""
+        return dict(self._credit)
+
     # -- receiver side -----------------------------------------------------------------------
     def processed(self, link: Hashable, n: int = 1) -> list[Grant]:
         """n messages from `link` are done; returns the grants to send upstream now."""

@@ -19,6 +19,15 @@ the defaults, and never reaches back before the record was made (`started_at`). 
 is added to the buckets when it ends; the one going on counts up to `now`. So a record holds at
 most `FLOW_WINDOW_BUCKETS` counts whatever the rate of blocking, and each change costs O(buckets).
 
+Waiting outside credit flow. A classic queue writes to its host's message store and index in its
+own process: it is never out of credit towards them, it waits for their syncs (the group commit,
+actors/queue/group_commit.py), and a slow disk shows as time spent so. The same record counts that
+time (`observe(True)` when a sync starts, `observe(False)` when it ends), and `waiting_state` reads
+it: `flow` while the actor spent at least `WAIT_SATURATED_SHARE` of the window waiting. A share, not
+"waited in the last second" as for credit, because a queue under load waits for a sync in every
+loop turn however fast its disk is; waiting most of the time is what makes the store the
+bottleneck (flow/bottleneck.py).
+
 Invariants: `changed_at` only moves forward; `last_blocked_at` is set whenever credit-blocked is
 observed and never cleared (it ages out of the flow window instead); `blocked_since` is set
 exactly while credit-blocked; `0 <= flow_share(now) <= 1`. Blocked by an alarm is not flow and
@@ -33,6 +42,7 @@ State = Literal["running", "flow", "blocked"]
 
 FLOW_WINDOW_S = 5
 FLOW_WINDOW_BUCKETS = 20
+WAIT_SATURATED_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +132,9 @@ class FlowState:
             "since_change_s": (now - self.changed_at) / self.ticks_per_second,
             "flow_share": self.flow_share(now),
         }
+
+
+def waiting_state(record: FlowState, now: int) -> State:
+    """The state of an actor that waits outside credit flow (a queue on its store's syncs): see the
+    module docstring."""
+    return "flow" if record.flow_share(now) >= WAIT_SATURATED_SHARE else "running"

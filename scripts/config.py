@@ -41,6 +41,8 @@ DEFAULTS: dict[str, Any] = {
     "queue_hosts": 1,
     "admin_port": 0,
     "consumer_timeout": 1800000,
+    "handshake_timeout": 10000,
+    "max_message_size": 134217728,
     "listeners.ssl.default": 0,
     "ssl_options.certfile": "",
     "ssl_options.keyfile": "",

@@ -19,13 +19,13 @@ import sys
 from pathlib import Path
 
 import psutil
+import structlog
 
 from actors.placement import host_of
 from actors.runtime import logs
 from actors.runtime.control import HostSpec
 from actors.runtime.curve import default_cookie_file
 from actors.runtime.node_process import run_node
-from flow.alarms import disk_limit_bytes, memory_limit_bytes
 from scripts.config import ConfigError, disk_free_limit, load, memory_watermark
 from actors.runtime.ports import can_listen, free_port
 
@@ -55,20 +55,19 @@ def host_specs(conf: dict) -> list[HostSpec]:
               "vm_memory_high_watermark": conf["vm_memory_high_watermark"],
               "vm_memory_high_watermark_paging_ratio": conf["vm_memory_high_watermark_paging_ratio"],
               "credit_initial": conf["credit_flow_default_credit.initial"],
-              "credit_more_after": conf["credit_flow_default_credit.more_after"]}
-    total = psutil.virtual_memory().total
+              "credit_more_after": conf["credit_flow_default_credit.more_after"],
+              "memory_limit": memory_watermark(conf)[0], "disk_limit": disk_free_limit(conf)[0]}
     management = {"management_port": conf["management.tcp.port"], "management_ip": conf["management.tcp.ip"],
                   "prometheus_port": conf["prometheus.tcp.port"],
                   "collect_statistics_interval": conf["collect_statistics_interval"],
-                  "amqp_port": conf["listeners.tcp.default"],
-                  "mem_limit_bytes": memory_limit_bytes(memory_watermark(conf)[0], total)[0],
-                  "disk_free_limit_bytes": disk_limit_bytes(disk_free_limit(conf)[0], total)[0]}
+                  "amqp_port": conf["listeners.tcp.default"]}
     specs = [HostSpec("node", "actors.hosts:node_host",
                       dict(common, **management, tcp_bind=f"tcp://{interface}:{cluster_port(conf)}",
                            join=conf.get("join"), metadata_timeout_ms=conf["metadata.timeout"]))]
     specs += [HostSpec(f"queue{i}", "actors.hosts:queue_host", dict(common)) for i in range(conf["queue_hosts"])]
     conn = dict(common, port=conf["listeners.tcp.default"], frame_max=conf["frame_max"],
                 channel_max=conf["channel_max"], heartbeat=conf["heartbeat"],
+                handshake_timeout=conf["handshake_timeout"], max_message_size=conf["max_message_size"],
                 tls_port=conf["listeners.ssl.default"], tls_certfile=conf["ssl_options.certfile"],
                 tls_keyfile=conf["ssl_options.keyfile"])
     specs += [HostSpec(f"conn{i}", "actors.hosts:connection_host", dict(conn))
@@ -124,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     logs.configure("main", data_dir)
     logs.route_standard_library()
+    for warning in memory_watermark(conf)[1] + disk_free_limit(conf)[1]:
+        structlog.get_logger("warren.config").warning(warning)
     conf["data_dir_resolved"] = str(data_dir)
     admin_port = conf["admin_port"] or free_port()
     (data_dir / "admin_port").write_text(str(admin_port))

@@ -45,7 +45,7 @@ def queue_rows(records: list[dict], stats: list[dict], node_name: Callable[[], s
         row: dict[str, Any] = dict.fromkeys(ZERO_COUNTS, 0)
         row.update(s)
         row.update(record)
-        row["state"] = "running" if s else "down"
+        row["state"] = s.get("state", "running") if s else "down"  # running / flow (flow/state.py)
         if record.get("type") == "quorum" and node is not None:
             row.update(leader=node, members=[node], online=[node])
         rows.append(row)

@@ -5,10 +5,12 @@ hosts with actors.runtime.client.control: admin changes go to the node host (whi
 turn with the channels' requests and persists them), queue statistics come from every queue host,
 connections/channels/consumers from every connection host; `store_summary` prints each queue host's
 message stores (files, messages, live and garbage bytes, GC runs); `status` and `stop` are
-scripts/ctl_node.py's (the node's name, ports, uptime, memory and processes; rabbitmqctl stop).
-Output is a tab-separated table with a header row, or with `--formatter json` a JSON list of
-objects. Every failure prints one line,
-"Error: ...", on stderr and exits non-zero with rabbitmqctl's codes (64 usage, 65 no such vhost,
+scripts/ctl_node.py's (the node's name, ports, uptime, memory and processes; rabbitmqctl stop);
+`flow` shows the publish chain live and names its bottleneck (scripts/flow_view.py);
+`set_vm_memory_high_watermark` and `set_disk_free_limit` change the resource limits until the node
+restarts. Output is a tab-separated table with a header row, or with `--formatter json` a JSON list
+of objects. Every failure prints one line,
+"Error: ...", on stderr and exits non-zero with rabbitmqctl's codes (64 usage, 65 bad argument or no such vhost,
 67 no such user, 69 node unreachable or validation failed, 70 already exists / internal error).
 """
 from __future__ import annotations
@@ -19,13 +21,16 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from flow.units import (UnitError, cli_disk_absolute, cli_disk_relative, cli_memory_absolute,
+                        cli_memory_relative)
 from metadata.policies import parse_definition
-from scripts import ctl_node
+from scripts import ctl_node, flow_view
 from scripts.queue_columns import NODE_COLUMNS, QUEUE_COLUMNS, queue_rows
 
-EX_USAGE, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL = 64, 69, 70, 75
+EX_USAGE, EX_DATAERR, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL = 64, 65, 69, 70, 75
 default_node_dir = Path("var/warren")
 control_timeout_s = 10.0
+flow_ask_timeout_s = 3.0  # a host that takes longer is shown as silent in `warrenctl flow`
 
 LISTINGS: dict[str, tuple[str, tuple[str, ...]]] = {  # command -> (where, default columns)
     "list_queues": ("queues", ("name", "messages")),
@@ -66,10 +71,10 @@ class Node:
         self.data_dir = data_dir
         self._status: dict | None = None
 
-    def ask(self, host: str, op: str, args: dict | None = None) -> Any:
+    def ask(self, host: str, op: str, args: dict | None = None, timeout_s: float = control_timeout_s) -> Any:
         from actors.runtime.client import control
         try:
-            answer = control(self.admin_port, host, op, args or {}, timeout=control_timeout_s)
+            answer = control(self.admin_port, host, op, args or {}, timeout=timeout_s)
         except ConnectionError as e:
             raise Failure(f"unable to reach the node: {e}", EX_UNAVAILABLE) from None
         except (TimeoutError, RuntimeError) as e:
@@ -162,7 +167,7 @@ def _ok(node: Node, host: str, op: str, args: dict, formatter: str, done: str) -
     return done.format(**answer) if isinstance(answer, dict) else done
 
 
-def run_change(node: Node, a: argparse.Namespace) -> str:
+def run_change(node: Node, a: argparse.Namespace, out: Callable[[str], None] = print) -> str:
     c, f = a.command, a.formatter
     vh = getattr(a, "vhost", None) or "/"
     if c == "add_user":
@@ -220,6 +225,11 @@ def run_change(node: Node, a: argparse.Namespace) -> str:
         return render_cluster_status(node.ask("node", "cluster_status"), f)
     if c == "forget_cluster_node":
         return _ok(node, "node", c, {"node": a.node}, f, f"Removed {a.node} from the cluster")
+    if c in LIMITS:
+        return set_limit(node, c, a.args)
+    if c == "flow":
+        flow_view.run(lambda: flow_snapshot(node), f, a.once, a.interval, lambda text: (out(text), sys.stdout.flush()))
+        return ""
     if c == "status":
         return ctl_node.render_status(ctl_node.status(node), f, _cell)
     if c == "stop":
@@ -245,6 +255,49 @@ def render_cluster_status(st: dict, formatter: str) -> str:
     for title, names in sections:
         lines += ["", title, "", *names]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- flow
+def flow_snapshot(node: Node) -> flow_view.Snapshot:
+    def ask(host: str) -> list[dict] | None:
+        try:
+            return node.ask(host, "flow_links", timeout_s=flow_ask_timeout_s)
+        except Failure as e:
+            if e.code == EX_UNAVAILABLE:  # the node itself is gone: nothing to show
+                raise
+            return None
+    return flow_view.snapshot(node.connection_hosts() + node.queue_hosts(), ask)
+
+
+# ---------------------------------------------------------------- resource limits
+# command -> its two forms, each (the word that picks it, how it reads its argument, the kind of
+# limit it sets, what rabbitmqctl prints); the first form has no word
+Form = tuple[str, Callable[[str], Any], str, str]
+LIMITS: dict[str, tuple[Form, Form]] = {
+    "set_vm_memory_high_watermark": (
+        ("", cli_memory_relative, "relative", "Setting memory threshold on {node} to {arg} ..."),
+        ("absolute", cli_memory_absolute, "absolute", "Setting memory threshold on {node} to {arg} bytes ...")),
+    "set_disk_free_limit": (
+        ("", cli_disk_absolute, "absolute", "Setting disk free limit on {node} to {arg} bytes ..."),
+        ("mem_relative", cli_disk_relative, "relative",
+         "Setting disk free limit on {node} to {arg} times the total RAM ...")),
+}
+
+
+def set_limit(node: Node, command: str, args: list[str]) -> str:
+    """rabbitmqctl's `set_vm_memory_high_watermark <fraction> | absolute <value>` and
+    `set_disk_free_limit <disk_limit> | mem_relative <fraction>`: its argument checks and texts."""
+    plain, worded = LIMITS[command]
+    word, read, kind, done = worded if args and args[0] == worded[0] else plain
+    wanted = 2 if word else 1
+    if len(args) != wanted:
+        raise Failure("not enough arguments." if len(args) < wanted else "too many arguments.", EX_USAGE)
+    try:
+        value = read(args[-1])
+    except UnitError as e:
+        raise Failure(str(e), EX_DATAERR) from None
+    answer = node.ask("node", command, {kind: value})
+    return done.format(node=answer["node"], arg=args[-1])
 
 
 # ---------------------------------------------------------------- arguments
@@ -291,6 +344,13 @@ def parser() -> argparse.ArgumentParser:
     sp = cmd("delete_queue", vhost=True); sp.add_argument("queue")  # noqa: E702
     sp.add_argument("--if-unused", action="store_true"); sp.add_argument("--if-empty", action="store_true")  # noqa: E702
     sp = cmd("close_connection"); sp.add_argument("name"); sp.add_argument("reason")  # noqa: E702
+    sp = cmd("flow", help="the publish chain reader -> channel -> queue -> store, live, and its bottleneck")
+    sp.add_argument("--once", action="store_true", help="print one snapshot and exit")
+    sp.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes (default 2)")
+    cmd("set_vm_memory_high_watermark", help="<fraction> | absolute <value>: the memory alarm's limit, "
+        "until the node restarts").add_argument("args", nargs="*")
+    cmd("set_disk_free_limit", help="<disk_limit> | mem_relative <fraction>: the disk alarm's limit, "
+        "until the node restarts").add_argument("args", nargs="*")
     return p
 
 
@@ -298,7 +358,9 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
     try:
         a = parser().parse_args(argv)
         node = find_node(a)
-        text = run_listing(node, a) if a.command in LISTINGS else run_change(node, a)
+        text = run_listing(node, a) if a.command in LISTINGS else run_change(node, a, out)
+    except KeyboardInterrupt:  # how a live view ends
+        return 0
     except Failure as e:
         print(f"{e.kind}: " + " ".join(str(e).replace("\n\n", ": ").split()), file=sys.stderr)
         return e.code

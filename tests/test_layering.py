@@ -39,7 +39,7 @@ CORE_MODULES = [
     "actors/queue/consumers.py", "persist/wal/core.py", "persist/wal/records.py",
     "actors/cluster/membership.py", "actors/mgmt/counters.py", "actors/mgmt/rates.py", "actors/mgmt/sample.py",
     "actors/mgmt/auth.py", "actors/mgmt/paths.py", "actors/mgmt/shapes.py", "actors/mgmt/changes.py",
-    "actors/mgmt/reads.py", "actors/mgmt/peek.py", "actors/mgmt/metrics.py",
+    "actors/mgmt/reads.py", "actors/mgmt/peek.py", "actors/mgmt/metrics.py", "actors/monitor/relay.py",
 ]
 # What a core in actors/ may not import: the runtime's machinery, host entries, shells.
 SHELL_MODULES = ("actors.runtime.mailbox", "actors.runtime.host", "actors.runtime.supervisor",

@@ -132,6 +132,10 @@ class InboundParser:
         self._buf = buf[pos:] if pos < len(buf) and not self._dead else b""
         return events
 
+    def content_pending(self) -> bool:
+        """Whether some channel's content is part-way in (its header frame arrived, not all its body)."""
+        return any(pending.header is not None for pending in self._content.values())
+
     def _complete_leftover(self, data: bytes) -> tuple[bytes | None, int]:
         """(the leftover's frame completed from `data`, octets of `data` it took), or (None, all
         of it) when `data` does not complete that frame (the leftover grows)."""

@@ -48,6 +48,7 @@ from actors.channel.dispatch import dispatch
 from actors.channel.lifecycle import CLOSED, CLOSING, OPEN
 from actors.channel.outbox import Outbox
 from actors.channel.permissions import PublishPermissions
+from actors.channel.publish_checks import MAX_MESSAGE_SIZE_DEFAULT
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import (
     ChannelDown, Confirm, ConsumerCancelled, Deliver, Grant, Rejected,
@@ -80,8 +81,9 @@ class ChannelCore:
                  capabilities: dict, rng: "random.Random", flow_credit: int = 400, user: str = "guest",
                  address: Hashable = None, parse_address: Callable[[str], Hashable] = str,
                  consumer_timeout_ms: int | None = consumer_timeout_default_ms,
-                 ticks_per_second: int = 4) -> None:
+                 ticks_per_second: int = 4, max_message_size: int = MAX_MESSAGE_SIZE_DEFAULT) -> None:
         self.number = number
+        self.max_message_size = max_message_size
         self.vhost = vhost
         self.user = user
         self.address = address            # this channel's runtime address: where direct replies come

@@ -15,6 +15,10 @@ called, which decodes once and applies RabbitMQ 3.10's rules in its order:
 
 The content header is re-encoded only when reply-to is rewritten or BCC is removed; otherwise the
 original bytes travel on untouched.
+
+Before all of these (and before permissions), the body's size: above `max_message_size` (default
+128 MiB, never above RabbitMQ's 512 MiB cap) the channel is closed with 406 and RabbitMQ's text,
+which says "configured" unless the limit is the cap itself.
 """
 from __future__ import annotations
 
@@ -27,6 +31,8 @@ from wire.properties import HEADER_PROPS_OFFSET, BasicProperties
 REPLY_TO_QUEUE = "amq.rabbitmq.reply-to"
 REPLY_TO_PREFIX = REPLY_TO_QUEUE + "."
 expiration_max_ms = 315_360_000_000   # RabbitMQ's ceiling (ten years)
+MAX_MESSAGE_SIZE_DEFAULT = 134_217_728  # 128 MiB, rabbitmq.conf's max_message_size
+MAX_MESSAGE_SIZE_CAP = 536_870_912      # 512 MiB, RabbitMQ's ?MAX_MSG_SIZE: a larger setting means this
 erlang_line_length = 79               # io_lib's ~p breaks a term that would reach this column
 
 _HEADERS_FLAG = 1 << 13
@@ -35,6 +41,18 @@ _EXPIRATION_FLAG = 1 << 8
 _USER_ID_FLAG = 1 << 4
 _DECIDING_FLAGS = _REPLY_TO_FLAG | _EXPIRATION_FLAG | _USER_ID_FLAG
 _ROUTING_HEADERS = ("CC", "BCC")
+
+
+def effective_max_message_size(configured: int) -> int:
+    return min(configured, MAX_MESSAGE_SIZE_CAP)
+
+
+def size_error(size: int, max_size: int) -> AmqpError | None:
+    """The error for a body of `size` octets under the limit `max_size`, None when it fits."""
+    if size <= max_size:
+        return None
+    form = "max size" if max_size == MAX_MESSAGE_SIZE_CAP else "configured max size"
+    return AmqpError(PRECONDITION_FAILED, f"message size {size} is larger than {form} {max_size}")
 
 
 def needs_inspection(header: bytes) -> bool:

@@ -10,8 +10,9 @@ tx.commit (transactions.py). Otherwise `route` appends it to the batch of each d
 (one Send per queue per flush, outbox.py), after a basic.return (312 NO_ROUTE) if it is mandatory
 and routed nowhere; in confirm mode it takes the next seq from the ConfirmTracker first.
 
-This is the hot path: a publish that needs no inspection costs a cached permission lookup, one
-route and one append per queue.
+Before anything else, as rabbit_channel: a body above max_message_size closes the channel (406,
+publish_checks.py). This is the hot path: a publish that needs no inspection costs a size
+comparison, a cached permission lookup, one route and one append per queue.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from actors.channel import direct_reply
 from actors.channel.lazy_headers import LazyHeaders
-from actors.channel.publish_checks import REPLY_TO_PREFIX, inspect, needs_inspection
+from actors.channel.publish_checks import REPLY_TO_PREFIX, inspect, needs_inspection, size_error
 from actors.messages.channel_queue import Published
 from actors.placement import node_of
 from wire import methods as m
@@ -39,7 +40,7 @@ def basic_publish(ch: ChannelCore, cmd: Command) -> None:
     if x.immediate:
         ch.error(AmqpError(NOT_IMPLEMENTED, "immediate=true", connection=True), x)
         return
-    denied = ch.publish_permissions.check(x.exchange)
+    denied = size_error(len(cmd.body), ch.max_message_size) or ch.publish_permissions.check(x.exchange)
     if denied is not None:
         ch.error(denied, x)
         return

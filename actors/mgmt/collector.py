@@ -7,13 +7,14 @@ connection hosts subscribed to it; in a cluster, every node's), and each is addr
 every host answered, or when the interval has passed: a host that is restarting (its answer comes
 back `Undelivered`) or slow is simply absent from that sample. The API and the metrics read the
 latest sample and never wait for one, so a scrape or a listing costs the hosts nothing.
-The node's own facts (memory, disk, pid) are measured once per round, here.
+The node's own facts (pid, uptime) are taken once per round, here, and its memory and disk (used,
+limit, alarm) from the node's resource monitor (actors/monitor/resources.py), so the API shows the
+alarms that block publishers, not a second reading of its own.
 """
 from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +26,6 @@ from actors.messages.runtime import Undelivered
 from actors.messages.stats import REPORTER_NAME, CollectStats
 from actors.mgmt.rates import Rates
 from actors.mgmt.sample import Sample, merge, rate_values
-from actors.queue.housekeeping import NodeMemory
 from actors.runtime.address import Address
 
 log = structlog.get_logger("warren.mgmt")
@@ -35,8 +35,7 @@ COLLECTOR_NAME = "mgmt-stats"
 
 class StatsCollector:
     def __init__(self, runtime: Any, hosts: Callable[[], list[str]], interval_ms: int, *,
-                 data_dir: str | None = None, mem_limit: int = 0, disk_free_limit: int = 0,
-                 name: str = COLLECTOR_NAME) -> None:
+                 resources: Callable[[], dict[str, Any]] = dict, name: str = COLLECTOR_NAME) -> None:
         self.runtime = runtime
         self.name = name
         self.address = Address(runtime.host, name)
@@ -44,10 +43,8 @@ class StatsCollector:
         self.interval_ms = interval_ms
         self.sample = Sample(0)
         self.rates = Rates()
-        self.facts: dict[str, Any] = {"pid": os.getpid(), "processors": os.cpu_count() or 1,
-                                      "mem_limit": mem_limit, "disk_free_limit": disk_free_limit,
-                                      "data_dir": data_dir or ""}
-        self._memory = NodeMemory(data_dir) if data_dir else None
+        self.facts: dict[str, Any] = {"pid": os.getpid(), "processors": os.cpu_count() or 1}
+        self.resources = resources
         self._started = time.monotonic()
         self._rid = 0
         self._waiting: dict[int, str] = {}
@@ -98,12 +95,5 @@ class StatsCollector:
 
     def _measure(self) -> None:
         f = self.facts
-        if self._memory is not None:
-            f["mem_used"] = self._memory.rss(time.monotonic())
-            try:
-                f["disk_free"] = shutil.disk_usage(f["data_dir"]).free
-            except OSError:
-                f["disk_free"] = 0
+        f.update(self.resources())
         f["uptime_ms"] = int((time.monotonic() - self._started) * 1000)
-        f["disk_free_alarm"] = bool(f.get("disk_free_limit")) and f.get("disk_free", 0) < f["disk_free_limit"]
-        f["mem_alarm"] = bool(f.get("mem_limit")) and f.get("mem_used", 0) > f["mem_limit"]

@@ -7,6 +7,7 @@ whole cluster.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from actors.mgmt.collector import StatsCollector
@@ -14,14 +15,13 @@ from actors.placement import kind_of
 from actors.mgmt.server import Management
 
 
-async def start_management(runtime: Any, node: Any, cfg: dict) -> Management:
+async def start_management(runtime: Any, node: Any, cfg: dict, resources: Callable[[], dict]) -> Management:
+    """`resources`: the node's memory and disk as the management API names them (the monitor's)."""
     def hosts() -> list[str]:
         """Every queue and connection host of the cluster: this node's and those the directory names."""
         return sorted(h for h in runtime.directory if kind_of(h).startswith(("queue", "conn")))
 
-    collector = StatsCollector(runtime, hosts, int(cfg.get("collect_statistics_interval", 5000)),
-                               data_dir=cfg.get("data_dir"), mem_limit=int(cfg.get("mem_limit_bytes", 0)),
-                               disk_free_limit=int(cfg.get("disk_free_limit_bytes", 0)))
+    collector = StatsCollector(runtime, hosts, int(cfg.get("collect_statistics_interval", 5000)), resources=resources)
     collector.start()
     node_name = cfg["node_name"]
     listeners = [{"node": node_name, "protocol": "amqp", "ip_address": cfg.get("bind", "127.0.0.1"),

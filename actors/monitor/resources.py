@@ -4,15 +4,17 @@ its data dir's filesystem, each checked when its alarm core asks (flow/alarms.py
 A shell: the limits, the alarm decisions, the log texts and the check intervals are the cores'.
 This module owns the measurements (psutil, statvfs), the event loop's timers and an `Interpreter`
 that carries the cores' effects out: `StartTimer` and `Log` as every actor's (ActorEffects), and
-`AlarmSet` / `AlarmCleared` to `on_alarm`, which will tell the cluster's `ClusterAlarms` (the
-wiring is a later step; until then the hook is the caller's).
+`AlarmSet` / `AlarmCleared` to `on_alarm`; in a node, `tell_relay` makes that a `ResourceAlarm` to
+the node's alarm relay (relay.py), which tells every node of the cluster. As an actor (the node
+host's "resource_monitor") it answers `WatchMemoryLimit` from queue hosts with the memory limit in
+bytes, now and whenever it changes, so paging follows warrenctl set_vm_memory_high_watermark.
 
 Measurements:
 - memory: PSS summed over the node's processes. A node is several processes (its main process,
   the Thespian admin, the host processes) that share pages, the interpreter's above all; RSS summed
   over them counts a shared page once per process that maps it, PSS charges each of them its
-  share, so the sum counts it once. The processes are found as the queue hosts' `NodeMemory`
-  finds them (actors/queue/housekeeping.py), which this extends;
+  share, so the sum counts it once (`NodeMemory`, actors/queue/housekeeping.py: the queue hosts
+  page by the same count);
 - disk: the space available to the node's user on the data dir's filesystem (statvfs f_bavail,
   what `df -kP` reports and RabbitMQ reads); a failed read is logged and reported as unknown;
 - total RAM: psutil's (MemTotal in /proc/meminfo, RabbitMQ's source on Linux).
@@ -30,6 +32,8 @@ from typing import Any
 import psutil
 import structlog
 
+from actors.messages.alarms import MemoryLimit, ResourceAlarm, WatchMemoryLimit
+from actors.messages.runtime import Undelivered
 from actors.queue.housekeeping import NodeMemory
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
@@ -42,23 +46,11 @@ log = structlog.get_logger("warren.monitor")
 AlarmHook = Callable[[AlarmSet | AlarmCleared], None]
 
 
-class NodeFootprint(NodeMemory):
-    """The node's memory counted once: PSS summed over the processes `NodeMemory` finds."""
-
-    def pss(self, now: float) -> int:
-        if now - self._found_at >= self.rescan_interval_s:
-            self._find(now)
-        sizes = [_pss(p) for p in self._procs]
-        if None in sizes:
-            self._found_at = float("-inf")  # one of them is gone (a host restarted): walk again next time
-        return sum(size for size in sizes if size is not None)
-
-
-def _pss(process: psutil.Process) -> int | None:
-    try:
-        return process.memory_full_info().pss
-    except psutil.Error:
-        return None
+def tell_relay(runtime: Any, me: Address, relay: Address) -> AlarmHook:
+    """The hook of a node's monitor: its alarm changes go to the node's alarm relay."""
+    def on_alarm(e: AlarmSet | AlarmCleared) -> None:
+        runtime.send(relay, ResourceAlarm(e.node, e.resource, type(e) is AlarmSet), sender=me)
+    return on_alarm
 
 
 def free_disk_bytes(path: str) -> int | None:
@@ -72,7 +64,8 @@ def free_disk_bytes(path: str) -> int | None:
 
 class ResourceMonitor:
     """A node's memory and disk alarms on the running loop. `start` inside the loop; `set_memory_limit`
-    and `set_disk_limit` for warrenctl; `stop` cancels the checks."""
+    and `set_disk_limit` for warrenctl; `stop` cancels the checks; as an actor, `receive` takes
+    `WatchMemoryLimit`."""
 
     def __init__(self, node: str, data_dir: str, memory_limit: Limit, disk_limit: Limit, *, on_alarm: AlarmHook,
                  memory: MemoryAlarm | None = None, disk: DiskAlarm | None = None,
@@ -84,8 +77,11 @@ class ResourceMonitor:
         self.disk_limit = disk_limit
         self.memory = memory or MemoryAlarm(node)
         self.disk = disk or DiskAlarm(node)
-        self.memory_used = memory_used or NodeFootprint(data_dir).pss
+        self.memory_used = memory_used or NodeMemory(data_dir).pss
         self.total_memory = total_memory
+        self.runtime = runtime
+        self.me = me
+        self.limit_watchers: dict[Address, None] = {}
         self._effects = ActorEffects(runtime, me, on_timer=self._on_timer)
         self.run_effects = Interpreter(self._effects.handlers()).extend({AlarmSet: on_alarm, AlarmCleared: on_alarm})
 
@@ -100,7 +96,11 @@ class ResourceMonitor:
     def set_memory_limit(self, limit: Limit) -> None:
         """rabbitmqctl set_vm_memory_high_watermark: the RAM is looked at again, and the memory."""
         self.memory_limit = limit
+        before = self.memory.limit_bytes
         self.run_effects(self.memory.configure(limit, self.total_memory(), self._used()))
+        if self.memory.limit_bytes != before:
+            for watcher in self.limit_watchers:
+                self._tell_limit(watcher)
 
     def set_disk_limit(self, limit: Limit) -> None:
         """rabbitmqctl set_disk_free_limit: checked at once against the free space now."""
@@ -108,10 +108,28 @@ class ResourceMonitor:
         self.run_effects(self.disk.configure(limit, self.total_memory(), free_disk_bytes(self.data_dir)))
 
     def status(self) -> dict:
-        """For warrenctl status: each resource's limit, last reading and alarm."""
+        """For warrenctl status: each resource's limit, its use now (memory) or at the last check
+        (disk), and its alarm."""
         memory, disk = self.memory, self.disk
-        return {"memory": {"limit": memory.limit_bytes, "used": memory.used_bytes, "alarm": memory.alarmed},
+        return {"memory": {"limit": memory.limit_bytes, "used": self._used(), "alarm": memory.alarmed},
                 "disk": {"limit": disk.limit_bytes, "free": disk.free_bytes, "alarm": disk.alarmed}}
+
+    def management_facts(self) -> dict:
+        """The node's resources as the management API's node object names them (the last checks)."""
+        memory, disk = self.memory, self.disk
+        return {"mem_used": memory.used_bytes, "mem_limit": memory.limit_bytes, "mem_alarm": memory.alarmed,
+                "disk_free": disk.free_bytes or 0, "disk_free_limit": disk.limit_bytes, "disk_free_alarm": disk.alarmed}
+
+    def receive(self, sender: Address, msg: Any) -> None:
+        """A queue host's housekeeping watches the memory limit (its paging threshold follows it)."""
+        if type(msg) is WatchMemoryLimit:
+            self.limit_watchers[sender] = None
+            self._tell_limit(sender)
+        elif type(msg) is not Undelivered:  # a watcher's host restarting watches again
+            log.warning("monitor.unexpected_message", kind=type(msg).__name__, sender=str(sender))
+
+    def _tell_limit(self, watcher: Address) -> None:
+        self.runtime.send(watcher, MemoryLimit(self.memory.limit_bytes), sender=self.me)
 
     def _used(self) -> int:
         return self.memory_used(asyncio.get_running_loop().time())

@@ -12,30 +12,51 @@ back (as redeliveries). The interval is one loop turn: never per message, and ne
 the work already waiting. A queue being deleted flushes itself and is `forget`-ten, so a commit
 never touches a deleted queue's storage.
 
+Every queue in a commit is told how long it waited for it (`waited(start_ms, end_ms)`): the time
+its confirms and its next messages waited on the syncs, which a slow disk makes long
+(flow/state.py's waiting; `warrenctl flow` names the store when it is most of a queue's time), and
+`syncing` records the host's time in commits. A commit shorter than the clock's millisecond is not
+told.
+
 The decision (which queues to flush, in what order, how many commits a turn) is pure: the caller
 hands in `schedule`, the event loop's call_soon in a queue host (the manager), a list's append in
-tests that run a commit when they choose.
+tests that run a commit when they choose; and `clock`, the monotonic clock in milliseconds (None:
+commits are not timed).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Protocol
 
+from flow.state import FlowState
+
+FLOW_TICKS_PER_SECOND = 1000  # the clock's milliseconds, as the runtime's flow states
+
 
 class Flushable(Protocol):
     def flush(self) -> None: ...
+
+    def waited(self, start_ms: int, end_ms: int) -> None: ...
 
 
 Schedule = Callable[[Callable[[], None]], object]
 
 
-class GroupCommit:
-    __slots__ = ("_schedule", "_dirty", "_scheduled")
+def waited(record: FlowState, start_ms: int, end_ms: int) -> FlowState:
+    """`record` with the wait [start_ms, end_ms) added (flow/state.py's waiting outside credit)."""
+    start = max(start_ms, record.changed_at)
+    return record.observe(True, start).observe(False, max(end_ms, start))
 
-    def __init__(self, schedule: Schedule) -> None:
+
+class GroupCommit:
+    __slots__ = ("_schedule", "_clock", "_dirty", "_scheduled", "syncing")
+
+    def __init__(self, schedule: Schedule, clock: Callable[[], int] | None = None) -> None:
         self._schedule = schedule
+        self._clock = clock
         self._dirty: dict[int, Flushable] = {}
         self._scheduled = False
+        self.syncing = FlowState(FLOW_TICKS_PER_SECOND, changed_at=clock() if clock else 0)
 
     def mark(self, queue: Flushable) -> None:
         """`queue` wrote something (or holds confirms) in this loop turn: flush it at its end."""
@@ -50,5 +71,12 @@ class GroupCommit:
     def commit(self) -> None:
         self._scheduled = False
         dirty, self._dirty = self._dirty, {}
+        clock = self._clock
+        start = clock() if clock else 0
         for queue in dirty.values():
             queue.flush()
+        end = clock() if clock else 0
+        if end > start:
+            self.syncing = waited(self.syncing, start, end)
+            for queue in dirty.values():
+                queue.waited(start, end)

@@ -19,7 +19,7 @@ from actors.queue.core import ClassicQueue
 from actors.queue.group_commit import GroupCommit
 from actors.queue.priority import PriorityReady
 from actors.queue.settings import QueueSettings
-from actors.queue.shell import Backing, Levels, QueueActor, now_ms
+from actors.queue.shell import Backing, Levels, QueueActor, monotonic_ms, now_ms
 from actors.runtime.address import Address
 from persist.classic.backed import BackedReady
 from persist.classic.host_storage import HostStorage
@@ -42,7 +42,8 @@ class QueueManager:
         self.registry = registry
         self.node = node
         self.storage = storage
-        self.commit = GroupCommit(schedule=lambda commit: asyncio.get_running_loop().call_soon(commit))
+        self.commit = GroupCommit(schedule=lambda commit: asyncio.get_running_loop().call_soon(commit),
+                                  clock=monotonic_ms)
         self.queues: dict[str, QueueActor] = {}
 
     def _deleted(self, name: str) -> None:
@@ -106,3 +107,22 @@ class QueueManager:
 
     def stats(self) -> list[dict]:
         return [a.stats() for a in self.queues.values()]
+
+    def flow_links(self) -> list[dict]:
+        """This host's part of the publish chain for `warrenctl flow` (flow/bottleneck.py's Links):
+        each queue, and the store its durable queues wait on (the message store and queue indexes,
+        synced by the group commit)."""
+        now = monotonic_ms()
+        store = f"{self.runtime.host}/msg_store"
+        links = []
+        for q in self.queues.values():
+            on_store = [store] if q.waits_on_store else []
+            state = q.flow_state(now)
+            links.append({"kind": "queue", "name": str(q.address), "label": f"{q.core.name} (vhost {q.core.vhost})",
+                          "state": state, "downstream": on_store, "blocked_on": on_store if state == "flow" else [],
+                          "flow_share": q.store_wait.flow_share(now), "credit": {}})
+        if any(q.waits_on_store for q in self.queues.values()):
+            links.append({"kind": "store", "name": store, "label": f"{store} (message store and queue indexes)",
+                          "state": "running", "downstream": [], "blocked_on": [],
+                          "flow_share": self.commit.syncing.flow_share(now), "credit": {}})
+        return links

@@ -30,10 +30,11 @@ import structlog
 
 from actors.messages.node import ApplyPolicy
 from actors.queue.core import ClassicQueue
-from actors.queue.group_commit import GroupCommit
+from actors.queue.group_commit import FLOW_TICKS_PER_SECOND, GroupCommit, waited
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
 from effects.interpreter import Interpreter
+from flow.state import FlowState, waiting_state
 from persist.classic.durable_queue import BackingStats, DurableBacking
 from persist.classic.host_storage import HostStorage
 from persist.classic.spill import SpillReady
@@ -45,6 +46,11 @@ INDEX_ENTRY_RAM_BYTES = 200  # rough cost of one message's index entry kept in R
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def monotonic_ms() -> int:
+    """The group commit's clock, and the queues' flow states'."""
+    return time.monotonic_ns() // 1_000_000
 
 
 class Backing(Protocol):
@@ -97,6 +103,7 @@ class QueueActor:
         assert commit is not None or not self._durable, "a durable queue confirms only through a group commit"
         self._commit = commit if self._durable else None
         self._lazy = core.settings.lazy
+        self.store_wait = FlowState(FLOW_TICKS_PER_SECOND, changed_at=monotonic_ms())  # on the group commit
         self._actor_effects = ActorEffects(runtime, self.address, on_timer=self._fire)
         self.run = Interpreter(self._actor_effects.handlers())
 
@@ -108,6 +115,21 @@ class QueueActor:
         assert self.backing is not None and self._durable
         self.backing.flush()
         self.run(self.core.flushed())
+
+    def waited(self, start_ms: int, end_ms: int) -> None:
+        """The group commit that held this queue's confirms and messages took [start_ms, end_ms)."""
+        self.store_wait = waited(self.store_wait, start_ms, end_ms)
+
+    @property
+    def waits_on_store(self) -> bool:
+        return self._durable
+
+    def flow_state(self, now_ms: int) -> str:
+        """running / flow: held up by its store (flow/state.py's waiting), or out of credit."""
+        if waiting_state(self.store_wait, now_ms) == "flow":
+            return "flow"
+        runtime = self.runtime.flow_state(self.address)
+        return runtime["state"] if runtime is not None else "running"
 
     def receive(self, sender: Address, msg: Any) -> None:
         core = self.core
@@ -143,7 +165,7 @@ class QueueActor:
 
     def stats(self) -> dict[str, Any]:
         """The core's counters plus where the messages are (RabbitMQ's names)."""
-        s = {**self.core.stats(), "pid": str(self.address)}
+        s = {**self.core.stats(), "pid": str(self.address), "state": self.flow_state(monotonic_ms())}
         unacked = s["messages_unacknowledged"]
         s["messages_unacknowledged_ram"] = unacked  # the core holds every unacked message in RAM
         if self.backing is None:

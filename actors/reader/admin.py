@@ -12,16 +12,28 @@ from typing import Any
 import structlog
 
 from actors.messages.node import CloseConnections
+from actors.channel.core import OPEN
+from actors.reader.core import CLOSED, CLOSING, OPEN_WAIT, START, START_OK, TUNE_OK
 from wire.errors import AmqpError
 
 log = structlog.get_logger("warren.conn_admin")
 
 
+HANDSHAKE_STATES = {START: "starting", START_OK: "starting", TUNE_OK: "tuning", OPEN_WAIT: "opening",
+                    CLOSING: "closing", CLOSED: "closed"}
+
+
 def connection_state(reader: Any) -> str:
-    """running / flow (reading paused by credit back-pressure) / blocked (alarm), as rabbitmqctl shows."""
-    if getattr(reader, "blocked", False):
-        return "blocked"
-    return "flow" if reader.paused else "running"
+    """As rabbitmqctl list_connections shows it (rabbit_reader's i(state)): while an alarm is in
+    force, `blocking` (not published since) or `blocked` (reading stopped); otherwise `flow` while
+    credit holds it and for a second after, else `running`; the handshake's and closing's states."""
+    core = reader.core
+    if core is not None and core.state in HANDSHAKE_STATES:
+        return HANDSHAKE_STATES[core.state]
+    throttle = reader.throttle
+    if throttle is not None and throttle.blocked_by:
+        return throttle.state()
+    return reader.flow.state(reader.host.flow_now())
 
 
 def list_connections(ctx: Any) -> list[dict]:
@@ -36,16 +48,51 @@ def list_connections(ctx: Any) -> list[dict]:
     return out
 
 
+def channel_state(ctx: Any, ch: Any) -> str:
+    """As rabbitmqctl list_channels shows it: running / flow (out of credit towards a queue now or
+    in the last second), or closing."""
+    if ch.core.state != OPEN:
+        return "closing"
+    flow = ctx.runtime.flow_state(ch.address)
+    return flow["state"] if flow is not None else "running"
+
+
 def list_channels(ctx: Any) -> list[dict]:
     out = []
     for r in sorted(ctx.readers, key=lambda r: r.owner):
         for number, ch in sorted(r.channels.items()):
             core = ch.core
             out.append({"connection": r.owner, "name": f"{r.owner} ({number})", "number": number,
+                        "state": channel_state(ctx, ch),
                         "user": r.opened.user if r.opened else "", "vhost": r.opened.vhost if r.opened else "",
                         "consumer_count": len(core.consumers), "messages_unacknowledged": len(core.unacked),
                         "confirm": core.confirm is not None,
                         "prefetch_count": getattr(core.qos, "channel_limit", 0) or 0})
+    return out
+
+
+def flow_links(ctx: Any) -> list[dict]:
+    """This host's part of the publish chain for `warrenctl flow` (flow/bottleneck.py's Links): each
+    open connection (its reader) and its channels, with the queues they send to with credit."""
+    out = []
+    runtime = ctx.runtime
+    now = ctx.flow_now()
+    for r in sorted(ctx.readers, key=lambda r: r.owner):
+        if r.opened is None or r.closed:
+            continue
+        channels = [ch for _, ch in sorted(r.channels.items())]
+        peer = r.transport.get_extra_info("peername") if r.transport is not None else None
+        client = f"{r.opened.user}@{peer[0]}:{peer[1]}" if peer else r.opened.user
+        out.append({"kind": "connection", "name": r.owner, "label": f"{r.owner} ({client})",
+                    "state": connection_state(r),
+                    "downstream": [str(ch.address) for ch in channels],
+                    "blocked_on": [str(ch.address) for ch in channels if runtime.blocked(ch.address)],
+                    "flow_share": r.flow.flow_share(now), "credit": {}})
+        for ch in channels:
+            flow = runtime.flow_state(ch.address) or {"credit": {}, "blocked_on": [], "flow_share": 0.0}
+            out.append({"kind": "channel", "name": str(ch.address), "label": f"{r.owner} ({ch.core.number})",
+                        "state": channel_state(ctx, ch), "downstream": sorted(flow["credit"]),
+                        "blocked_on": flow["blocked_on"], "flow_share": flow["flow_share"], "credit": flow["credit"]})
     return out
 
 

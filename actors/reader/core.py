@@ -15,8 +15,15 @@ timeout (30 s, or the heartbeat interval when that is shorter). A client's conne
 answered with close-ok and the socket closes at once (RabbitMQ waits up to that timeout for the
 client to close it first; closing it ourselves frees the client's reader all the same).
 
+Handshake timeout: a connection that has not opened `handshake_timeout_ms` after it was accepted
+(counted in ticks) is closed without a word, as RabbitMQ's `handshake_timeout`; the reason it logs
+says what it was waiting for, RabbitMQ's way: `{handshake_timeout,handshake}` for the protocol
+header, `{handshake_timeout,frame_header}` for a frame.
+
 Heartbeats: with a negotiated interval H > 0 the core asks for a heartbeat frame when nothing was
-sent for H/2 seconds and drops the connection when nothing at all was received for 2*H seconds.
+sent for H/2 seconds and drops the connection when nothing at all was received for 2*H seconds
+while the socket was being read (a connection blocked by credit or by an alarm is not read, so the
+client's silence is not its fault: RabbitMQ pauses its heartbeat monitor the same way).
 
 Users and vhost access: a `Gatekeeper` (backed by the host's registry replica, which holds users and
 permissions as password hashes) answers the login and, at connection.open, whether the user has
@@ -25,8 +32,8 @@ permissions on the vhost (530 "access to vhost 'v' refused for user 'u'", as Rab
 same "Login was refused..." text and logs the reason). A plain `check_login` callable (no vhost
 check) is still accepted, for tests and for shells that predate the Gatekeeper.
 
-Deliberately left to others: what a channel does (actors/channel/core.py), alarms and
-connection.blocked (flow issue).
+Deliberately left to others: what a channel does (actors/channel/core.py), resource alarms and
+connection.blocked (flow/blocking.py, run by the reader shell).
 """
 from __future__ import annotations
 
@@ -51,6 +58,7 @@ class Settings:
     frame_max: int = 131072
     channel_max: int = 2047
     heartbeat: int = 60
+    handshake_timeout_ms: int = 10_000
     ticks_per_second: int = 4
     product: str = "warren"
     version: str = "0.1.0"
@@ -72,6 +80,7 @@ class Gatekeeper:
 
 START, START_OK, TUNE_OK, OPEN_WAIT, OPEN, CLOSING, CLOSED = (
     "start", "start_ok", "tune_ok", "open_wait", "open", "closing", "closed")
+HANDSHAKE = frozenset({START, START_OK, TUNE_OK, OPEN_WAIT})
 
 CAPABILITIES = {
     "publisher_confirms": True,
@@ -130,6 +139,7 @@ class ConnectionCore:
         self._idle_in = 0
         self._idle_out = 0
         self._closing_ticks = 0
+        self._handshake_ticks = 0
 
     # ------------------------------------------------------------------ inputs
     def receive(self, event: object) -> list:
@@ -149,17 +159,23 @@ class ConnectionCore:
             return self._connection_error(event.error)
         raise TypeError(f"unexpected event {event!r}")
 
-    def tick(self) -> list:
-        """Called `ticks_per_second` times a second."""
+    def tick(self, reading: bool = True) -> list:
+        """Called `ticks_per_second` times a second; `reading`: whether the shell reads the socket."""
         if self.state == CLOSING:
             self._closing_ticks += 1
             timeout_s = min(self.heartbeat, closing_timeout_s) if self.heartbeat else closing_timeout_s
             if self._closing_ticks >= timeout_s * self.settings.ticks_per_second:
                 self.state = CLOSED
                 return [CloseSocket("no connection.close-ok from the client in time")]
+        if self.state in HANDSHAKE:
+            self._handshake_ticks += 1
+            if self._handshake_ticks * 1000 >= self.settings.handshake_timeout_ms * self.settings.ticks_per_second:
+                waiting_for = "handshake" if self.state == START else "frame_header"
+                self.state = CLOSED
+                return [CloseSocket(f"{{handshake_timeout,{waiting_for}}}")]
         if not self.heartbeat or self.state == CLOSED:
             return []
-        self._idle_in += 1
+        self._idle_in = self._idle_in + 1 if reading else 0
         self._idle_out += 1
         tps = self.settings.ticks_per_second
         if self._idle_in >= 2 * self.heartbeat * tps:

@@ -8,9 +8,17 @@ publishes becomes one message per destination queue.
 
 Flow control, from the socket to the queues: publishes are credit-controlled runtime sends. When any
 channel of the connection is out of credit towards a queue, the reader stops reading the socket
-(TCP back-pressure on the publisher) and resumes when the runtime reports the channel unblocked.
-Towards the client, `pause_writing` marks the socket unwritable; channels then stop topping up flow
-credit for their consumers, so queues stop delivering until the socket drains.
+(TCP back-pressure on the publisher) and resumes when the runtime reports the channel unblocked;
+its `FlowState` records the time it spent so (`flow`). Towards the client, `pause_writing` marks the
+socket unwritable; channels then stop topping up flow credit for their consumers, so queues stop
+delivering until the socket drains.
+
+Resource alarms: from connection.open, the connection's `ConnectionThrottle` (flow/blocking.py)
+hears every change of what the cluster is short of (`conserve`, from the host's alarm watcher,
+alarms.py) and the first publish read while it is short of something (a content header or body
+frame, `published`); its `PauseReading` stops reading the socket too, and connection.blocked goes
+to a client that announced the capability. The socket is read while neither credit nor an alarm
+holds it; while it is not read, the heartbeat monitor does not count the client's silence.
 
 Fairness between the connections of one host: the reader is a BufferedProtocol, so each read's size
 is this connection's share of the host (`flow/read_share.py`): 32 KiB while other connections are
@@ -27,18 +35,24 @@ from typing import Any, Callable
 import structlog
 
 from actors.channel.core import CLOSED, ChannelCore, consumer_timeout_default_ms
+from actors.channel.publish_checks import MAX_MESSAGE_SIZE_DEFAULT, effective_max_message_size
 from actors.channel.shell import ChannelActor
 from actors.messages.node import ConnectionClosed, QueueHostRestarted, QueuesGone
 from actors.mgmt.counters import add_into
 from actors.reader.core import ConnectionCore, Settings
 from actors.runtime.address import Address
-from effects import ChannelsDown, CloseSocket, Opened, OpenChannel, SetFrameMax, ToChannel, Write
+from effects import (ChannelsDown, CloseSocket, Opened, OpenChannel, PauseReading, ResumeReading, SetFrameMax,
+                     ToChannel, Write)
 from effects.interpreter import Interpreter
+from flow.blocking import ConnectionThrottle
 from flow.read_share import ReadShare
+from flow.state import FlowState
 from wire.errors import INTERNAL_ERROR, AmqpError
-from wire.inbound import InboundParser
+from wire.inbound import Command, InboundParser
 
 log = structlog.get_logger("warren.reader")
+
+FLOW_TICKS_PER_SECOND = 1000
 
 
 def is_loopback(peer: Any) -> bool:
@@ -58,13 +72,17 @@ class Reader(asyncio.BufferedProtocol):
         self.channels: dict[int, ChannelActor] = {}
         self.opened: Opened | None = None
         self.writable = True
-        self.paused = False
+        self.paused = False  # by credit: a channel is out of credit towards a queue
+        self.throttle: ConnectionThrottle | None = None  # from connection.open: the resource alarms
+        self.reading = True  # what the transport was last told
+        self.flow = FlowState(FLOW_TICKS_PER_SECOND, changed_at=host.flow_now())
         self.closed = False
         self.connected_at = 0  # ms since the epoch, as the management API reports it
         self._apply = Interpreter({
             ToChannel: self._to_channel, Write: self.write, OpenChannel: self._open_channel,
             ChannelsDown: lambda _: self._channels_down(), CloseSocket: self._close_socket, Opened: self._opened,
-            SetFrameMax: self._set_frame_max})
+            SetFrameMax: self._set_frame_max, PauseReading: lambda _: self._alarm_blocked(True),
+            ResumeReading: lambda _: self._alarm_blocked(False)})
 
     # ------------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -90,10 +108,14 @@ class Reader(asyncio.BufferedProtocol):
     def data_received(self, data: bytes) -> None:
         core = self.core
         try:
-            for event in self.parser.receive_data(data):
+            events = self.parser.receive_data(data)
+            for event in events:
                 self._apply(core.receive(event))
                 if self.closed:
                     return
+            throttle = self.throttle
+            if throttle is not None and throttle.blocked_by and not throttle.blocked and self._published(events):
+                self._apply(throttle.published())
             self.flush_all()
         except Exception:  # a bug must cost this connection only, never the host
             self.internal_error()
@@ -107,6 +129,15 @@ class Reader(asyncio.BufferedProtocol):
             self.flush_all()
         finally:
             self._shutdown("internal error")
+
+    def _published(self, events: list) -> bool:
+        """Whether this read held a publish's content (RabbitMQ blocks on its header or body frame)."""
+        return self.parser.content_pending() or any(type(e) is Command and e.header is not None for e in events)
+
+    def conserve(self, resource: str, on: bool) -> None:
+        """The cluster's alarm for `resource` is now in force, or over (the host's alarm watcher)."""
+        if self.throttle is not None and not self.closed:
+            self._apply(self.throttle.conserve(resource, on))
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.closed:
@@ -139,6 +170,7 @@ class Reader(asyncio.BufferedProtocol):
 
     def _opened(self, e: Opened) -> None:
         self.opened = e
+        self.throttle = ConnectionThrottle.for_client(frozenset(self.host.resources), e.capabilities)
         log.info("connection.opened", owner=self.owner, user=e.user, vhost=e.vhost)
 
     def _set_frame_max(self, e: SetFrameMax) -> None:
@@ -158,7 +190,8 @@ class Reader(asyncio.BufferedProtocol):
                            place=host.place, node=host.node, frame_max=o.frame_max,
                            capabilities=o.capabilities, rng=host.rng, user=o.user, address=address,
                            parse_address=Address.parse, consumer_timeout_ms=host.consumer_timeout_ms,
-                           ticks_per_second=host.settings.ticks_per_second)
+                           ticks_per_second=host.settings.ticks_per_second,
+                           max_message_size=host.max_message_size)
         core.nodes_down(host.down_nodes)
         actor = ChannelActor(self, core, address, host.runtime)
         self.host.runtime.spawn(name, actor)
@@ -187,20 +220,40 @@ class Reader(asyncio.BufferedProtocol):
             return
         runtime = self.host.runtime
         if any(runtime.blocked(ch.address) for ch in self.channels.values()):
-            self.paused = True
-            self.transport.pause_reading()
+            self._credit_blocked(True)
 
     def maybe_resume(self) -> None:
         if not self.paused or self.closed:
             return
         runtime = self.host.runtime
         if not any(runtime.blocked(ch.address) for ch in self.channels.values()):
-            self.paused = False
+            self._credit_blocked(False)
+
+    def _credit_blocked(self, blocked: bool) -> None:
+        self.paused = blocked
+        now = self.host.flow_now()
+        self.flow = self.flow.observe(blocked, max(now, self.flow.changed_at))
+        self._update_reading()
+
+    def _alarm_blocked(self, blocked: bool) -> None:
+        now = self.host.flow_now()
+        self.flow = self.flow.alarm(blocked, max(now, self.flow.changed_at))
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Read the socket while neither credit nor an alarm holds this connection."""
+        reading = not self.paused and not (self.throttle is not None and self.throttle.blocked)
+        if reading == self.reading or self.transport is None or self.closed:
+            return
+        self.reading = reading
+        if reading:
             self.transport.resume_reading()
+        else:
+            self.transport.pause_reading()
 
     def tick(self) -> None:
         if self.core is not None and not self.closed:
-            self._apply(self.core.tick())
+            self._apply(self.core.tick(reading=self.reading))
         for ch in list(self.channels.values()):
             if self.closed:
                 return
@@ -224,10 +277,12 @@ class ConnectionHostContext:
     def __init__(self, runtime: Any, registry: Any, place: Callable[[str, str], Address], settings: Settings,
                  check_login: Callable[[str, str], bool], vhost_exists: Callable[[str], bool],
                  router_address: Address, node: Address, seed: int | None = None,
-                 consumer_timeout_ms: int | None = consumer_timeout_default_ms) -> None:
+                 consumer_timeout_ms: int | None = consumer_timeout_default_ms,
+                 max_message_size: int = MAX_MESSAGE_SIZE_DEFAULT) -> None:
         self.runtime = runtime
         self.node = node  # this node's node core
         self.down_nodes: frozenset[str] = frozenset()  # the nodes the cluster sees down, for new channels
+        self.max_message_size = effective_max_message_size(max_message_size)
         self.consumer_timeout_ms = consumer_timeout_ms
         self.registry = registry
         self.place = place
@@ -241,6 +296,7 @@ class ConnectionHostContext:
         self.read_share = ReadShare()
         self.read_buffer = memoryview(bytearray(self.read_share.solo_bytes))
         self.clock = time.monotonic  # what the event loop's clock reads too
+        self.resources: set[str] = set()  # what the cluster is short of (resource alarms in force)
         self._owners = 0
         self._channels = 0
 
@@ -251,6 +307,17 @@ class ConnectionHostContext:
     @property
     def channels_opened(self) -> int:
         return self._channels
+
+    def flow_now(self) -> int:
+        """Flow-state ticks: milliseconds of the monotonic clock, as the runtime's."""
+        return int(self.clock() * FLOW_TICKS_PER_SECOND)
+
+    def conserve(self, resource: str, on: bool) -> None:
+        """Some node's alarm for `resource` is now in force, or none is any more: tell every connection."""
+        (self.resources.add if on else self.resources.discard)(resource)
+        for reader in list(self.readers):
+            reader.conserve(resource, on)
+            reader.flush_all()
 
     def next_owner(self) -> str:
         self._owners += 1

@@ -8,6 +8,9 @@ exits the host process if it is gone, so a kill -9 of the node leaves nothing ru
 (from its first moment) the process watches its parent, the Supervisor: a host the Supervisor forked
 just as the node went down may never get its StartHost, and nothing else would ever stop it.
 
+Every host process keeps its C heap (actors/runtime/heap.py): memory freed in bulk, a long queue
+drained, goes back to the OS.
+
 Logs: Thespian routes the stdlib logging of its actor processes to its own logger process, which
 keeps only its own records, so a host renders its structlog events itself (logs.py): one line each
 to the stderr it inherited from the node's main process and one JSON line to the node's log file,
@@ -30,6 +33,7 @@ from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 from actors.runtime import logs
 from actors.runtime.control import ControlReply, Forwarded, HostSpec, HostStarted, StartHost
 from actors.runtime.curve import CurveKeys, read_or_create_cookie
+from actors.runtime.heap import HeapKeeper
 from actors.runtime.mailbox import Runtime
 
 log = structlog.get_logger("warren.host")
@@ -135,6 +139,7 @@ class HostActor(ActorTypeDispatcher):
             outcome["error"] = f"{type(exc).__name__}: {exc}"
         self._runtime = runtime
         self._loop = asyncio.get_running_loop()
+        HeapKeeper(spec.name).start()
         log.info("host.started", host=spec.name, pid=os.getpid())
         started.set()
         while not self._stop.is_set():

@@ -242,17 +242,22 @@ class Runtime:
             self._send_credit(actor, link, amount)
 
     def flow_states(self) -> dict[str, dict]:
-        """Per local actor: running/flow/blocked, timestamps, the links it is blocked on and those
-        it sends to with credit (`downstream`)."""
+        """Per local actor: running/flow/blocked, timestamps, the links it is blocked on, those it
+        sends to with credit (`downstream`) and the credit left on each."""
         now = _now()
-        states = {}
-        for name, flow in self._flow.items():
-            state = flow.as_dict(now)
-            ledger = self._ledgers[name]
-            state["blocked_on"] = sorted(str(link) for link in ledger.blocked_links())
-            state["downstream"] = sorted(str(link) for link in ledger.links())
-            states[name] = state
-        return states
+        return {name: self._flow_state(name, now) for name in self._flow}
+
+    def flow_state(self, actor: Address) -> dict | None:
+        """One local actor's entry of `flow_states` (None for an actor that is not here)."""
+        return self._flow_state(actor.name, _now()) if actor.name in self._flow else None
+
+    def _flow_state(self, name: str, now: int) -> dict:
+        ledger = self._ledgers[name]
+        state = self._flow[name].as_dict(now)
+        state["blocked_on"] = sorted(str(link) for link in ledger.blocked_links())
+        state["downstream"] = sorted(str(link) for link in ledger.links())
+        state["credit"] = {str(link): credit for link, credit in ledger.credits().items()}
+        return state
 
     async def ask(self, op: str, args: dict) -> Any:
         """A control ask: built-in ops, else the host entry's `control` handler."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from flow.state import FLOW_WINDOW_BUCKETS, FLOW_WINDOW_S, FlowState
+from flow.state import FLOW_WINDOW_BUCKETS, FLOW_WINDOW_S, FlowState, waiting_state
 
 TPS = 1000  # ticks are milliseconds, as in the runtime's mailbox
 BUCKET = TPS * FLOW_WINDOW_S // FLOW_WINDOW_BUCKETS  # 250 ms
@@ -77,3 +77,15 @@ def test_the_share_is_the_exact_overlap_of_blocked_periods_with_the_window(start
             expected = overlap / (probe - lo) if probe > lo else 0.0
             assert s.flow_share(probe) == pytest.approx(expected)
         assert len(s.history) <= FLOW_WINDOW_BUCKETS
+
+
+def test_waiting_is_flow_only_while_it_takes_at_least_half_of_the_window():
+    """A queue that waits 40 ms of every 100 ms for its store's sync is busy, not held up by it; one
+    that waits 60 ms of every 100 ms is."""
+    fast, slow = FlowState(TPS, changed_at=0), FlowState(TPS, changed_at=0)
+    for ms in range(0, 5000, 100):
+        fast = fast.observe(True, ms).observe(False, ms + 40)
+        slow = slow.observe(True, ms).observe(False, ms + 60)
+    assert fast.state(5000) == "flow" and waiting_state(fast, 5000) == "running"
+    assert waiting_state(slow, 5000) == "flow"
+    assert waiting_state(slow, 12_000) == "running"  # it stopped waiting: it ages out

@@ -6,46 +6,18 @@ from __future__ import annotations
 import os
 import select
 import signal
-import socket
 
 import pika
 import pytest
 
 from actors.runtime.client import control
 from tests.integration.nodes import start_node
-from wire import methods as m
-from wire.frames import PROTOCOL_HEADER, content_frames_bytes, method_frame
-from wire.inbound import InboundParser
-from wire.properties import BasicProperties, encode_content_header
+from tests.integration.raw_client import RawClient
 
 pytestmark = pytest.mark.integration
 stalled_after_s = 3.0      # the socket counts as stalled when it stays unwritable this long
 attempts_max = 400_000     # 400 MB of publishes: far beyond any buffer if flow control were missing
 body_bytes = 1024
-
-
-def raw_publisher(port: int, queue: str) -> socket.socket:
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    p = InboundParser()
-    p.receive_data(PROTOCOL_HEADER)
-
-    def expect(cls):
-        while True:
-            events = p.receive_data(s.recv(65536))
-            if events:
-                assert isinstance(events[0].method, cls), events
-                return
-    s.sendall(PROTOCOL_HEADER)
-    expect(m.ConnectionStart)
-    s.sendall(method_frame(0, m.ConnectionStartOk(client_properties={}, mechanism="PLAIN",
-                                                  response=b"\0guest\0guest", locale="en_US")))
-    expect(m.ConnectionTune)
-    s.sendall(method_frame(0, m.ConnectionTuneOk(channel_max=2047, frame_max=131072, heartbeat=0)))
-    s.sendall(method_frame(0, m.ConnectionOpen(virtual_host="/")))
-    expect(m.ConnectionOpenOk)
-    s.sendall(method_frame(1, m.ChannelOpen()))
-    expect(m.ChannelOpenOk)
-    return s
 
 
 def test_stopped_queue_pushes_back_to_the_publisher_socket(tmp_path):
@@ -55,10 +27,9 @@ def test_stopped_queue_pushes_back_to_the_publisher_socket(tmp_path):
     try:
         c = pika.BlockingConnection(pika.URLParameters(node.url))
         c.channel().queue_declare("flow-q")
-        pub = raw_publisher(node.port, "flow-q")
-        header = encode_content_header(60, body_bytes, BasicProperties())
-        one = content_frames_bytes(1, m.BasicPublish(exchange="", routing_key="flow-q"), header,
-                                   b"x" * body_bytes, 131072)
+        client = RawClient(node.port)
+        pub = client.sock
+        one = client.publish_frames("flow-q", b"x" * body_bytes)
         burst = one * 64
         os.kill(queue_pid, signal.SIGSTOP)
         pub.setblocking(False)

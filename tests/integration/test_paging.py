@@ -106,10 +106,11 @@ def test_a_durable_priority_queue_keeps_its_persistent_messages_across_restarts(
 
 
 def test_memory_above_the_paging_threshold_pages_every_kind_of_queue_out(tmp_path: Path) -> None:
-    # a watermark so low that an idle node is above it (0.5 x 0.001 x RAM is ~12 MB on 24 GB): the
-    # housekeeping cuts every queue's RAM target each second until the backlog is on disk
+    # a paging ratio so low that an idle node is above it (0.0001 x 0.4 x RAM is ~1 MB on 24 GB) while
+    # the memory alarm is not raised: the housekeeping cuts every queue's RAM target each second until
+    # the backlog is on disk
     conf = tmp_path / "warren.conf"
-    conf.write_text("vm_memory_high_watermark = 0.001\n")
+    conf.write_text("vm_memory_high_watermark_paging_ratio = 0.0001\n")
     node = start_node(tmp_path / "n", "--config", str(conf))
     try:
         with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:

@@ -8,6 +8,7 @@ import sys
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.integration.admin_support import ok
 from tests.mgmt.record_oracle import shape_traffic
 from tests.mgmt.support import RABBITMQADMIN, key_paths, oracle, start_mgmt_node
 from tests.waiting import until
@@ -197,3 +198,18 @@ def test_prometheus_text_has_rabbitmq_families(mgmt):
     assert ready["shape_qq"] == 50
     aggregated = {f.name: f for f in text_string_to_metric_families(mgmt.metrics())}
     assert aggregated["rabbitmq_global_messages_received"].samples[0].value >= 100
+
+
+def test_the_node_object_and_metrics_show_the_monitors_limits_and_alarms(mgmt):
+    """What blocks publishers is what the API shows: the resource monitor's readings and alarms."""
+    def node() -> dict:
+        return mgmt.get("/api/nodes")[0]
+    assert node()["mem_alarm"] is False and node()["mem_limit"] > node()["mem_used"] > 0
+    ok(mgmt.node, "set_vm_memory_high_watermark", "absolute", "1")
+    try:
+        until(lambda: node()["mem_alarm"] is True and node()["mem_limit"] == 1, "the alarm in the API")
+        assert "rabbitmq_alarms_memory_used_watermark 1.0" in mgmt.metrics()
+    finally:
+        ok(mgmt.node, "set_vm_memory_high_watermark", "0.4")
+    until(lambda: node()["mem_alarm"] is False, "the alarm cleared in the API")
+    assert node()["disk_free"] > node()["disk_free_limit"] == 50_000_000 and node()["disk_free_alarm"] is False

@@ -18,7 +18,8 @@ import psutil
 import pytest
 from structlog.testing import capture_logs
 
-from actors.monitor.resources import NodeFootprint, ResourceMonitor, free_disk_bytes
+from actors.monitor.resources import ResourceMonitor, free_disk_bytes
+from actors.queue.housekeeping import NodeMemory
 from effects import AlarmCleared, AlarmSet
 from flow.alarms import AbsoluteLimit, DiskAlarm, RelativeLimit
 from tests.waiting import poll_s
@@ -55,7 +56,7 @@ def test_the_node_is_counted_once_across_processes_that_share_pages(tmp_path):
                             stdout=subprocess.PIPE, text=True)
     try:
         _, child = proc.stdout.readline().split()
-        footprint = NodeFootprint(str(tmp_path))
+        footprint = NodeMemory(str(tmp_path))
         pss = footprint.pss(now=0.0)
         pids = sorted(p.pid for p in footprint._procs)
         assert pids == sorted([proc.pid, int(child)])
@@ -73,7 +74,7 @@ def test_a_memory_alarm_is_raised_by_memory_really_used_and_cleared_when_it_is_f
 
     async def scenario() -> None:
         loop = asyncio.get_running_loop()
-        baseline = NodeFootprint(str(tmp_path)).pss(loop.time())
+        baseline = NodeMemory(str(tmp_path)).pss(loop.time())
         monitor = ResourceMonitor(NODE, str(tmp_path), AbsoluteLimit(baseline + 128 * MIB), AbsoluteLimit(0),
                                   on_alarm=alarms.append)
         monitor.start()

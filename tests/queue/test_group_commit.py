@@ -22,9 +22,13 @@ class Recorder:
     def __init__(self, name: str, log: list[str]) -> None:
         self.name = name
         self.log = log
+        self.waits: list[tuple[int, int]] = []
 
     def flush(self) -> None:
         self.log.append(self.name)
+
+    def waited(self, start_ms: int, end_ms: int) -> None:
+        self.waits.append((start_ms, end_ms))
 
 
 def test_one_commit_per_turn_flushes_each_marked_queue_once_in_first_mark_order():
@@ -53,6 +57,21 @@ def test_a_commit_with_nothing_marked_since_does_nothing():
     commit.forget(a)
     turns.pop()()
     assert flushed == [] and turns == []
+
+
+def test_every_queue_of_a_commit_is_told_how_long_it_took_unless_it_was_within_a_millisecond():
+    turns: list[Callable[[], None]] = []
+    ticks = iter([0, 100, 100, 200, 235])  # the first: when the commit was made
+    commit = GroupCommit(schedule=turns.append, clock=lambda: next(ticks))
+    a, b = Recorder("a", []), Recorder("b", [])
+    commit.mark(a)
+    turns.pop()()
+    assert a.waits == []  # 100 -> 100
+    commit.mark(a)
+    commit.mark(b)
+    turns.pop()()
+    assert a.waits == b.waits == [(200, 235)]
+    assert commit.syncing.flow_share(235) == 35 / 235  # the host's time in commits
 
 
 class RecordingDisk(RealDisk):

@@ -73,8 +73,8 @@ def test_the_task_closes_the_storage_cleanly_when_the_loop_ends(tmp_path):
 def test_node_memory_is_this_process_until_the_node_is_ready_then_every_process_of_its_command(tmp_path):
     me = psutil.Process()
     memory = NodeMemory(str(tmp_path))
-    assert 0 < memory.rss(now=0.0) <= psutil.virtual_memory().total
+    assert 0 < memory.pss(now=0.0) <= psutil.virtual_memory().total
     (tmp_path / "ready").write_text(json.dumps({"pid": os.getpid()}))
-    rss = memory.rss(now=1.0)  # not found yet: looks again at once
-    assert me.pid in [p.pid for p in memory._procs] and rss >= me.memory_info().rss // 2
+    pss = memory.pss(now=1.0)  # not found yet: looks again at once
+    assert me.pid in [p.pid for p in memory._procs] and pss >= me.memory_full_info().pss // 2
     assert all(p.cmdline() == me.cmdline() for p in memory._procs if p.is_running())
