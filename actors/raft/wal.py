@@ -50,6 +50,11 @@ class WalActor:
         self._members[member] = on_written
         self._upto[member] = written
 
+    def unregister(self, member: str) -> None:
+        """The member is gone (a deleted quorum queue member): no more notifications for it."""
+        self._members.pop(member, None)
+        self._upto.pop(member, None)
+
     def at_turn_end(self, callback: Callable[[], None]) -> None:
         """Call `callback` at the start of the next flush, before anything is written."""
         self._turn_end.append(callback)

@@ -26,7 +26,7 @@ stands in for the lost entries, which were committed and so survive on a majorit
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 from urllib.parse import quote, unquote
 
 import structlog
@@ -98,6 +98,15 @@ class WalWriter:
         self.logs[member] = member_log
         return member_log
 
+    def forget(self, member: str) -> None:
+        """Delete a member's log for good (a deleted quorum queue's member): its memtable, segment
+        files, snapshot and meta go now, durably. Its records in the WAL files stay until they
+        roll over; `recover(keep=...)` must then be told to skip them."""
+        self.logs.pop(member, None)
+        self.core.mem.pop(member, None)
+        self.disk.remove_tree(_member_dir(member))
+        self.disk.fsync_dir("members")
+
     # -- the write path ----------------------------------------------------------------------
     def submit(self, member: str, entries: Sequence[Entry]) -> None:
         self.logs[member].append(entries)
@@ -112,10 +121,13 @@ class WalWriter:
         self.disk.append_parts(path, batch.parts)
         self.disk.sync(path)
         written = self.core.written(batch)
+        logs = self.logs
         for member, upto in written.items():
-            self.logs[member]._synced(upto)
+            if member in logs:  # not forgotten since it queued these
+                logs[member]._synced(upto)
         for member, hard_state in batch.hard.items():
-            self.logs[member]._hard_synced(hard_state)
+            if member in logs:
+                logs[member]._hard_synced(hard_state)
         if self.core.should_roll():
             self._roll()
         return written
@@ -144,12 +156,20 @@ class WalWriter:
         self.disk.fsync_dir("wal")
 
     # -- recovery ----------------------------------------------------------------------------
-    def recover(self) -> dict[str, MemberLog]:
-        """Start-up (also on an empty disk): rebuild every member's log; call once, first."""
+    def recover(self, keep: Callable[[str], bool] | None = None) -> dict[str, MemberLog]:
+        """Start-up (also on an empty disk): rebuild every member's log; call once, first.
+        `keep` says which members still exist (default: all): the others' files are deleted and
+        their WAL records skipped (a member forgotten before a crash)."""
         self.disk.makedirs("wal")
         self.disk.makedirs("members")
-        loaded = {unquote(name): self._load_member(unquote(name))
-                  for name in self.disk.listdir("members")}
+        names = [unquote(name) for name in self.disk.listdir("members")]
+        if keep is not None:
+            for member in [m for m in names if not keep(m)]:
+                log.info("wal_member_forgotten", member=member)
+                self.disk.remove_tree(_member_dir(member))
+                names.remove(member)
+            self.disk.fsync_dir("members")
+        loaded = {member: self._load_member(member) for member in names}
         replays: dict[str, MemberReplay] = {}
         gaps: list[Gap] = [g for *_, g in loaded.values() if g is not None]
         for member, (segments, snaps, meta, _) in loaded.items():
@@ -171,6 +191,8 @@ class WalWriter:
                 self.disk.sync(path)
             wal_bytes += result.valid_bytes
             for rec in result.records:
+                if keep is not None and rec.member not in loaded and not keep(rec.member):
+                    continue
                 replay = replays.get(rec.member)
                 if replay is None:
                     replay = replays[rec.member] = MemberReplay(rec.member, 1, None, 0)
