@@ -60,7 +60,7 @@ from raft.commands import USER
 from raft.log import Entry
 from raft.roles import LEADER
 from wire.errors import PRECONDITION_FAILED, AmqpError
-from wire.properties import HEADER_PROPS_OFFSET, BasicProperties, parse_content_header, encode_content_header
+from wire.properties import BasicProperties, encode_content_header, parse_content_header
 
 PUBLISH, CONSUME, CANCEL, GET, PURGE = "publish", "consume", "cancel", "get", "purge"
 DELIVERY_COUNT_HEADER = "x-delivery-count"
@@ -128,8 +128,8 @@ class DeadLettered:
 
 def with_delivery_count(header: bytes, count: int) -> bytes:
     """The content header with `x-delivery-count` set (RabbitMQ 4.0 adds it to redeliveries)."""
-    class_id, _weight, body_size = parse_content_header(header)
-    props = BasicProperties.decode(header, HEADER_PROPS_OFFSET)
+    class_id, body_size, offset = parse_content_header(header)
+    props = BasicProperties.decode(header, offset)
     props.headers = {**(props.headers or {}), DELIVERY_COUNT_HEADER: count}
     return encode_content_header(class_id, body_size, props)
 

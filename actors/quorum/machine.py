@@ -630,8 +630,9 @@ def requeue_plan(state: QueueState, channel: str, tag: str,
     of `channel` (as in `Settle`)."""
     if state.config.settings.delivery_limit is not None:
         return None
-    return tuple((i, con.checked[i][0]) for _key, con, ids in _holders(state, channel, tag, msg_ids)
-                 for i in ids if i in con.checked)
+    index = {i: con.checked[i][0] for _key, con, ids in _holders(state, channel, tag, msg_ids)
+             for i in ids if i in con.checked}
+    return tuple((i, index[i]) for i in msg_ids if i in index)
 
 
 def checked_out(state: QueueState, channel: str, tag: str) -> tuple[Delivered, ...]:
