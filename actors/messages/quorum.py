@@ -12,6 +12,9 @@ adds, member -> channel:
 - `QueueLeader`: a member became leader and has applied everything committed: channels it knows
   switch to it, resend what is unconfirmed and resynchronise their consumers.
 - `ResendFrom`: the publisher's sequence has a gap; resend from `expected`.
+channel -> any member:
+- `FindLeader`: a channel that heard nothing for a while asks; a leader answers `QueueLeader`, any
+  other member `NotQueueLeader(leader, term, None)`.
 channel -> leader:
 - `ConsumerResync`: after a leader change, what the channel holds of one consumer's deliveries;
   the leader returns the rest (lost in flight: redelivered, delivery count + 1).
@@ -39,6 +42,11 @@ class NotQueueLeader:
 class QueueLeader:
     leader: str
     term: int
+
+
+@message
+class FindLeader:
+    pass
 
 
 @message

@@ -19,17 +19,23 @@ leads (`take()[0]`: Sends to member ids). The channel sees one queue, whichever 
   channels its state knows) or `NotQueueLeader(leader, term, refused)` (a member that does not
   lead refused something). Terms only grow: a stale redirect never switches back. With nothing
   heard from the target for `retry_ticks` while something waits (confirms, a call), the client
-  tries the next member, which accepts or redirects.
+  asks every member (`FindLeader`) and switches on the answers as above.
+- Re-sends happen on a switch, i.e. only when (leader, term) changes or the target itself refused
+  what it was sent (it was not leading at that moment: an election, a leadership transfer): a
+  leader that stays leader in its term has lost nothing the client sent it (one FIFO link to a
+  live process; a member that restarts leads again only in a later term), it is merely slow, and
+  re-sending to it then would only add load where there is too much already.
 - A switch re-sends, in this order: a `ConsumerResync` per consumer (what it holds unacked, and
-  what it settled since the last switch, whose Settle may have died with the old leader: the new
-  leader settles those and returns the rest, redelivered with a higher delivery count), the call
+  what it settled lately, whose Settle may have died with the old leader: the new leader settles
+  those again, which is harmless, and returns the rest, redelivered with a higher delivery count;
+  a switch may well be to a member that turns out not to lead, so nothing is forgotten), the call
   in progress, every unconfirmed message (one batch), then whatever a non-leader refused that
   is not tracked otherwise (settles, grants, a channel's goodbye).
 
 Ordering rule: after a switch nothing new reaches the new leader before the re-sends above, so a
 publisher's sequence arrives there in order. Duplicates are possible (a resend of what the old
 leader committed is dropped by the machine; a delivery in flight across the switch may come twice);
-losses are not. Bounded memory: the settlements remembered for a resync are the last
+losses are not. Deliveries a new leader repeats (same msg id) are dropped here. Bounded memory: the settlements remembered for a resync are the last
 `settled_memory` per consumer (a Settle older than that and lost with a leader makes its message
 come back once more).
 """
@@ -43,11 +49,11 @@ from actors.messages.channel_queue import (
     Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, Grant, Publish, Published,
     Purge, Rejected, Settle,
 )
-from actors.messages.quorum import ConsumerResync, NotQueueLeader, QueueLeader, ResendFrom
+from actors.messages.quorum import ConsumerResync, FindLeader, NotQueueLeader, QueueLeader, ResendFrom
 from actors.quorum.names import get_tag
 from effects import Send
 
-RETRY_TICKS = 20          # ticks without a word from the target before trying the next member
+RETRY_TICKS = 20          # ticks without a word from the target before asking who leads
 SETTLED_MEMORY = 10_000   # settled msg ids remembered per consumer for a resync
 RESEND_BATCH_MAX = 1024   # messages per Publish when re-sending
 CALLS = (Consume, Cancel, Get, Purge)
@@ -55,9 +61,10 @@ TRACKED = (*CALLS, ConsumerResync, ChannelDown)  # re-sent by every switch anywa
 
 
 class _Consumer:
-    __slots__ = ("held", "acked", "discarded", "cancelled")
+    __slots__ = ("held", "acked", "discarded", "cancelled", "last_msg_id")
 
     def __init__(self, settled_memory: int) -> None:
+        self.last_msg_id = -1  # msg ids grow with every delivery to a consumer
         self.held: dict[int, None] = {}  # msg ids delivered and not settled, in order
         self.acked: deque[int] = deque(maxlen=settled_memory)
         self.discarded: deque[int] = deque(maxlen=settled_memory)
@@ -80,8 +87,10 @@ class QuorumClient:
         self.calls: dict[int, Any] = {}  # rid -> the call waiting for its Reply
         self.parked: list[Any] = []  # refused while no leader was known
         self.closing = False
+        self.refused_by_target = False  # the target refused what it was sent: re-send on news
         self.idle_ticks = 0
         self.switches = 0
+        self.duplicates = 0  # deliveries dropped as seen before
         self._out: list[Send] = []
         self._up: list[Any] = []
 
@@ -142,8 +151,9 @@ class QuorumClient:
             self.idle_ticks = 0
         kind = type(msg)
         if kind is Deliver:
-            self._delivered(msg)
-            self._up.append(msg)
+            fresh = self._delivered(msg)
+            if fresh is not None:
+                self._up.append(fresh)
         elif kind is Confirm:
             self._confirmed(msg.upto)
         elif kind is Rejected:
@@ -157,23 +167,37 @@ class QuorumClient:
             self.consumers.pop(msg.consumer_tag, None)
             self._up.append(msg)
         elif kind is QueueLeader:
-            if msg.term > self.term or (msg.term == self.term and msg.leader != self.target):
+            if (msg.term > self.term or (msg.term == self.term and msg.leader != self.target)
+                    or self.refused_by_target):
                 self._switch(msg.leader, msg.term)
         elif kind is NotQueueLeader:
-            self._redirected(msg)
+            self._redirected(sender, msg)
         elif kind is ResendFrom:
             self._resend_from(msg.expected)
         else:
             self._up.append(msg)
 
-    def _delivered(self, msg: Deliver) -> None:
+    def _delivered(self, msg: Deliver) -> Deliver | None:
+        """Track a delivery; drop what this consumer was given already. A new leader that applies,
+        as leader, entries its predecessor had applied and delivered delivers them again under the
+        same msg ids, and msg ids only grow (a redelivery gets a new one): a msg id at or below
+        the consumer's last is a duplicate."""
         tag = msg.consumer_tag
         con = self.consumers.get(tag)
         if con is None:
-            return
-        for m in msg.messages:
+            return msg  # not ours (any more): the channel hands it back
+        messages = msg.messages
+        if messages and messages[0][0] <= con.last_msg_id:
+            messages = [m for m in messages if m[0] > con.last_msg_id]
+            self.duplicates += len(msg.messages) - len(messages)
+            if not messages:
+                return None
+            msg = Deliver(tag, messages)
+        for m in messages:
             con.held[m[0]] = None
             self.holder[m[0]] = tag
+        con.last_msg_id = messages[-1][0]
+        return msg
 
     def _confirmed(self, upto: int) -> None:
         unconfirmed = self.unconfirmed
@@ -213,10 +237,14 @@ class QuorumClient:
                 if not con.held:
                     del self.consumers[call.consumer_tag]
 
-    def _redirected(self, msg: NotQueueLeader) -> None:
+    def _redirected(self, sender: str, msg: NotQueueLeader) -> None:
         refused = msg.refused
         tracked = refused is None or type(refused) in TRACKED
-        if msg.leader is not None and (msg.term > self.term
+        if sender == self.target and tracked:
+            # what we sent the target went nowhere (it does not lead, or not now: an election or a
+            # leadership transfer): the next leader news re-sends it, even naming the same member
+            self.refused_by_target = True
+        if msg.leader is not None and (msg.term > self.term or self.refused_by_target
                                        or (msg.term == self.term and msg.leader != self.target)):
             if not tracked:
                 self.parked.append(refused)
@@ -228,17 +256,10 @@ class QuorumClient:
             self._out.append(Send(self.target, refused))  # refused by the old leader: send it on
 
     def _resend_from(self, expected: int) -> None:
-        """The leader's sequence for us has a gap at `expected`: send again from there. If the
-        queue forgot us (it expects a seq we no longer hold), number what is unconfirmed anew."""
-        pending = [q for q in self.unconfirmed if q >= expected]
-        if self.unconfirmed and min(self.unconfirmed) > expected:
-            kept = list(self.unconfirmed.values())
-            self.unconfirmed.clear()
-            self.next_qseq = expected
-            renumbered = self._number([Published(seq, *p[1:]) for seq, p in kept])
-            self._publish_all(renumbered)
-            return
-        self._publish_all([self.unconfirmed[q][1] for q in pending])
+        """The leader's sequence for us had a gap at `expected`: send again what is unconfirmed from
+        there. (A ResendFrom may be stale - the gap filled since - so nothing is ever numbered
+        anew: a seq the queue has applied always means the message it was first given to.)"""
+        self._publish_all([numbered for qseq, (_seq, numbered) in self.unconfirmed.items() if qseq >= expected])
 
     # -- time and switching ----------------------------------------------------------------------
     def tick(self) -> None:
@@ -247,19 +268,19 @@ class QuorumClient:
             return
         self.idle_ticks += 1
         if self.idle_ticks >= self.retry_ticks:
-            at = self.members.index(self.target) if self.target in self.members else -1
-            self._switch(self.members[(at + 1) % len(self.members)], self.term)
+            self.idle_ticks = 0
+            for member in self.members:
+                self._out.append(Send(member, FindLeader()))
 
     def _switch(self, leader: str, term: int) -> None:
         self.target, self.term = leader, term
+        self.refused_by_target = False
         self.idle_ticks = 0
         self.switches += 1
         out = self._out
-        for tag, con in self.consumers.items():
+        for tag, con in self.consumers.items():  # the settled ids stay: the target may not lead
             out.append(Send(leader, ConsumerResync(tag, list(con.held), list(con.acked),
                                                    list(con.discarded))))
-            con.acked.clear()
-            con.discarded.clear()
         for rid in sorted(self.calls):
             out.append(Send(leader, self.calls[rid]))
         self._publish_all([numbered for _seq, numbered in self.unconfirmed.values()])

@@ -58,6 +58,7 @@ class QueueDriver:
         self._rid = 0
         self._calls: dict[int, asyncio.Future] = {}
         self._progress = asyncio.Event()
+        self._acking = False
         self._addresses: dict[str, Address] = {}
         self._handle = self.loop.call_later(tick_s, self._tick)
 
@@ -132,6 +133,12 @@ class QueueDriver:
         self.client.receive(str(sender), msg)
         self._pump()
 
+    def _ack_turn(self) -> None:
+        self._acking = False
+        acks, self.to_ack = self.to_ack, []
+        self.client.send(Settle(acks, [], []))
+        self._pump()
+
     def _tick(self) -> None:
         self._handle = self.loop.call_later(tick_s, self._tick)
         self.client.tick()
@@ -141,11 +148,9 @@ class QueueDriver:
         out, up = self.client.take()
         for msg in up:
             self._up(msg)
-        if self.to_ack:
-            acks, self.to_ack = self.to_ack, []
-            self.client.send(Settle(acks, [], []))
-            more, up = self.client.take()
-            out += more
+        if self.to_ack and not self._acking:  # the acks of a loop turn go as one Settle, as a channel's
+            self._acking = True
+            self.loop.call_soon(self._ack_turn)
         for send in out:
             to = self._addresses.get(send.to)
             if to is None:

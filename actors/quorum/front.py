@@ -47,7 +47,8 @@ from actors.messages.channel_queue import (
     Purge, Rejected, Settle,
 )
 from actors.messages.node import ApplyPolicy, AutoDeleteQueue, Dispose, QueueCounts, QueueStats
-from actors.messages.quorum import ChannelsGone, ConsumerResync, NotQueueLeader, QueueLeader, ResendFrom
+from actors.messages.quorum import (ChannelsGone, ConsumerResync, FindLeader, NotQueueLeader, QueueLeader,
+                                    ResendFrom)
 from actors.quorum import commands as c
 from actors.quorum import effects as qe
 from actors.quorum.config import resolve_settings
@@ -84,6 +85,9 @@ class MemberView(Protocol):
 
     def entries(self, lo: int, hi: int) -> list[Entry]: ...
 
+    def first_index(self) -> int:
+        """The lowest index the log still holds (everything below is in a snapshot)."""
+
 
 class RaftView:
     """A `MemberView` over a RaftCore whose machine is the queue's (the member shell's and the
@@ -112,6 +116,9 @@ class RaftView:
 
     def entries(self, lo: int, hi: int) -> list[Entry]:
         return self.core.log.entries(lo, hi)
+
+    def first_index(self) -> int:
+        return self.core.log.first_index()
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +162,7 @@ class QueueFront:
     def handle(self, sender: str, msg: Any) -> None:
         """A message from a channel or the node."""
         if not self.view.is_leader():
-            refused = None if type(msg) is Publish else msg
+            refused = None if type(msg) in (Publish, FindLeader) else msg
             self.out.append(Send(sender, NotQueueLeader(self.view.leader(), self.view.term(), refused)))
             return
         handler = _HANDLERS.get(type(msg))
@@ -200,12 +207,14 @@ class QueueFront:
         kind = type(effect)
         if kind is qe.Deliver:
             messages = self._messages(effect.messages)
-            self.out.append(Send(effect.channel, Deliver(effect.tag, messages)))
+            if messages:
+                self.out.append(Send(effect.channel, Deliver(effect.tag, messages)))
         elif kind is qe.Timer:
             self.out.append(StartTimer(effect.name, max(0, effect.at_ms - self.now_ms)))
         elif kind is qe.DeadLetter:
             bodies = self._messages([(0, index, count) for index, count in effect.messages])
-            self.out.append(DeadLettered(effect.reason, effect.exchange, effect.routing_key, tuple(bodies)))
+            if bodies:
+                self.out.append(DeadLettered(effect.reason, effect.exchange, effect.routing_key, tuple(bodies)))
         elif kind is qe.DeleteQueue:
             config = self.view.state().config
             if self.node is not None:
@@ -255,7 +264,8 @@ class QueueFront:
         for channel, upto in self._confirms.items():
             out.append(Send(channel, Confirm(upto)))
         for channel, expected in self._resend.items():
-            out.append(Send(channel, ResendFrom(expected)))
+            if self._confirms.get(channel, 0) < expected:  # else a later entry filled the gap
+                out.append(Send(channel, ResendFrom(expected)))
         self._rejected, self._confirms, self._resend = {}, {}, {}
         return out
 
@@ -340,6 +350,9 @@ class QueueFront:
         if missing:
             self.proposals.append((c.encode(c.Return(now, channel, tag, missing)), None))
 
+    def _find_leader(self, channel: str, _msg: FindLeader) -> None:
+        self.out.append(Send(channel, QueueLeader(self.view.id, self.view.term())))
+
     def _channels_gone(self, _sender: str, msg: ChannelsGone) -> None:
         for channel in _channels(self.view.state()):
             if channel.startswith(msg.prefix):
@@ -407,9 +420,14 @@ class QueueFront:
     # -- reading the log -------------------------------------------------------------------------
     def _read(self, indexes: list[int]) -> dict[int, tuple[str, str, bytes, bytes]]:
         """(exchange, routing key, header, body) of the messages at these indexes: one log read
-        per run of consecutive indexes."""
+        per run of consecutive indexes. Indexes below the log's first index are left out: a member
+        that installed a snapshot (at S, taken when nothing at or below S was live any more) and then
+        applies, as leader, entries after S that an earlier leader applied, meets deliveries of
+        messages at or below S; those were delivered by that leader and settled before the
+        snapshot was released, so they are stale and there is nothing to send."""
         found: dict[int, tuple[str, str, bytes, bytes]] = {}
-        ordered = sorted(set(indexes))
+        first = self.view.first_index()
+        ordered = sorted(i for i in set(indexes) if i >= first)
         entries, published = self.view.entries, c.published
         k = 0
         while k < len(ordered):
@@ -430,6 +448,8 @@ class QueueFront:
         found = self._read([index for _msg_id, index, _count in delivered])
         out = []
         for msg_id, index, count in delivered:
+            if index not in found:
+                continue  # stale: see _read
             exchange, routing_key, header, body = found[index]
             if count:
                 header = with_delivery_count(header, count)
@@ -449,6 +469,7 @@ _HANDLERS: dict[type, Callable[[QueueFront, str, Any], None]] = {
     Publish: QueueFront._publish, Settle: QueueFront._settle, Grant: QueueFront._grant,
     ChannelDown: QueueFront._channel_down, Consume: QueueFront._consume, Cancel: QueueFront._cancel,
     Get: QueueFront._get, Purge: QueueFront._purge, ConsumerResync: QueueFront._consumer_resync,
+    FindLeader: QueueFront._find_leader,
     ChannelsGone: QueueFront._channels_gone, QueueStats: QueueFront._stats, Dispose: QueueFront._dispose,
     ApplyPolicy: QueueFront._apply_policy,
 }

@@ -23,13 +23,14 @@ Config (HostSpec.config): node, data_dir, and optionally tick_ms, sync_method,
 wal_max_size_bytes (512 MiB), segment_max_entries (4096), settings (RaftSettings fields), node_address
 (where x-expires deletions go), gc_threshold. Control ops: "status" (args: queue or uid, optional)
 -> per member role/term/leader/indexes/counts; "members"; "disk" -> per member segment files and
-bytes, and the WAL files; "wal_stats"; "start_member" / "delete_member" (the messages' fields as
-args, for tests and tools); "profile" (as the raft host's).
+bytes, and the WAL files; "wal_stats"; "start_members" (a list of the StartMember fields, for tests
+and tools) / "delete_member" (uid); "pid"; "profile" (as the raft host's).
 """
 from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -101,11 +102,16 @@ class QuorumHost:
         self.runtime.send(sender, Reply(msg.rid), sender=Address(self.runtime.host, MANAGER_NAME))
 
     def start_member(self, spec: MemberSpec) -> None:
-        """Durably add the member to the table, then start it (idempotent by uid)."""
-        if spec.uid in self.members:
+        self.start_members([spec])
+
+    def start_members(self, specs: list[MemberSpec]) -> None:
+        """Durably add the members to the table (one write), then start them (idempotent by uid)."""
+        new = [spec for spec in specs if spec.uid not in self.members]
+        if not new:
             return
-        self._save(self.table + [spec])
-        self._start(spec)
+        self._save(self.table + new)
+        for spec in new:
+            self._start(spec)
 
     def delete_member(self, uid: str) -> None:
         """Stop the member, durably drop it from the table, then delete its files."""
@@ -177,11 +183,13 @@ def quorum_host(runtime: Any, spec: Any) -> None:
             return host.disk_usage()
         if op == "wal_stats":
             return host.wal.stats()
-        if op == "start_member":
-            host.start_member(MemberSpec(args["uid"], args.get("vhost", "/"), args["name"],
-                                         tuple(args["nodes"]), dict(args.get("arguments", {})),
-                                         args.get("created_ms", 0)))
+        if op == "start_members":  # [{uid, name, nodes, vhost?, arguments?, created_ms?}, ...]
+            host.start_members([MemberSpec(m["uid"], m.get("vhost", "/"), m["name"], tuple(m["nodes"]),
+                                           dict(m.get("arguments", {})), m.get("created_ms", 0))
+                                for m in args["members"]])
             return "ok"
+        if op == "pid":
+            return os.getpid()
         if op == "delete_member":
             host.delete_member(args["uid"])
             return "ok"

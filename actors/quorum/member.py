@@ -3,12 +3,13 @@ and the queue's front (actors/quorum/front.py).
 
 Inputs and what they become:
     a peer's Raft message (raft/messages.py)  -> core.step(message)
-    a channel's or the node's message         -> front.handle, then ONE core.propose_batch for
-                                                 everything it asked (a publish batch is one batch)
+    a channel's or the node's message         -> front.handle; what it asks is proposed at the
+                                                 end of the turn, with everything else of the turn
     tick() from the host's ticker             -> core.tick(); an idle drained queue snapshots
     written(upto) from the WalActor           -> driver.written(upto): commits, applies, replies
     a machine timer (effects.Timer) firing    -> front.timer: the leader proposes a Tick
-    end of the loop turn                      -> core.replicate() (append_per_turn)
+    end of the loop turn                      -> the turn's proposals as one batch, then
+                                                 core.replicate() (append_per_turn)
 Every input ends the same way (`_end_input`): the front's end-of-run work (a new leader's
 announcement, deferred resyncs), its proposals, the release cursor (actors/quorum/release.py:
 stash the applied state, write a snapshot once nothing below it is live), then everything the
@@ -79,10 +80,16 @@ class QuorumMember:
     def receive(self, sender: Address, msg: Any) -> None:
         if isinstance(msg, PEER_MESSAGES):
             self.run(self.core.step(msg))
-        else:
-            self.front.now_ms = now_ms()
-            self.front.handle(str(sender), msg)
-        self._end_input()
+            self._end_input()
+            return
+        # channels' messages of one loop turn become ONE proposal batch, proposed at the turn's
+        # end (before the WAL writes the turn), so a burst of publishes and acks costs one log
+        # append, one WAL record run and one AppendEntries per follower
+        self.front.now_ms = now_ms()
+        self.front.handle(str(sender), msg)
+        if not self._turn_scheduled:
+            self._turn_scheduled = True
+            self.wal.at_turn_end(self._end_turn)
 
     def tick(self) -> None:
         self.front.now_ms = now_ms()
@@ -113,6 +120,21 @@ class QuorumMember:
 
     # -- the end of every input ------------------------------------------------------------------
     def _end_input(self) -> None:
+        self._finish_input()
+        if not self._turn_scheduled:
+            self._turn_scheduled = True
+            self.wal.at_turn_end(self._end_turn)  # also kicks the WAL's flush for this turn
+
+    def _end_turn(self) -> None:
+        """The start of the WAL's flush for this loop turn, before it writes."""
+        self._turn_scheduled = False
+        if self.stopped:
+            return
+        self._finish_input()
+        if self._per_turn:
+            self.run(self.core.replicate())
+
+    def _finish_input(self) -> None:
         front = self.front
         front.after_run()
         proposals = front.take_proposals()
@@ -126,16 +148,6 @@ class QuorumMember:
             if snapshot is not None:
                 self.run(core.write_snapshot(*snapshot))
         self._out(front.flush())
-        if self._per_turn and not self._turn_scheduled:
-            self._turn_scheduled = True
-            self.wal.at_turn_end(self._end_turn)
-        else:
-            self.wal.kick()
-
-    def _end_turn(self) -> None:
-        self._turn_scheduled = False
-        if not self.stopped:
-            self.run(self.core.replicate())
 
     def _view(self) -> QueueView:
         state = self.core.state

@@ -141,9 +141,9 @@ class NodeCluster:
             self.kill(node.name)
 
     # -- control ---------------------------------------------------------------------------------
-    def ask(self, name: str, op: str, args: dict | None = None) -> Any:
+    def ask(self, name: str, op: str, args: dict | None = None, timeout: float = 10) -> Any:
         node = self.procs[name]
-        return control(node.admin_port, node.host, op, args or {})
+        return control(node.admin_port, node.host, op, args or {}, timeout)
 
     def running(self) -> list[str]:
         return [n for n, p in self.procs.items() if p.proc is not None]

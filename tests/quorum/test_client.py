@@ -7,7 +7,7 @@ from actors.messages.channel_queue import (
     Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, GetResult, Grant, Publish, Published,
     Rejected, Settle,
 )
-from actors.messages.quorum import ConsumerResync, NotQueueLeader, QueueLeader, ResendFrom
+from actors.messages.quorum import ConsumerResync, FindLeader, NotQueueLeader, QueueLeader, ResendFrom
 from actors.quorum.client import QuorumClient
 from effects import Send
 from persist.classic.message import Message
@@ -67,15 +67,16 @@ def test_a_new_leader_gets_resyncs_the_call_in_progress_and_every_unconfirmed_me
     assert q.take()[0] == [Send(B, Publish([published(3, b"c")]), 1)]  # numbering goes on
 
 
-def test_settlements_are_remembered_for_one_resync_only():
-    q = client()
+def test_settlements_are_remembered_across_switches_up_to_a_bound():
+    """A switch may go to a member that does not lead (a retry): it must not cost the memory."""
+    q = client(settled_memory=2)
     q.send(Consume(1, "t", True, 10, False, {}))
     q.receive(A, Reply(1))
-    q.receive(A, delivered(0, 1))
-    q.send(Settle([0, 1], [], []))
+    q.receive(A, delivered(0, 1, 2))
+    q.send(Settle([0, 1, 2], [], []))
     q.receive(B, QueueLeader(B, 1))
     q.receive(C, QueueLeader(C, 2))
-    assert q.take()[0][-1] == Send(C, ConsumerResync("t", [], [], []))
+    assert q.take()[0][-1] == Send(C, ConsumerResync("t", [], [1, 2], []))
 
 
 def test_stale_leader_news_never_switches_back():
@@ -97,7 +98,7 @@ def test_a_redirect_switches_and_passes_on_what_was_refused():
     assert q.take() == ([Send(B, grant)], [])
 
 
-def test_without_a_leader_the_client_waits_then_tries_the_next_member():
+def test_without_a_word_from_the_target_the_client_asks_who_leads():
     q = client(retry_ticks=3)
     q.send(Publish([published(1, b"a")]))
     q.take()
@@ -106,7 +107,22 @@ def test_without_a_leader_the_client_waits_then_tries_the_next_member():
     q.tick()
     assert q.take() == ([], [])
     q.tick()
+    assert q.take() == ([Send(A, FindLeader()), Send(B, FindLeader()), Send(C, FindLeader())], [])
+    q.receive(A, NotQueueLeader(None, 1, None))
+    q.receive(B, QueueLeader(B, 2))
     assert q.take() == ([Send(B, Publish([published(1, b"a")]), 1)], [])
+
+
+def test_a_slow_leader_that_still_leads_gets_nothing_twice():
+    q = client(retry_ticks=1)
+    q.receive(A, QueueLeader(A, 4))
+    q.send(Publish([published(1, b"a")]))
+    q.take()
+    q.tick()
+    q.take()
+    q.receive(A, QueueLeader(A, 4))
+    q.receive(B, NotQueueLeader(A, 4, None))
+    assert q.take() == ([], []) and q.switches == 1
 
 
 def test_an_idle_client_never_retries():
@@ -116,19 +132,26 @@ def test_an_idle_client_never_retries():
     assert q.take() == ([], []) and q.target == A
 
 
-def test_resend_from_a_gap_and_renumbering_when_the_queue_forgot_us():
+def test_resend_from_a_gap_and_never_numbering_anew():
     q = client()
     q.send(Publish([published(1, b"a"), published(2, b"b"), published(3, b"c")]))
     q.take()
     q.receive(A, ResendFrom(2))
     assert q.take() == ([Send(A, Publish([published(2, b"b"), published(3, b"c")]), 2)], [])
-    q.receive(A, Confirm(1))
-    q.receive(A, ResendFrom(1))  # the queue lost our sequence: number again from 1
-    out, up = q.take()
-    assert up == [Confirm(1)]
-    assert out == [Send(A, Publish([published(1, b"b"), published(2, b"c")]), 2)]
     q.receive(A, Confirm(2))
-    assert q.take() == ([], [Confirm(3)])
+    q.receive(A, ResendFrom(1))  # stale: the gap was filled meanwhile
+    assert q.take() == ([Send(A, Publish([published(3, b"c")]), 1)], [Confirm(2)])
+
+
+def test_what_the_target_refused_is_sent_again_when_it_leads_again_in_the_same_term():
+    """A leader refuses during a leadership transfer that then times out: same member, same term."""
+    q = client()
+    q.receive(A, QueueLeader(A, 3))
+    q.send(Publish([published(1, b"a")]))
+    q.take()
+    q.receive(A, NotQueueLeader(None, 3, None))
+    q.receive(A, QueueLeader(A, 3))
+    assert q.take() == ([Send(A, Publish([published(1, b"a")]), 1)], [])
 
 
 def test_deliveries_and_replies_go_up_unchanged():
@@ -160,3 +183,15 @@ def test_a_closing_channel_says_goodbye_to_every_new_leader():
     q.take()
     q.receive(A, NotQueueLeader(C, 3, ChannelDown()))
     assert q.take()[0] == [Send(C, Cancel(1, "t")), Send(C, ChannelDown())]
+
+
+def test_a_delivery_repeated_by_a_new_leader_is_dropped():
+    q = client()
+    q.send(Consume(1, "t", True, 10, False, {}))
+    q.receive(A, Reply(1))
+    q.receive(A, delivered(4, 5))
+    q.receive(B, QueueLeader(B, 1))
+    q.take()
+    q.receive(B, delivered(5, 6))  # B applied, as leader, an entry A had delivered
+    q.receive(B, delivered(5))
+    assert q.take()[1] == [delivered(6)] and q.duplicates == 2

@@ -12,7 +12,7 @@ from actors.messages.channel_queue import (
     Purge, Rejected, Settle,
 )
 from actors.messages.node import Dispose, QueueCounts, QueueStats
-from actors.messages.quorum import ChannelsGone, ConsumerResync, NotQueueLeader, QueueLeader, ResendFrom
+from actors.messages.quorum import ChannelsGone, ConsumerResync, FindLeader, NotQueueLeader, QueueLeader, ResendFrom
 from actors.quorum import commands as c
 from actors.quorum.effects import EXPIRE_MSGS
 from actors.quorum.front import DELIVERY_COUNT_HEADER, QueueFront, with_delivery_count
@@ -35,6 +35,7 @@ class Member:
         self.leading = True
         self.caught = True
         self.current_term = 3
+        self.first = 1  # entries below were compacted into a snapshot
         self.front = QueueFront(self, self.run.machine, arguments or {}, node="node/meta")
         self.front.now_ms = 1000
 
@@ -55,7 +56,11 @@ class Member:
         return self.run.state
 
     def entries(self, lo: int, hi: int) -> list[Entry]:
+        assert lo >= self.first
         return [Entry(i, 1, b"u" + self.run.log[i - 1]) for i in range(lo, min(hi, len(self.run.log) + 1))]
+
+    def first_index(self) -> int:
+        return self.first
 
     # driving
     def handle(self, sender: str, msg) -> list:
@@ -130,6 +135,13 @@ def test_a_member_that_does_not_lead_redirects_and_does_not_echo_a_publish():
     assert m.run.index == 0
 
 
+def test_who_leads_is_answered_by_every_member():
+    m = Member()
+    assert m.handle(CH, FindLeader()) == [Send(CH, QueueLeader(ME, 3))]
+    m.leading = False
+    assert m.handle(CH, FindLeader()) == [Send(CH, NotQueueLeader(OTHER, 3, None))]
+
+
 def test_a_deposed_leader_tells_the_channels_whose_proposals_it_dropped():
     m = Member()
     m.front.handle(CH, pub(1))
@@ -149,6 +161,17 @@ def test_consume_ok_comes_before_the_first_delivery_and_bodies_come_from_the_log
     out = m.handle(CH2, Consume(5, "t", True, 10, False, {"x-priority": 2}))
     assert out == [Send(CH2, Reply(5)), Send(CH2, Deliver("t", [msg(0, 1), msg(1, 2)]))]
     assert m.run.state.consumers[(CH2, "t")].priority == 2
+
+
+def test_deliveries_of_compacted_entries_are_stale_and_not_sent():
+    """A member that installed a snapshot and applies, as leader, entries after it meets deliveries
+    of messages below it: an earlier leader delivered them, and they were settled before the
+    snapshot was released (actors/quorum/release.py)."""
+    m = Member()
+    m.handle(CH, pub(1, 2))
+    m.first = 2  # message 1 (index 1) is below the log now
+    assert m.handle(CH2, Consume(5, "t", True, 10, False, {})) == [
+        Send(CH2, Reply(5)), Send(CH2, Deliver("t", [msg(1, 2)]))]
 
 
 def test_settle_by_msg_id_acks_requeues_and_discards_for_the_channel():

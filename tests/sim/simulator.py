@@ -86,6 +86,8 @@ class Node:
 
 
 class Simulation:
+    base_settings = SETTINGS  # the cores' settings (append_per_turn is chosen per seed)
+
     def __init__(self, seed: int, options: SimOptions = SimOptions(),
                  core_class: Callable[..., RaftCore] = RaftCore,
                  disk_class: type[SimDisk] = SimDisk) -> None:
@@ -101,7 +103,7 @@ class Simulation:
         per_turn = options.append_per_turn
         if per_turn is None:
             per_turn = seed // 2 % 2 == 1
-        self.settings = replace(SETTINGS, append_per_turn=per_turn)
+        self.settings = replace(self.base_settings, append_per_turn=per_turn)
         self.nodes = {i: Node(i, self.new_storage(i)) for i in ids}
         self.crashes = 0
         self.now = 0
