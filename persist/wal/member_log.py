@@ -147,16 +147,18 @@ class MemberLog:
         if keep:
             self._snapshots.save(index, term, self._snapshots.floor, data)
             return
-        # Raft §7: the log does not hold the snapshot's last entry, so all of it goes.
+        # Raft §7: the log does not hold the snapshot's last entry, so all of it goes. The view
+        # changes with the snapshot file, before the segment files go: if deleting them fails
+        # (a crash at its directory sync), this log already says what the disk says now.
         self._snapshots.save(index, term, index + 1, data)
         self._floor = index + 1
         if self._last > index:
             self._wal.truncate(self.member, index + 1)
-        self.segments.limit = min(self.segments.limit, index)
-        self.segments.compact_below(index + 1)
         self._mem.truncate_from(index + 1)
         self._mem.drop_below(index + 1)
         self._last = self._synced_upto = self._written = index
+        self.segments.limit = min(self.segments.limit, index)
+        self.segments.compact_below(index + 1)
 
     def compact_below(self, index: int) -> None:
         snap = self._snapshots.meta

@@ -143,7 +143,7 @@ class Channel:
 
     def __init__(self, sim: QuorumSimulation, cid: str, consumer: bool) -> None:
         self.sim, self.id, self.consumer = sim, cid, consumer
-        self.client = QuorumClient(sim.member_ids, retry_ticks=sim.qoptions.retry_ticks)
+        self.client = sim.client_class(sim.member_ids, retry_ticks=sim.qoptions.retry_ticks)
         self.next_seq = 1
         self.sent: dict[int, bytes] = {}  # confirm seq -> body
         self.pending_acks: list[tuple[int, int, bool]] = []  # (due tick, msg id, requeue)
@@ -202,8 +202,11 @@ class QuorumSimulation(Simulation):
     base_settings = QUEUE_SETTINGS
 
     def __init__(self, seed: int, options: SimOptions = SimOptions(),
-                 qoptions: QuorumOptions = QuorumOptions(), **kwargs: Any) -> None:
+                 qoptions: QuorumOptions = QuorumOptions(), *, front_class: type[QueueFront] = QueueFront,
+                 client_class: type[QuorumClient] = QuorumClient, **kwargs: Any) -> None:
         self.qoptions = qoptions
+        self.front_class = front_class
+        self.client_class = client_class
         self.qchecker = QuorumChecker()
         self.member_ids = [f"n{i + 1}" for i in range(options.nodes)]
         self.links: list[tuple[int, int, str, str, Any]] = []  # (due, seq, src, dst, msg) heap
@@ -233,7 +236,7 @@ class QuorumSimulation(Simulation):
         machine = ObservedMachine(self, node.id, config)
         node.core = RaftCore(node.id, self.config, node.log, machine, random.Random(self.rng.getrandbits(32)),
                              self.settings)
-        self.fronts[node.id] = QueueFront(RaftView(node.core), machine, self.qoptions.arguments)
+        self.fronts[node.id] = self.front_class(RaftView(node.core), machine, self.qoptions.arguments)
         self.releases[node.id] = ReleaseCursor(node.core.snapshot_index, self.qoptions.release_interval_entries,
                                                drained_min_entries=5)
         self.incarnation[node.id] = self.incarnation.get(node.id, 0) + 1
