@@ -216,3 +216,15 @@ def test_a_deleted_member_leaves_no_files_and_stays_deleted_across_a_restart(mak
     again = cluster.declare("gone")  # the same name again: a new incarnation, empty
     st = until(lambda: cluster.leader_of(again) and cluster.status("n1", again), "the new queue")
     assert st["messages"] == 0
+
+
+def test_message_ttl_expires_messages_through_the_leaders_timer(make_cluster):
+    cluster = make_cluster()
+    ref = cluster.declare("ttl", arguments={"x-queue-type": "quorum", "x-message-ttl": 300})
+    leader(cluster, ref)
+
+    async def publish(pub_rt):
+        await publish_all(driver(pub_rt, ref, "p"), bodies(20))
+    with_runtimes(cluster, publish, "c1")  # 20 confirmed: they are in the queue
+    # nobody consumes: the leader's timer proposes a Tick once the head expires, on every member
+    until(lambda: all(cluster.status(n, ref)["messages"] == 0 for n in cluster.nodes), "the messages expired")

@@ -223,15 +223,8 @@ class QuorumSimulation(Simulation):
         self.channels.update({f"c{i}": Channel(self, f"c{i}", True) for i in range(qoptions.consumers)})
 
     # -- nodes ---------------------------------------------------------------------------------
-    def start(self, node: Node) -> None:
-        try:
-            node.log = node.storage.open()
-        except SimCrash:  # an armed crash inside recovery: the node stays down
-            self.crash(node)
-            return
-        if node.promised is not None:
-            self.checker.recovered(self.now, node.id, node.promised, node.log)
-            node.promised = None
+    def build(self, node: Node) -> None:
+        """The queue's member over the recovered log: core, front, release cursor, driver."""
         config = queue_config("q", "/", self.qoptions.arguments, created_ms=0)
         machine = ObservedMachine(self, node.id, config)
         node.core = RaftCore(node.id, self.config, node.log, machine, random.Random(self.rng.getrandbits(32)),
@@ -242,7 +235,6 @@ class QuorumSimulation(Simulation):
         self.incarnation[node.id] = self.incarnation.get(node.id, 0) + 1
         node.driver = RaftDriver(node.core, QueuePorts(self, node), hard_state_in_wal=node.storage.hard_state_in_wal,
                                  defer_snapshots=self.options.defer_snapshots)
-        node.sync_at = None
 
     def after_run(self, node: Node) -> None:
         """The member shell's end of every input, then the simulator's bookkeeping."""

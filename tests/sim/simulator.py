@@ -122,8 +122,8 @@ class Simulation:
                           self.rng.choice(o.segment_max_entries), self.disk_class)
 
     def start(self, node: Node) -> None:
-        def on_apply(meta, cmd, state, node_id=node.id):
-            self.checker.applied(self.now, node_id, meta.index, meta.term, cmd, state["digest"])
+        """Start or restart: recover the log from the disk, check it kept its promises, build the
+        member on it."""
         try:
             node.log = node.storage.open()
         except SimCrash:  # an armed crash inside recovery: the node stays down
@@ -132,12 +132,18 @@ class Simulation:
         if node.promised is not None:
             self.checker.recovered(self.now, node.id, node.promised, node.log)
             node.promised = None
+        self.build(node)
+        node.sync_at = None
+
+    def build(self, node: Node) -> None:
+        """The member over the recovered log: a core with the key-value machine, and its driver."""
+        def on_apply(meta, cmd, state, node_id=node.id):
+            self.checker.applied(self.now, node_id, meta.index, meta.term, cmd, state["digest"])
         node.core = self.core_class(node.id, self.config, node.log,
                                     kvmachine.KvMachine(on_apply),
                                     random.Random(self.rng.getrandbits(32)), self.settings)
         node.driver = RaftDriver(node.core, SimPorts(self, node), hard_state_in_wal=node.storage.hard_state_in_wal,
                                  defer_snapshots=self.options.defer_snapshots)
-        node.sync_at = None
 
     def crash(self, node: Node) -> None:
         if node.log is not None and node.promised is None:
