@@ -249,6 +249,11 @@ class QueueFront:
         for channel, msg in resyncs:
             self._resync(channel, msg)
 
+    def pending(self) -> bool:
+        """Whether anything waits for `after_run`, `take_proposals` or `flush`."""
+        return bool(self.out or self.proposals or self._confirms or self._rejected or self._resend
+                    or self._announce or self._resyncs)
+
     def take_proposals(self) -> list[tuple[bytes, Hashable]]:
         proposals, self.proposals = self.proposals, []
         for _command, corr in proposals:

@@ -67,6 +67,7 @@ class QuorumMember:
         self.recovered = core.log.last_index_term()[0]
         self.leader_since: float | None = None
         self.stopped = False
+        self._applied_seen = -1
         self._addresses: dict[str, Address] = {}
         self._turn_scheduled = False
         self._per_turn = core.settings.append_per_turn
@@ -80,7 +81,10 @@ class QuorumMember:
     def receive(self, sender: Address, msg: Any) -> None:
         if isinstance(msg, PEER_MESSAGES):
             self.run(self.core.step(msg))
-            self._end_input()
+            if self._busy():
+                self._end_input()
+            else:
+                self.wal.kick()  # a follower's appended entries: written in this turn's flush
             return
         # channels' messages of one loop turn become ONE proposal batch, proposed at the turn's
         # end (before the WAL writes the turn), so a burst of publishes and acks costs one log
@@ -92,13 +96,19 @@ class QuorumMember:
             self.wal.at_turn_end(self._end_turn)
 
     def tick(self) -> None:
-        self.front.now_ms = now_ms()
-        self.run(self.core.tick())
-        if not self.core.snapshot_pending:
-            snapshot = self.release.on_tick(self._view(), self.core.capture_snapshot)
+        """Cheap when idle (a node holds hundreds of members): the core's tick, and the end of
+        input only when something happened."""
+        core = self.core
+        effects = core.tick()
+        if effects:
+            self.front.now_ms = now_ms()
+            self.run(effects)
+        if not core.snapshot_pending and core.applied > self.release.snapshot_index:
+            snapshot = self.release.on_tick(self._view(), core.capture_snapshot)
             if snapshot is not None:
-                self.run(self.core.write_snapshot(*snapshot))
-        self._end_input()
+                self.run(core.write_snapshot(*snapshot))
+        if self._busy():
+            self._end_input()
 
     def written(self, upto: int) -> None:
         self.front.now_ms = now_ms()
@@ -119,6 +129,12 @@ class QuorumMember:
         self.wal.unregister(self.wal_key)
 
     # -- the end of every input ------------------------------------------------------------------
+    def _busy(self) -> bool:
+        """Whether an input left work for its end: applied entries (the release cursor), the
+        front's output or proposals, or followers due an AppendEntries this turn."""
+        return (self.core.applied != self._applied_seen or self.front.pending()
+                or self.core.append_due)
+
     def _end_input(self) -> None:
         self._finish_input()
         if not self._turn_scheduled:
@@ -136,6 +152,7 @@ class QuorumMember:
 
     def _finish_input(self) -> None:
         front = self.front
+        self._applied_seen = self.core.applied
         front.after_run()
         proposals = front.take_proposals()
         if proposals:
