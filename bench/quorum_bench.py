@@ -5,7 +5,7 @@ Usage: .venv/bin/python -m bench.quorum_bench [--quick] [--only throughput|laten
        [--messages N] [--backlog N] [--queues N] [--dir DIR] [--wal-mib N]
 
 Nodes: actors/quorum/launch.py's QuorumCluster, one quorum host per node (actors/quorum/host.py, its
-default settings: 100 ms ticks, heartbeats every 500 ms), real fdatasync. The client is this process:
+default settings: 250 ms ticks, heartbeats every 500 ms), real fdatasync. The client is this process:
 one Runtime whose QueueDrivers (actors/quorum/drive.py) play a publishing and a consuming channel
 through the channel-side QuorumClient, as RabbitMQ's PerfTest plays them over AMQP. Cases:
 - throughput: 1 producer, 1 consumer, 1 KiB bodies, at most 1,000 unconfirmed (the confirms window),

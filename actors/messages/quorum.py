@@ -20,9 +20,11 @@ channel -> leader:
   the leader returns the rest (lost in flight: redelivered, delivery count + 1).
 node -> a node's quorum host (its manager, actors/quorum/host.py), each answered with `Reply`:
 - `StartMember` (durable before the answer), `DeleteMember` (its files gone before the answer).
-anyone -> a member:
+anyone -> a member, or a quorum host's manager (then to every member on that node):
 - `ChannelsGone(prefix)`: every channel whose address starts with `prefix` (a node's or a host's)
-  is gone: the leader proposes a ChannelDown for each one it knows.
+  is gone: the leader proposes a ChannelDown for each one it knows, and every member remembers the
+  prefix, so a leader elected later does the same when it takes over. No answer. Prefixes must not
+  name live channels later: channel addresses must not be reused by a restarted host.
 """
 from __future__ import annotations
 
@@ -66,7 +68,8 @@ class ConsumerResync:
 class StartMember:
     """Start (or recover) this node's member of a quorum queue. `uid` names the queue's
     incarnation (a queue declared again after a delete gets a new one); `nodes` are the nodes
-    of its initial Raft configuration; `arguments` its declaration arguments (x-...)."""
+    of its initial Raft configuration; `arguments` its declaration arguments (x-...); `leader` the
+    node that should lead first (metadata/quorum.py's placement; any member may win)."""
 
     rid: int
     uid: str
@@ -75,6 +78,7 @@ class StartMember:
     nodes: list[str]
     arguments: dict[str, Any]
     created_ms: int
+    leader: str = ""  # the node the leader locator chose: its member asks for votes first
 
 
 @message

@@ -157,10 +157,14 @@ class QueueFront:
         self._pending: dict[str, int] = {}  # channel -> proposals it waits for
         self._resyncs: list[tuple[str, ConsumerResync]] = []  # until caught up
         self._announce = False
+        self.gone: set[str] = set()  # address prefixes of channels known gone (ChannelsGone)
 
     # -- inputs --------------------------------------------------------------------------------
     def handle(self, sender: str, msg: Any) -> None:
         """A message from a channel or the node."""
+        if type(msg) is ChannelsGone:
+            self.channels_gone(msg.prefix)
+            return
         if not self.view.is_leader():
             refused = None if type(msg) in (Publish, FindLeader) else msg
             self.out.append(Send(sender, NotQueueLeader(self.view.leader(), self.view.term(), refused)))
@@ -245,6 +249,8 @@ class QueueFront:
                 self.out.append(Send(channel, QueueLeader(me, term)))
             for effect in self.machine.on_leader(state):
                 self.machine_effect(effect)
+            if self.gone:
+                self._down_gone()
         resyncs, self._resyncs = self._resyncs, []
         for channel, msg in resyncs:
             self._resync(channel, msg)
@@ -358,9 +364,17 @@ class QueueFront:
     def _find_leader(self, channel: str, _msg: FindLeader) -> None:
         self.out.append(Send(channel, QueueLeader(self.view.id, self.view.term())))
 
-    def _channels_gone(self, _sender: str, msg: ChannelsGone) -> None:
+    def channels_gone(self, prefix: str) -> None:
+        """Every channel whose address starts with `prefix` is gone (its node or host died). Every
+        member remembers it, so a leader elected later also gives their messages back."""
+        self.gone.add(prefix)
+        if self.view.caught_up():
+            self._down_gone()
+
+    def _down_gone(self) -> None:
+        gone = tuple(self.gone)
         for channel in _channels(self.view.state()):
-            if channel.startswith(msg.prefix):
+            if channel.startswith(gone):
                 self.proposals.append((c.encode(c.ChannelDown(self.now_ms, channel)), None))
 
     # -- node messages (answered from the leader's state) ---------------------------------------
@@ -475,6 +489,6 @@ _HANDLERS: dict[type, Callable[[QueueFront, str, Any], None]] = {
     ChannelDown: QueueFront._channel_down, Consume: QueueFront._consume, Cancel: QueueFront._cancel,
     Get: QueueFront._get, Purge: QueueFront._purge, ConsumerResync: QueueFront._consumer_resync,
     FindLeader: QueueFront._find_leader,
-    ChannelsGone: QueueFront._channels_gone, QueueStats: QueueFront._stats, Dispose: QueueFront._dispose,
+    QueueStats: QueueFront._stats, Dispose: QueueFront._dispose,
     ApplyPolicy: QueueFront._apply_policy,
 }

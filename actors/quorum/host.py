@@ -7,7 +7,7 @@ appends of a loop turn go out in one write and one fdatasync (actors/raft/wal.py
 
 Members come and go at run time: the manager actor (`members`, actors/quorum/names.py) takes
 `StartMember` and `DeleteMember` (actors/messages/quorum.py) and answers each with a `Reply` once it
-is durable. Which members exist is the host's member table (actors/quorum/member_table.py),
+is durable; a `ChannelsGone` sent to it reaches every member on the node (no answer). Which members exist is the host's member table (actors/quorum/member_table.py),
 rewritten atomically BEFORE a member is started and BEFORE a deleted member's files go, so a crash
 at any point leaves either the old or the new set, never files without a row or a row whose files
 were half deleted. Start-up (also after kill -9): load the table, recover the WAL keeping only its
@@ -15,16 +15,17 @@ members (snapshot + segments + WAL replay, torn tails cut and logged; a deleted 
 WAL records are skipped), then start every member from what was recovered.
 
 Time: one ticker per host calls every member's `tick` each `tick_ms`. The defaults are slow on
-purpose: a node holds hundreds of members and every leader heartbeats its followers; a 100 ms tick
-with heartbeats every 5 ticks and elections after 20-40 ticks (2-4 s) keeps 1,000 idle members
-cheap and still replaces a dead leader within seconds (tests use faster settings).
+purpose: a node holds hundreds of members and every leader heartbeats its followers; a 250 ms tick
+with heartbeats every 2 ticks (500 ms) and elections after 8-16 ticks (2-4 s) keeps 1,000 idle
+members cheap and still replaces a dead leader within seconds (tests use faster settings).
 
 Config (HostSpec.config): node, data_dir, and optionally tick_ms, sync_method,
 wal_max_size_bytes (512 MiB), segment_max_entries (4096), settings (RaftSettings fields), node_address
 (where x-expires deletions go), gc_threshold. Control ops: "status" (args: queue or uid, optional)
 -> per member role/term/leader/indexes/counts; "members"; "disk" -> per member segment files and
 bytes, and the WAL files; "wal_stats"; "start_members" (a list of the StartMember fields, for tests
-and tools) / "delete_member" (uid); "pid"; "profile" (as the raft host's).
+and tools; "leader": the node to lead first) / "delete_member" (uid); "pid"; "profile" (as the raft
+host's).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from typing import Any
 import structlog
 
 from actors.messages.calls import Reply
-from actors.messages.quorum import DeleteMember, StartMember
+from actors.messages.quorum import ChannelsGone, DeleteMember, StartMember
 from actors.quorum import member_table
 from actors.quorum.config import queue_config
 from actors.quorum.front import QueueFront, RaftView
@@ -57,8 +58,8 @@ from raft.core import RaftCore
 log = structlog.get_logger("warren.quorum.host")
 
 TABLE_PATH = "members.table"
-tick_ms_default = 100
-settings_default = {"election_ticks": 20, "heartbeat_ticks": 5, "max_inflight": 4,
+tick_ms_default = 250
+settings_default = {"election_ticks": 8, "heartbeat_ticks": 2, "max_inflight": 4,
                     "max_batch_entries": 1024, "max_batch_bytes": 1 << 20, "append_per_turn": True,
                     "snapshot_interval": 0}
 
@@ -74,6 +75,7 @@ class QuorumHost:
 
     def __init__(self, runtime: Any, disk: Disk, loop: asyncio.AbstractEventLoop, cfg: dict) -> None:
         self.runtime = runtime
+        self.node = cfg["node"]
         self.disk = disk
         self.settings = RaftSettings(**{**settings_default, **cfg.get("settings", {})})
         node_address = cfg.get("node_address")
@@ -92,26 +94,30 @@ class QuorumHost:
     # -- the manager's messages ----------------------------------------------------------------
     def receive(self, sender: Address, msg: Any) -> None:
         if type(msg) is StartMember:
-            self.start_member(MemberSpec(msg.uid, msg.vhost, msg.name, tuple(msg.nodes),
-                                         dict(msg.arguments), msg.created_ms))
+            self.start_members([MemberSpec(msg.uid, msg.vhost, msg.name, tuple(msg.nodes),
+                                           dict(msg.arguments), msg.created_ms)], msg.leader)
         elif type(msg) is DeleteMember:
             self.delete_member(msg.uid)
+        elif type(msg) is ChannelsGone:  # every member here gives back what those channels held
+            for member in self.members.values():
+                member.channels_gone(msg.prefix)
+            return
         else:
             log.warning("quorum.manager_unexpected", kind=type(msg).__name__, sender=str(sender))
             return
         self.runtime.send(sender, Reply(msg.rid), sender=Address(self.runtime.host, MANAGER_NAME))
 
-    def start_member(self, spec: MemberSpec) -> None:
-        self.start_members([spec])
-
-    def start_members(self, specs: list[MemberSpec]) -> None:
-        """Durably add the members to the table (one write), then start them (idempotent by uid)."""
+    def start_members(self, specs: list[MemberSpec], leader: str = "") -> None:
+        """Durably add the members to the table (one write), then start them (idempotent by uid);
+        on the `leader` node a new member asks for votes at its first tick."""
         new = [spec for spec in specs if spec.uid not in self.members]
         if not new:
             return
         self._save(self.table + new)
         for spec in new:
-            self._start(spec)
+            member = self._start(spec)
+            if leader == self.node and member.core.log.last_index_term()[0] == 0:
+                member.core.campaign_soon()
 
     def delete_member(self, uid: str) -> None:
         """Stop the member, durably drop it from the table, then delete its files."""
@@ -128,7 +134,7 @@ class QuorumHost:
         write_atomic(self.disk, TABLE_PATH, member_table.encode(table))
         self.table = table
 
-    def _start(self, spec: MemberSpec) -> None:
+    def _start(self, spec: MemberSpec) -> QuorumMember:
         name = member_name(spec.uid)
         me = Address(self.runtime.host, name)
         config = ClusterConfig(frozenset(member_id(node, spec.uid) for node in spec.nodes))
@@ -139,6 +145,7 @@ class QuorumHost:
         member = QuorumMember(self.runtime, me, core, self.wal, front, name)
         self.members[spec.uid] = member
         self.runtime.spawn(name, member)
+        return member
 
     # -- time and inspection ---------------------------------------------------------------------
     def tick(self) -> None:
@@ -186,7 +193,7 @@ def quorum_host(runtime: Any, spec: Any) -> None:
         if op == "start_members":  # [{uid, name, nodes, vhost?, arguments?, created_ms?}, ...]
             host.start_members([MemberSpec(m["uid"], m.get("vhost", "/"), m["name"], tuple(m["nodes"]),
                                            dict(m.get("arguments", {})), m.get("created_ms", 0))
-                                for m in args["members"]])
+                                for m in args["members"]], args.get("leader", ""))
             return "ok"
         if op == "pid":
             return os.getpid()

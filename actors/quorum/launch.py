@@ -34,16 +34,18 @@ class QuorumCluster(NodeCluster):
         return host_name(node)
 
     def declare(self, name: str, *, nodes: tuple[str, ...] | None = None, arguments: dict | None = None,
-                created_ms: int = 0) -> QueueRef:
-        """Start a quorum queue's members on `nodes` (default: every node), durably."""
-        return self.declare_many([name], nodes=nodes, arguments=arguments, created_ms=created_ms)[0]
+                created_ms: int = 0, leader: str = "") -> QueueRef:
+        """Start a quorum queue's members on `nodes` (default: every node), durably; `leader`'s
+        member asks for votes first."""
+        return self.declare_many([name], nodes=nodes, arguments=arguments, created_ms=created_ms,
+                                 leader=leader)[0]
 
     def declare_many(self, names: list[str], *, nodes: tuple[str, ...] | None = None,
-                     arguments: dict | None = None, created_ms: int = 0) -> list[QueueRef]:
+                     arguments: dict | None = None, created_ms: int = 0, leader: str = "") -> list[QueueRef]:
         """Several queues, with one control ask per node."""
         refs = [QueueRef(uuid.uuid4().hex[:12], name, tuple(nodes or self.nodes)) for name in names]
         for node in nodes or self.nodes:
-            self.ask(node, "start_members", {"members": [
+            self.ask(node, "start_members", {"leader": leader, "members": [
                 {"uid": ref.uid, "name": ref.name, "nodes": list(ref.nodes), "arguments": arguments or {},
                  "created_ms": created_ms} for ref in refs]}, timeout=120)
         return refs

@@ -122,6 +122,12 @@ class QuorumMember:
         self.front.timer(name)
         self._end_input()
 
+    def channels_gone(self, prefix: str) -> None:
+        """The host heard that channels under `prefix` are gone (actors/messages/quorum.py)."""
+        self.front.now_ms = now_ms()
+        self.front.channels_gone(prefix)
+        self._end_input()
+
     def stop(self) -> None:
         """The member is being deleted: no timer or turn may touch it again."""
         self.stopped = True
@@ -132,8 +138,8 @@ class QuorumMember:
     def _busy(self) -> bool:
         """Whether an input left work for its end: applied entries (the release cursor), the
         front's output or proposals, or followers due an AppendEntries this turn."""
-        return (self.core.applied != self._applied_seen or self.front.pending()
-                or self.core.append_due)
+        core = self.core
+        return core.append_due or core.applied != self._applied_seen or self.front.pending()
 
     def _end_input(self) -> None:
         self._finish_input()

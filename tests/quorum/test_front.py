@@ -258,12 +258,19 @@ def test_a_consumer_resync_settles_what_was_acked_and_returns_what_never_arrived
     assert sorted(m.run.state.consumers[(CH2, "t")].checked) == [1, 4]
 
 
-def test_channels_gone_brings_their_messages_back():
+def test_channels_gone_brings_their_messages_back_now_and_when_a_later_leader_takes_over():
     m = Member()
-    m.handle(CH, pub(1))
+    m.handle(CH, pub(1, 2))
     m.handle("n2:conn0/ch:1", Consume(1, "t", True, 10, False, {}))
     assert m.handle("x", ChannelsGone("n2:")) == []
-    assert m.run.stats["messages_ready"] == 1 and m.run.stats["consumers"] == 0
+    assert m.run.stats["messages_ready"] == 2 and m.run.stats["consumers"] == 0
+    m.handle("n3:conn0/ch:1", Consume(2, "t", True, 10, False, {}))
+    m.leading = False
+    assert m.handle("x", ChannelsGone("n3:")) == []  # a follower remembers, and says nothing
+    m.leading = True
+    m.front.leader_changed(ME)
+    m.propose()
+    assert m.run.stats["messages_ready"] == 2 and m.run.stats["consumers"] == 0
 
 
 # -- the node's requests ---------------------------------------------------------------------------

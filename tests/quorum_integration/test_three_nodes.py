@@ -228,3 +228,10 @@ def test_message_ttl_expires_messages_through_the_leaders_timer(make_cluster):
     with_runtimes(cluster, publish, "c1")  # 20 confirmed: they are in the queue
     # nobody consumes: the leader's timer proposes a Tick once the head expires, on every member
     until(lambda: all(cluster.status(n, ref)["messages"] == 0 for n in cluster.nodes), "the messages expired")
+
+
+def test_the_leader_locators_node_asks_for_votes_first(make_cluster):
+    cluster = make_cluster()
+    refs = {node: cluster.declare(f"placed-{node}", leader=node) for node in cluster.nodes}
+    for node, ref in refs.items():
+        assert leader(cluster, ref) == node
