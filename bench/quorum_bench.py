@@ -63,7 +63,23 @@ def wait_leaders(cluster: QuorumCluster, refs: list[QueueRef], timeout_s: float 
 
 def host_pss(cluster: QuorumCluster) -> dict[str, int]:
     """PSS bytes of each node's quorum host process."""
-    return {n: psutil.Process(cluster.ask(n, "pid")).memory_full_info().pss for n in cluster.running()}
+    return {n: psutil.Process(cluster.ask(n, "pid", timeout=120)).memory_full_info().pss
+            for n in cluster.running()}
+
+
+def slow_flushes(cluster: QuorumCluster) -> list[float]:
+    """Seconds of every WAL flush (a rollover writes the memtables into segments) that took
+    longer than actors/raft/wal.py's slow_flush_s, from the nodes' logs."""
+    found = []
+    for node in cluster.nodes:
+        for line in cluster.procs[node].log().splitlines():
+            if "wal.slow_flush" in line:
+                found.append(float(line.split("seconds=")[1].split()[0]))
+    return sorted(found)
+
+
+def leader_changes(cluster: QuorumCluster) -> int:
+    return sum(cluster.procs[n].log().count("quorum.leader_changed") for n in cluster.nodes)
 
 
 def wal_flushes(cluster: QuorumCluster) -> int:
@@ -218,8 +234,11 @@ def backlog_case(cluster: QuorumCluster, ref: QueueRef, total: int) -> dict:
         await sampler
         pub.close()
         return time.perf_counter() - started
+    changes = leader_changes(cluster)
     fill_s = with_client(cluster, fill)
     filled = host_pss(cluster)
+    stalls = slow_flushes(cluster)
+    changes = leader_changes(cluster) - changes
     disk_filled = segment_bytes(cluster, ref)
     status = cluster.status(cluster.leader_of(ref), ref)
 
@@ -239,7 +258,9 @@ def backlog_case(cluster: QuorumCluster, ref: QueueRef, total: int) -> dict:
     print(f"backlog of {total} x {BODY_BYTES} B: filled in {fill_s:.1f} s ({total / fill_s:.0f}/s), "
           f"drained in {drain_s:.1f} s ({total / drain_s:.0f}/s); ready at the leader {status['messages_ready']}; "
           f"quorum host PSS MiB before {fmt(before)}, peak while filling {fmt(peak)}, filled {fmt(filled)}, "
-          f"drained {fmt(drained)}; segment MiB filled {fmt(disk_filled)}, drained {fmt(disk_drained)}", flush=True)
+          f"drained {fmt(drained)}; segment MiB filled {fmt(disk_filled)}, drained {fmt(disk_drained)}; "
+          f"WAL flushes over 0.5 s while filling: {len(stalls)} (longest {max(stalls, default=0):.1f} s), "
+          f"leader changes logged while filling: {changes}", flush=True)
     return {"fill_s": fill_s, "drain_s": drain_s, "pss_filled": filled, "pss_drained": drained,
             "disk_filled": disk_filled, "disk_drained": disk_drained}
 

@@ -69,6 +69,7 @@ class SimOptions:
     append_per_turn: bool | None = None  # None: seeds with seed // 2 odd
     wal_max_size_bytes: tuple[int, ...] = (600, 2000, 8000)   # each node picks one
     segment_max_entries: tuple[int, ...] = (3, 16, 64)        # each node picks one
+    roll_step_bytes: tuple[int, ...] = (48, 400, 1 << 23)    # a rollover's segment bytes per flush
     faults: NetFaults = field(default_factory=NetFaults)
 
 
@@ -119,7 +120,8 @@ class Simulation:
             return MemoryStorage(node_id)
         assert o.log == "wal", f"unknown log mode {o.log!r}"
         return WalStorage(node_id, self.rng, self.rng.choice(o.wal_max_size_bytes),
-                          self.rng.choice(o.segment_max_entries), self.disk_class)
+                          self.rng.choice(o.segment_max_entries), self.disk_class,
+                          self.rng.choice(o.roll_step_bytes))
 
     def start(self, node: Node) -> None:
         """Start or restart: recover the log from the disk, check it kept its promises, build the
