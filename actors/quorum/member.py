@@ -10,10 +10,12 @@ Inputs and what they become:
     a machine timer (effects.Timer) firing    -> front.timer: the leader proposes a Tick
     end of the loop turn                      -> the turn's proposals as one batch, then
                                                  core.replicate() (append_per_turn)
-Every input ends the same way (`_end_input`): the front's end-of-run work (a new leader's
-announcement, deferred resyncs), its proposals, the release cursor (actors/quorum/release.py:
-stash the applied state, write a snapshot once nothing below it is live), then everything the
-front produced goes out in order, confirms last, through one Interpreter.
+Every input that did something ends the same way (`_end_input`): the front's end-of-run work (a
+new leader's announcement, deferred resyncs), its proposals, the release cursor
+(actors/quorum/release.py: stash the applied state, write a snapshot once nothing below it is
+live), then everything the front produced goes out in order, confirms last, through one
+Interpreter. An idle tick or a heartbeat that changed nothing skips it (`_busy`): a node holds
+hundreds of members, and most of them are idle most of the time.
 
 The Raft effects go to raft/driver.py, which keeps the ordering rules (hard state synced before
 the sends after it, snapshots only of what the WAL has written); this actor is its ports: a reply
