@@ -1,6 +1,13 @@
 """Host entries: what each kind of host process runs (the Supervisor calls them via HostSpec.entry).
 
-- node: the NodeActor with the authoritative registry.
+Every host has a ClusterView (actors/cluster/view.py): its tcp mailbox is announced to the other
+nodes and it learns where theirs listen and which nodes are up.
+
+- node: the NodeActor (the node's metadata decisions) with the node's copy of the registry, the
+  metadata Raft group's member on this node with its own WAL under `coordination/` (as RabbitMQ's
+  Khepri runs in its own Ra system), and the ClusterActor (membership, joins) on the cluster port.
+- The node host also runs the management HTTP API, web UI and Prometheus endpoint when their
+  ports are set (actors/mgmt/).
 - queueN: a QueueManager that creates the classic queue actors placed on this host (their group
   commit: actors/queue/group_commit.py), the host's durable storage (persist/classic/host_storage.py:
   message stores, queue indexes) on a RealDisk, and its housekeeping (actors/queue/housekeeping.py:
@@ -9,25 +16,34 @@
   listener when tls_port is set), a registry replica (which also answers logins and vhost access),
   and the readers/channels of the connections this host accepted. It subscribes to the
   node and starts listening only once it holds the registry snapshot, so it never routes with an
-  empty table.
+  empty table (the node answers once it serves: after a restart, once the metadata group is back).
 """
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import random
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 import psutil
 import structlog
 
-from metadata.registry import Registry
-from actors.node.core import ADMIN_OPS, CONNECTION_ADMIN_NAME
+from actors.cluster.membership import Membership
+from actors.cluster.shell import ClusterActor, read_members
+from actors.cluster.view import ClusterView, tell_local_hosts
+from actors.node.core import ADMIN_OPS, CONNECTION_ADMIN_NAME, TIMEOUT_MS_DEFAULT, Startup
 from actors.node.listings import LISTING_OPS
+from actors.node.metadata_machine import MetadataMachine
+from actors.node.metadata_member import MEMBER_NAME, start_member
 from actors.node.shell import NodeActor
-from actors.placement import NODE, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME, ROUTER_NAME, queue_address
-from actors.placement import queue_host as queue_host_of
+from actors.placement import (CLUSTER_NAME, META_NAME, NODE_KIND, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME, ROUTER_NAME,
+                              host_of, kind_of, node_address, queue_address, queue_kind)
+from metadata import definitions
+from metadata.registry import Registry
+from actors.messages.stats import REPORTER_NAME
+from actors.mgmt.collector import StatsCollector
+from actors.mgmt.reporters import ConnectionHostReporter, QueueHostReporter
 from actors.queue.housekeeping import Housekeeping, NodeMemory
 from actors.queue.manager import QueueManager
 from persist.classic.host_storage import HostStorage
@@ -36,14 +52,17 @@ from actors.reader import admin as conn_admin
 from actors.reader import tls
 from actors.reader.admin import ConnectionAdmin
 from actors.reader.core import Gatekeeper, Settings
-from actors.reader.shell import ConnectionHostContext, Reader, tell_channels, tell_channels_host_restarted
+from actors.reader.shell import (ConnectionHostContext, Reader, tell_channels, tell_channels_host_restarted,
+                                 tell_channels_nodes)
 from actors.replica import RegistryReplica
 from actors.runtime.address import Address
 from wire.errors import CONNECTION_FORCED
 
 log = structlog.get_logger("warren.hosts")
 
-subscribe_timeout_s = 30.0
+subscribe_timeout_s = 300.0  # a node whose peers are down waits for the metadata group this long
+control_stats_wait_ms = 5000  # how long warrenctl's cluster-wide listing waits for the queue hosts
+DEFINITIONS_FILE = "definitions.json"  # where a node kept its metadata before it was replicated
 
 
 def _host_info(op: str) -> Any:
@@ -53,20 +72,89 @@ def _host_info(op: str) -> Any:
     return {"error": f"unknown op {op!r}"}
 
 
-def node_host(runtime: Any, spec: Any) -> None:
+async def node_host(runtime: Any, spec: Any) -> None:
     cfg = spec.config
-    node = NodeActor(runtime, NODE.name, Registry(random.Random()), cfg["queue_hosts"],
-                     data_dir=cfg.get("data_dir"), default_user=cfg.get("default_user", "guest"),
-                     default_pass=cfg.get("default_pass", "guest"))
-    runtime.spawn(NODE.name, node)
+    me, data_dir = cfg["node_name"], cfg["data_dir"]
+    registry = Registry(random.Random())
+    node = NodeActor(runtime, META_NAME, registry, me, cfg["queue_hosts"],
+                     timeout_ms=cfg.get("metadata_timeout_ms", TIMEOUT_MS_DEFAULT),
+                     member=Address(runtime.host, MEMBER_NAME))
+    runtime.spawn(META_NAME, node)
+    known = read_members(data_dir)  # None: this node has never served
+    joining = known is None and bool(cfg.get("join"))
+    bootstrap = known is None and not joining
+    machine = MetadataMachine(registry, node.applied, node.restored)
+    alone = bootstrap or (known is not None and set(known) == {me})  # never had a peer: its only voter
+    member = start_member(runtime, data_dir, me, machine, alone=alone)
+    membership = Membership(me, runtime.tcp_endpoint, known or {me: runtime.tcp_endpoint},
+                            address_of=lambda n: Address(host_of(n, NODE_KIND), CLUSTER_NAME),
+                            incarnation=int.from_bytes(os.urandom(6), "big"))
+    cluster = ClusterActor(runtime, membership, member, data_dir)
+    view = ClusterView(runtime, me, on_nodes=node.nodes)
+    cluster.start()
+    view.start()
+    tell_local_hosts(runtime, me)
+    if joining:
+        await cluster.join(cfg["join"])
+    imported = _definitions_to_import(data_dir) if bootstrap else ()
+    node.start(Startup(bootstrap, cfg.get("default_user", "guest"), cfg.get("default_pass", "guest"), imported))
+    if known is None:
+        asyncio.ensure_future(_first_serve(node, cluster, data_dir))
+    queue_stats = StatsCollector(runtime, lambda: sorted(h for h in runtime.directory if kind_of(h).startswith("queue")),
+                                 control_stats_wait_ms, name="ctl-stats")
+    runtime.spawn(queue_stats.name, queue_stats)
 
     async def control(op: str, args: dict) -> Any:
         if op in ADMIN_OPS:
             return await node.admin(op, args)
         if op in LISTING_OPS:
             return node.listing(op, args)
+        if op == "cluster_status":
+            return cluster.status()
+        if op == "cluster_queue_stats":  # warrenctl list_queues: every queue host of the cluster, once
+            return list((await queue_stats.collect()).queues.values())
+        if op == "forget_cluster_node":
+            return await _forget(cluster, node, args["node"])
         return _host_info(op)
     runtime.control = control
+    if cfg.get("management_port") or cfg.get("prometheus_port"):
+        from actors.mgmt.launch import start_management  # only then: aiohttp costs the node host ~13 MB
+        await start_management(runtime, node, cfg)
+
+
+def _definitions_to_import(data_dir: str) -> tuple:
+    """A definitions file written before the metadata was replicated: its records, loaded once."""
+    path = Path(data_dir) / DEFINITIONS_FILE
+    if not path.exists():
+        return ()
+    records = definitions.decode(path.read_bytes())
+    if isinstance(records, definitions.DefinitionsError):
+        raise RuntimeError(f"{path}: {records.reason}")  # rather not start than start with the wrong users
+    return tuple(records)
+
+
+async def _first_serve(node: NodeActor, cluster: ClusterActor, data_dir: str) -> None:
+    """Once a new node serves, it is a member for good: cluster.json says so from now on (a restart
+    does not bootstrap or join again) and an imported definitions file has done its work."""
+    await node.serving.wait()
+    cluster.save_members()
+    path = Path(data_dir) / DEFINITIONS_FILE
+    if path.exists():
+        path.rename(path.with_name(DEFINITIONS_FILE + ".imported"))
+
+
+async def _forget(cluster: ClusterActor, node: NodeActor, gone: str) -> dict:
+    """warrenctl forget_cluster_node: out of the metadata group, then its queues and membership."""
+    status = cluster.status()
+    if gone not in status["members"]:
+        return {"error": f"Node {gone} is not a member of this cluster", "exit": 69}
+    if gone in status["running"]:
+        return {"error": f"Node {gone} must be stopped before it can be removed", "exit": 69}
+    try:
+        await cluster.change(gone, add=False)
+    except RuntimeError as e:
+        return {"error": str(e), "exit": 70}
+    return await node.admin("forget_node_queues", {"node": gone})
 
 
 def queue_host(runtime: Any, spec: Any) -> None:
@@ -74,19 +162,23 @@ def queue_host(runtime: Any, spec: Any) -> None:
     # messages and names the durable queues to recover. Queues are created only by the node, after
     # it has answered this subscription.
     cfg = spec.config
-    replica = RegistryReplica(runtime, QUEUE_ROUTER_NAME, Registry())
+    me = cfg["node_name"]
+    replica = RegistryReplica(runtime, QUEUE_ROUTER_NAME, Registry(), node_address(me))
     runtime.spawn(QUEUE_ROUTER_NAME, replica)
+    ClusterView(runtime, me, on_node_started=replica.subscribe).start()
     replica.subscribe()
     storage = None
     if cfg.get("data_dir"):
-        storage = HostStorage(RealDisk(cfg["data_dir"]), runtime.host,
+        # a queue's directory is this host's when the node homes its queues here (actors/placement.py)
+        storage = HostStorage(RealDisk(cfg["data_dir"]), kind_of(runtime.host),  # its directories: msg_stores/queueN/...
                               embed_below=cfg.get("queue_index_embed_msgs_below", 4096),
                               file_size_limit=cfg.get("msg_store_file_size_limit", 16 * 1024 * 1024),
-                              placed_here=lambda vhost, name: queue_host_of(vhost, name, cfg["queue_hosts"])
+                              placed_here=lambda vhost, name: host_of(me, queue_kind(vhost, name, cfg["queue_hosts"]))
                               == runtime.host)
-    manager = QueueManager(runtime, QUEUE_MANAGER_NAME, replica.registry, cfg["queue_hosts"], storage,
+    manager = QueueManager(runtime, QUEUE_MANAGER_NAME, replica.registry, node_address(me), storage,
                            replica.ready.is_set)
     runtime.spawn(QUEUE_MANAGER_NAME, manager)
+    runtime.spawn(REPORTER_NAME, QueueHostReporter(runtime, manager))
     if storage is not None:
         # paging starts at vm_memory_high_watermark_paging_ratio x vm_memory_high_watermark x RAM
         threshold = int(float(cfg.get("vm_memory_high_watermark", 0.4))
@@ -105,6 +197,7 @@ def queue_host(runtime: Any, spec: Any) -> None:
 
 async def connection_host(runtime: Any, spec: Any) -> None:
     cfg = spec.config
+    me = cfg["node_name"]
     registry = Registry()
     settings = Settings(frame_max=cfg.get("frame_max", 131072), channel_max=cfg.get("channel_max", 2047),
                         heartbeat=cfg.get("heartbeat", 60))
@@ -112,12 +205,15 @@ async def connection_host(runtime: Any, spec: Any) -> None:
     loopback_users = frozenset(u.strip() for u in str(cfg.get("loopback_users", "guest")).split(",") if u.strip())
     gatekeeper = Gatekeeper(registry.check_login, registry.vhost_access_error, loopback_users)
     ctx = ConnectionHostContext(
-        runtime, registry, functools.partial(_place, cfg["queue_hosts"]), settings, gatekeeper,
+        runtime, registry, registry_place(registry), settings, gatekeeper,
         vhost_exists=registry.vhost_exists, router_address=Address(runtime.host, ROUTER_NAME),
-        consumer_timeout_ms=cfg.get("consumer_timeout", 1800000))
-    replica = RegistryReplica(runtime, ROUTER_NAME, registry, tell_channels(ctx), tell_channels_host_restarted(ctx))
+        node=node_address(me), consumer_timeout_ms=cfg.get("consumer_timeout", 1800000))
+    replica = RegistryReplica(runtime, ROUTER_NAME, registry, node_address(me), tell_channels(ctx),
+                              tell_channels_host_restarted(ctx))
     runtime.spawn(ROUTER_NAME, replica)
+    ClusterView(runtime, me, on_nodes=tell_channels_nodes(ctx), on_node_started=replica.subscribe).start()
     runtime.spawn(CONNECTION_ADMIN_NAME, ConnectionAdmin(ctx))
+    runtime.spawn(REPORTER_NAME, ConnectionHostReporter(runtime, ctx))
     replica.subscribe()
     await asyncio.wait_for(replica.ready.wait(), subscribe_timeout_s)
     loop = asyncio.get_running_loop()
@@ -145,8 +241,10 @@ async def connection_host(runtime: Any, spec: Any) -> None:
     log.info("listener.started", host=runtime.host, port=cfg["port"])
 
 
-def _place(queue_hosts: int, vhost: str, name: str) -> Address:
-    return queue_address(vhost, name, queue_hosts)
+def registry_place(registry: Registry) -> Callable[[str, str], Address]:
+    """Where a routed queue's actor is: its record's home (on every publish's path)."""
+    home = registry.queue_home
+    return lambda vhost, name: queue_address(home(vhost, name), vhost, name)
 
 
 async def _tick(ctx: ConnectionHostContext) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from actors.runtime.ports import port_open
+from actors.runtime.ports import free_port, port_open
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -47,11 +47,13 @@ class Broker:
 
 
 class Warren(Broker):
+    extra_args: tuple[str, ...] = ()  # more scripts.node_main flags
+
     def start(self) -> None:
         (self.data_dir / "ready").unlink(missing_ok=True)
         self.proc = subprocess.Popen(
             [PY, "-m", "scripts.node_main", "--port", str(self.port), "--data-dir", str(self.data_dir),
-             "--name", "bench"], cwd=ROOT, stdout=open(self.data_dir.parent / "warren.log", "ab"),
+             "--name", "bench", "--cluster-port", str(free_port()), *self.extra_args], cwd=ROOT, stdout=open(self.data_dir.parent / "warren.log", "ab"),
             stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + start_timeout_s
         while not ((self.data_dir / "ready").exists() and port_open(self.port)):

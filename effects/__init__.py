@@ -25,7 +25,7 @@ The vocabulary, by who returns it:
   replicated state machine itself, in that machine's own vocabulary, as rabbit_fifo's effects
   belong to rabbit_fifo: for quorum queues, actors/quorum/effects.py; the member shell runs them
   through an Interpreter of its own;
-- the node core (actors/node/core.py): `SaveDefinitions`, `AnswerAdmin`.
+- the node core (actors/node/core.py): `ProposeCommand`, `AnswerAdmin`.
 This package imports nothing: every layer may use it.
 """
 from __future__ import annotations
@@ -256,14 +256,14 @@ class LeaderChanged:
 
 
 @dataclass(frozen=True, slots=True)
-class SaveDefinitions:
-    """Replace the node's definitions file with `data` (metadata/definitions.py's bytes), durably:
-    written to a temporary file, fsynced, renamed over the old one, the directory fsynced, all
-    BEFORE the shell carries out the next effect. Ordering rule: the node core puts it before the
-    Sends that publish a change to the replicas or answer it, so nothing acknowledged is lost; if
-    the write fails, the shell carries out none of the effects after it."""
+class ProposeCommand:
+    """Propose the registry command `command` (metadata/commands.py) to the metadata Raft group under
+    `key`. The shell hands every entry its node's member applies back to the core (`applied`), in
+    log order; the one proposed under `key` resumes whoever proposed it. The shell may propose it
+    more than once (a leader that changed): the core acts on the first application it sees."""
 
-    data: bytes
+    key: Hashable
+    command: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,4 +279,4 @@ Effect = (Send | StartTimer | CancelTimer | Log | Write | CloseSocket | SetFrame
           | ChannelsDown | Opened | CloseConnection | ChannelFinished | CutRamTargets | LiftRamTargets
           | AlarmSet | AlarmCleared | ConserveResources | PauseReading | ResumeReading | SaveClusterFile
           | PersistHardState | ClientReply | NotLeader | ChangeRefused | MachineEffect | WriteSnapshot | LeaderChanged
-          | SaveDefinitions | AnswerAdmin)
+          | ProposeCommand | AnswerAdmin)

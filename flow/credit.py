@@ -79,6 +79,10 @@ class CreditLedger:
     def blocked_links(self) -> list[Hashable]:
         return list(self._blocked)
 
+    def links(self) -> list[Hashable]:
+        """Every outgoing link used so far (where this actor sends with credit)."""
+        return list(self._credit)
+
     def credit(self, link: Hashable) -> int:
         """Credit left on an outgoing link (the initial credit for a link never used)."""
         return self._credit.get(link, self.initial)
@@ -114,6 +118,10 @@ class CreditLedger:
             if n:
                 owed[link] = owed.get(link, 0) + n
         return list(owed.items())
+
+    def links(self) -> list[Hashable]:
+        """Every link this ledger holds anything for, in either direction."""
+        return list(self._credit.keys() | self._unacked.keys() | self._deferred.keys())
 
     def forget(self, link: Hashable) -> None:
         """The peer at `link` is gone: drop both directions. If that unblocks this actor, the

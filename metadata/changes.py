@@ -72,12 +72,14 @@ class QueueCreated:
     exclusive_owner: Hashable | None  # the connection that owns an exclusive queue
     auto_delete: bool
     arguments: dict[str, Any]
+    home: str = ""  # the host its actor runs on (actors/placement.py); "" until a node adopts it
 
 
 @dataclass(frozen=True, slots=True)
 class QueueDeleted:
     vhost: str
     name: str
+    home: str = ""  # where its actor ran, so every copy can tell that actor's host it is gone
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,9 @@ admin commands answer `AdminError` values (admin_errors.py):
 - `RemoveQueue`: the removed QueueRecord, None when there was none (RabbitMQ answers delete-ok), or
   an AmqpError;
 - `RemoveOwnedQueues`: the QueueRecords removed (an owner connection closed);
+- `RemoveNodeTransients`, `ForgetNodeQueues`: the QueueRecords removed (their node restarted, is
+  gone, or was forgotten);
+- `LoadDefinitions`: None;
 - `AddVhost`: None; `RemoveVhost`: the QueueRecords that went with the vhost, or an AdminError;
 - user, permission and policy commands: None or an AdminError.
 
@@ -69,6 +72,7 @@ class PutQueue:
     arguments: dict[str, Any] = field(default_factory=dict)
     owner: Hashable | None = None
     server_named: bool = False
+    home: str = ""  # the host the proposer places a new queue on (client-local: one of its own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,31 @@ class RemoveOwnedQueues:
     """The connection `owner` closed: its exclusive queues go, with their bindings."""
 
     owner: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveNodeTransients:
+    """`node` restarted or is gone: the queues that cannot outlive it go, with their bindings -
+    the non-durable queues homed on it and the exclusive queues of its connections (RabbitMQ deletes
+    both when their node goes down). Hosts and owners are named `NODE:...` (actors/placement.py)."""
+
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetNodeQueues:
+    """`node` left the cluster for good (forget_cluster_node): every queue homed on it goes, durable
+    ones too, as RabbitMQ deletes a forgotten node's durable classic queues."""
+
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoadDefinitions:
+    """Load a definitions file's records (metadata/definitions.py) into the machine: a node that
+    held a definitions file before the metadata was replicated brings it in once, as its first entry."""
+
+    records: tuple[Any, ...]
 
 
 # -- vhosts, users, permissions -------------------------------------------------------------------
@@ -180,6 +209,6 @@ class ClearPolicy:
 
 
 Command = (PutExchange | RemoveExchange | PutQueue | RemoveQueue | AddBinding | RemoveBinding | RemoveOwnedQueues
-           | AddVhost | RemoveVhost | AddUser | RemoveUser | ChangePassword | SetUserTags | SetPermissions
-           | ClearPermissions | SetPolicy | ClearPolicy)
+           | RemoveNodeTransients | ForgetNodeQueues | LoadDefinitions | AddVhost | RemoveVhost | AddUser | RemoveUser | ChangePassword
+           | SetUserTags | SetPermissions | ClearPermissions | SetPolicy | ClearPolicy)
 COMMANDS: tuple[type, ...] = typing.get_args(Command)

@@ -16,6 +16,7 @@ class QueueRecord:
     auto_delete: bool
     arguments: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     created: bool = False  # True only in the answer to the declare that created it
+    home: str = ""  # the host its actor runs on (actors/placement.py); "" until a node adopts it
 
 
 @dataclass(frozen=True, slots=True)

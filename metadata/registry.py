@@ -34,9 +34,9 @@ from metadata.changes import (
     QueueCreated, QueueDeleted, Reset, Unbound, UserDeleted, UserSet, VhostCreated, VhostDeleted,
 )
 from metadata.commands import (
-    AddBinding, AddUser, AddVhost, ChangePassword, ClearPermissions, ClearPolicy, Command, PutExchange, PutQueue,
-    RemoveBinding, RemoveExchange, RemoveOwnedQueues, RemoveQueue, RemoveUser, RemoveVhost, SetPermissions,
-    SetPolicy, SetUserTags,
+    AddBinding, AddUser, AddVhost, ChangePassword, ClearPermissions, ClearPolicy, Command, ForgetNodeQueues,
+    LoadDefinitions, PutExchange, PutQueue, RemoveBinding, RemoveExchange, RemoveNodeTransients, RemoveOwnedQueues,
+    RemoveQueue, RemoveUser, RemoveVhost, SetPermissions, SetPolicy, SetUserTags,
 )
 from metadata.policies import Policy, PolicyTable
 from metadata.records import EXCHANGE, QUEUE, BindingRecord, ExchangeRecord, QueueRecord
@@ -76,6 +76,9 @@ class Registry:
             PutQueue: self.topology.put_queue, RemoveQueue: self.topology.remove_queue,
             AddBinding: self.topology.add_binding, RemoveBinding: self.topology.remove_binding,
             RemoveOwnedQueues: self.topology.remove_owned_queues,
+            RemoveNodeTransients: self.topology.remove_node_transients,
+            ForgetNodeQueues: self.topology.forget_node_queues,
+            LoadDefinitions: lambda cmd, emit: self._load(cmd.records, emit),
             AddVhost: self._add_vhost, RemoveVhost: self._remove_vhost,
             AddUser: self.access.add_user, RemoveUser: self.access.remove_user,
             ChangePassword: self.access.change_password, SetUserTags: self.access.set_user_tags,
@@ -122,14 +125,14 @@ class Registry:
 
     def load_definitions(self, records: Sequence[Change]) -> list[Change]:
         """Apply a definitions file's records; a vhost gets its predeclared exchanges as AddVhost gives."""
-        changes: list[Change] = []
+        return self.apply_command(LoadDefinitions(tuple(records)))[1]
+
+    def _load(self, records: Sequence[Change], emit: Emit) -> None:
         for record in records:
             if isinstance(record, VhostCreated):
-                changes += self.apply_command(AddVhost(record.vhost))[1]
+                self.topology.add_vhost(record.vhost, emit)
             else:
-                self._apply_one(record)
-                changes.append(record)
-        return changes
+                emit(record)
 
     # ---------------------------------------------------------------- vhost lifecycle
     def _add_vhost(self, cmd: AddVhost, emit: Emit) -> None:
@@ -169,6 +172,14 @@ class Registry:
 
     def queues(self, vhost: str | None = None) -> list[QueueRecord]:
         return self.topology.queues(vhost)
+
+    def queue(self, vhost: str, name: str) -> QueueRecord | None:
+        vh = self.topology.vhosts.get(vhost)
+        return None if vh is None else vh.queues.get(name)
+
+    def queue_home(self, vhost: str, name: str) -> str:
+        """The host a queue's actor runs on (on every publish's path: a dict look-up each)."""
+        return self.topology.vhosts[vhost].queues[name].home
 
     def exchanges(self, vhost: str | None = None) -> list[ExchangeRecord]:
         return self.topology.exchanges(vhost)

@@ -8,7 +8,7 @@ Nothing here decides when an error applies; registry.py and arguments.py do.
 from __future__ import annotations
 
 from wire.errors import (
-    ACCESS_REFUSED, COMMAND_INVALID, NOT_FOUND, PRECONDITION_FAILED, RESOURCE_LOCKED, AmqpError,
+    ACCESS_REFUSED, COMMAND_INVALID, INTERNAL_ERROR, NOT_FOUND, PRECONDITION_FAILED, RESOURCE_LOCKED, AmqpError,
 )
 
 
@@ -97,3 +97,27 @@ def invalid_x_match_type(type_name: str, value: str) -> AmqpError:
     return AmqpError(
         PRECONDITION_FAILED, f"Invalid x-match field type {type_name} (value {value}); expected longstr"
     )
+
+
+# -- the metadata store's time-outs and absent homes (RabbitMQ 4.0, rabbit_channel / rabbit_amqqueue) ---
+
+def declare_timeout(kind: str, name: str, vhost: str) -> AmqpError:
+    return AmqpError(INTERNAL_ERROR, f"failed to declare {resource(kind, name, vhost)} because the operation timed out")
+
+
+def queue_declare_timeout(name: str, vhost: str, node: str) -> AmqpError:
+    return AmqpError(INTERNAL_ERROR, f"Could not declare {resource('queue', name, vhost)} on node '{node}' because "
+                                     "the metadata store operation timed out")
+
+
+def queue_delete_timeout() -> AmqpError:
+    return AmqpError(INTERNAL_ERROR, "The operation to delete the queue from the metadata store timed out")
+
+
+def exchange_delete_timeout(name: str, vhost: str) -> AmqpError:
+    return AmqpError(INTERNAL_ERROR, f"failed to delete {resource('exchange', name, vhost)} due to a timeout")
+
+
+def home_node_down(node: str, name: str, vhost: str) -> AmqpError:
+    """A queue whose home node is down or unreachable (rabbit_amqqueue:priv_absent, nodedown)."""
+    return AmqpError(NOT_FOUND, f"home node '{node}' of durable {resource('queue', name, vhost)} is down or inaccessible")

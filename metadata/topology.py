@@ -29,8 +29,8 @@ from metadata.changes import (
     Bound, Change, Emit, ExchangeCreated, ExchangeDeleted, QueueCreated, QueueDeleted, Unbound, VhostCreated,
     VhostDeleted,
 )
-from metadata.commands import AddBinding, PutExchange, PutQueue, RemoveBinding, RemoveExchange, RemoveOwnedQueues
-from metadata.commands import RemoveQueue
+from metadata.commands import (AddBinding, ForgetNodeQueues, PutExchange, PutQueue, RemoveBinding, RemoveExchange,
+                               RemoveNodeTransients, RemoveOwnedQueues, RemoveQueue)
 from metadata.fieldvalues import MISSING, inequivalence, table_key, type_name
 from metadata.headers import validate_binding
 from metadata.matchers import MATCHERS, Matcher
@@ -89,7 +89,7 @@ class Topology:
 
     def queue_created(self, c: QueueCreated) -> None:
         self.vhosts[c.vhost].queues[c.name] = QueueRecord(c.vhost, c.name, c.durable, c.exclusive_owner,
-                                                          c.auto_delete, dict(c.arguments))
+                                                          c.auto_delete, dict(c.arguments), home=c.home)
 
     def queue_deleted(self, c: QueueDeleted) -> None:
         vh = self.vhosts[c.vhost]
@@ -122,8 +122,8 @@ class Topology:
         for vhost in sorted(self.vhosts):
             out.append(VhostCreated(vhost))
             out.extend(_exchange_created(x) for x in self.exchanges(vhost))
-            out.extend(QueueCreated(q.vhost, q.name, q.durable, q.exclusive_owner, q.auto_delete, dict(q.arguments))
-                       for q in self.queues(vhost))
+            out.extend(QueueCreated(q.vhost, q.name, q.durable, q.exclusive_owner, q.auto_delete, dict(q.arguments),
+                                    q.home) for q in self.queues(vhost))
             out.extend(_binding(Bound, b) for b in self.bindings(vhost))
         return out
 
@@ -212,7 +212,7 @@ class Topology:
                                          auto_delete=cmd.auto_delete)
         if error is not None:
             return error
-        emit(QueueCreated(cmd.vhost, name, cmd.durable, owner, cmd.auto_delete, dict(args)))
+        emit(QueueCreated(cmd.vhost, name, cmd.durable, owner, cmd.auto_delete, dict(args), cmd.home))
         return replace(vh.queues[name], created=True)
 
     def remove_queue(self, cmd: RemoveQueue, emit: Emit) -> QueueRecord | AmqpError | None:
@@ -228,9 +228,25 @@ class Topology:
             self._delete_queue(self.vhosts[q.vhost], q, emit)
         return removed
 
+    def remove_node_transients(self, cmd: RemoveNodeTransients, emit: Emit) -> list[QueueRecord]:
+        prefix = cmd.node + ":"
+        removed = [q for q in self.queues()
+                   if (q.exclusive_owner is not None and str(q.exclusive_owner).startswith(prefix))
+                   or (not q.durable and q.home.startswith(prefix))]
+        for q in removed:
+            self._delete_queue(self.vhosts[q.vhost], q, emit)
+        return removed
+
+    def forget_node_queues(self, cmd: ForgetNodeQueues, emit: Emit) -> list[QueueRecord]:
+        prefix = cmd.node + ":"
+        removed = [q for q in self.queues() if q.home.startswith(prefix)]
+        for q in removed:
+            self._delete_queue(self.vhosts[q.vhost], q, emit)
+        return removed
+
     def _delete_queue(self, vh: VhostTopology, q: QueueRecord, emit: Emit) -> None:
         sources = _unbind_all(vh, list(vh.by_destination.get((QUEUE, q.name), ())), emit)
-        emit(QueueDeleted(q.vhost, q.name))
+        emit(QueueDeleted(q.vhost, q.name, q.home))
         self._auto_delete(vh, q.vhost, sources, emit)
 
     # ---------------------------------------------------------------- commands: bindings

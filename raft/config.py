@@ -42,3 +42,5 @@ class RaftSettings:
     snapshot_chunk_bytes: int = 1 << 20
     transfer_timeout_ticks: int = 10    # give up a leadership transfer after this long
     append_per_turn: bool = False       # leader: AppendEntries wait for replicate() (shell turn)
+    notify_commit: bool = False         # leader: tell followers a new commit index at once (a
+                                        # heartbeat each), so every copy applies an entry promptly

@@ -201,6 +201,9 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
         if index <= self.commit:
             return
         self.commit = index
+        if self.role == LEADER and self.settings.notify_commit:
+            for peer in sorted(self.progress):
+                self.tell_commit(peer, out)
         self.apply(out)
 
     def apply(self, out: list[Effect]) -> None:

@@ -27,6 +27,7 @@ class Progress:
     probe_sent: bool = False
     inflight: deque[int] = field(default_factory=deque)  # last index of each unacked append
     recent_active: bool = False
+    commit_told: int = 0  # the commit index this follower was last told (bounded by what it held)
     snap_index: int = 0
     snap_term: int = 0
     snap_data: bytes = b""

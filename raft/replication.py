@@ -89,7 +89,17 @@ class ReplicationMixin:
         if self.heartbeat_elapsed >= self.settings.heartbeat_ticks:
             self.heartbeat_elapsed = 0
             for peer, pr in sorted(self.progress.items()):
+                pr.commit_told = max(pr.commit_told, min(pr.match, self.commit))
                 out.append(Send(peer, Heartbeat(self.term, self.id, min(pr.match, self.commit))))
+
+    def tell_commit(self, peer: str, out: list[Effect]) -> None:
+        """`notify_commit`: the follower learns the commit index covering what it holds now, with a
+        heartbeat, rather than with the next append or heartbeat."""
+        pr = self.progress[peer]
+        known = min(pr.match, self.commit)
+        if known > pr.commit_told:
+            pr.commit_told = known
+            out.append(Send(peer, Heartbeat(self.term, self.id, known)))
 
     def broadcast_append(self, out: list[Effect]) -> None:
         for peer in sorted(self.progress):
@@ -120,7 +130,9 @@ class ReplicationMixin:
                 return
             out.append(Send(peer, AppendEntries(self.term, self.id, prev, prev_term,
                                                 tuple(entries), self.commit)))
-            pr.sent(entries[-1].index if entries else prev, bool(entries))
+            sent = entries[-1].index if entries else prev
+            pr.commit_told = max(pr.commit_told, min(self.commit, sent))
+            pr.sent(sent, bool(entries))
             allow_empty = False
             if pr.state != REPLICATE:
                 return
@@ -137,6 +149,8 @@ class ReplicationMixin:
                 self.maybe_commit(out)
                 if self.role != LEADER:
                     return
+                if self.settings.notify_commit:
+                    self.tell_commit(msg.src, out)
                 if msg.src == self.transferee:
                     self.maybe_send_timeout_now(out)
                 self.maybe_promote(out)

@@ -55,6 +55,14 @@ DEFAULTS: dict[str, Any] = {
     "vm_memory_high_watermark_paging_ratio": "0.5",
     "disk_free_limit.absolute": None,
     "disk_free_limit.relative": None,
+    "cluster.port": 0,  # 0: the AMQP port + 20000, RabbitMQ's distribution port rule
+    "cluster.interface": "127.0.0.1",
+    "cluster.cookie_file": "",  # "": ~/.warren.cookie, as Erlang's ~/.erlang.cookie
+    "metadata.timeout": 30000,  # ms a metadata change may wait for the group (khepri_default_timeout)
+    "management.tcp.port": 15672,
+    "management.tcp.ip": "127.0.0.1",
+    "prometheus.tcp.port": 15692,
+    "collect_statistics_interval": 5000,
 }
 ALIASES = {"vm_memory_high_watermark": "vm_memory_high_watermark.relative",
            "disk_free_limit": "disk_free_limit.absolute"}

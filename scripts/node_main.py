@@ -1,31 +1,52 @@
 """Start one warren node: `python -m scripts.node_main --name N --port P --data-dir D --config F`.
 
 Builds the host specs (node, queue hosts, connection hosts) from the configuration and runs them
-under the Thespian supervisor until SIGTERM or Ctrl-C.
+under the Thespian supervisor until SIGTERM or Ctrl-C. A node is named NAME@HOST (HOST: this
+machine's short host name, as RabbitMQ's nodes are); `--join HOST:PORT` makes a new node join the
+cluster of the node whose cluster port that is. Every host gets a tcp mailbox for the other nodes
+(CURVE, keyed by the cluster's cookie): the node host on the cluster port (AMQP port + 20000 unless
+configured), the others on a port the OS picks, which the membership tells the peers.
 """
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
+import socket
 import threading
 import time
 import sys
 from pathlib import Path
 
 import psutil
-import structlog
 
+from actors.placement import host_of
+from actors.runtime import logs
 from actors.runtime.control import HostSpec
-from actors.runtime.node_process import local_directory, run_node
-from scripts.config import ConfigError, load
+from actors.runtime.curve import default_cookie_file
+from actors.runtime.node_process import run_node
+from flow.alarms import disk_limit_bytes, memory_limit_bytes
+from scripts.config import ConfigError, disk_free_limit, load, memory_watermark
 from actors.runtime.ports import can_listen, free_port
+
+
+def node_name(name: str) -> str:
+    """NAME@HOST, HOST being this machine's short host name, unless `name` names its host already."""
+    return name if "@" in name else f"{name}@{socket.gethostname().split('.')[0]}"
+
+
+def cluster_port(conf: dict) -> int:
+    return conf["cluster.port"] or conf["listeners.tcp.default"] + 20000
 
 
 def host_specs(conf: dict) -> list[HostSpec]:
     """Node first, then queue hosts, then connection hosts: a connection host waits for the node."""
-    common = {"queue_hosts": conf["queue_hosts"], "data_dir": conf["data_dir_resolved"],
+    node = conf["node_name"]
+    interface = conf["cluster.interface"]
+    cookie_file = conf["cluster.cookie_file"] or str(default_cookie_file)
+    common = {"node_name": node, "cookie_file": cookie_file, "tcp_bind": f"tcp://{interface}:*",
+              "cluster_port": cluster_port(conf),
+              "queue_hosts": conf["queue_hosts"], "data_dir": conf["data_dir_resolved"],
               "consumer_timeout": conf["consumer_timeout"],
               "default_user": conf["default_user"], "default_pass": conf["default_pass"],
               "loopback_users": conf["loopback_users"],
@@ -35,7 +56,16 @@ def host_specs(conf: dict) -> list[HostSpec]:
               "vm_memory_high_watermark_paging_ratio": conf["vm_memory_high_watermark_paging_ratio"],
               "credit_initial": conf["credit_flow_default_credit.initial"],
               "credit_more_after": conf["credit_flow_default_credit.more_after"]}
-    specs = [HostSpec("node", "actors.hosts:node_host", dict(common))]
+    total = psutil.virtual_memory().total
+    management = {"management_port": conf["management.tcp.port"], "management_ip": conf["management.tcp.ip"],
+                  "prometheus_port": conf["prometheus.tcp.port"],
+                  "collect_statistics_interval": conf["collect_statistics_interval"],
+                  "amqp_port": conf["listeners.tcp.default"],
+                  "mem_limit_bytes": memory_limit_bytes(memory_watermark(conf)[0], total)[0],
+                  "disk_free_limit_bytes": disk_limit_bytes(disk_free_limit(conf)[0], total)[0]}
+    specs = [HostSpec("node", "actors.hosts:node_host",
+                      dict(common, **management, tcp_bind=f"tcp://{interface}:{cluster_port(conf)}",
+                           join=conf.get("join"), metadata_timeout_ms=conf["metadata.timeout"]))]
     specs += [HostSpec(f"queue{i}", "actors.hosts:queue_host", dict(common)) for i in range(conf["queue_hosts"])]
     conn = dict(common, port=conf["listeners.tcp.default"], frame_max=conf["frame_max"],
                 channel_max=conf["channel_max"], heartbeat=conf["heartbeat"],
@@ -43,10 +73,11 @@ def host_specs(conf: dict) -> list[HostSpec]:
                 tls_keyfile=conf["ssl_options.keyfile"])
     specs += [HostSpec(f"conn{i}", "actors.hosts:connection_host", dict(conn))
               for i in range(conf["connection_hosts"])]
-    return specs
+    return [HostSpec(s.name, s.entry, dict(s.config, host=host_of(node, s.name))) for s in specs]
 
 
 watch_interval_s = 1.0
+startup_timeout_s = 300.0  # a node whose peers are down waits this long for the metadata group
 
 
 def _stop_when_gone(pid: int) -> None:
@@ -63,34 +94,46 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", help="data directory (default var/<node name>)")
     p.add_argument("--config", type=Path, help="warren.conf")
     p.add_argument("--admin-port", type=int, help="Thespian admin port (default: a free port)")
+    p.add_argument("--cluster-port", type=int, help="port other nodes reach this one on (default: AMQP port + 20000)")
+    p.add_argument("--join", metavar="HOST:PORT", help="join the cluster of the node with this cluster port")
+    p.add_argument("--management-port", type=int, help="management HTTP API and web UI (default 15672, 0: off)")
+    p.add_argument("--prometheus-port", type=int, help="Prometheus metrics (default 15692, 0: off)")
     p.add_argument("--exit-with", type=int, metavar="PID",
                    help="stop cleanly when process PID exits (tests pass their own pid)")
     a = p.parse_args(argv)
     try:
         conf = load(a.config, {"node_name": a.name, "listeners.tcp.default": a.port, "data_dir": a.data_dir,
-                               "admin_port": a.admin_port})
+                               "admin_port": a.admin_port, "cluster.port": a.cluster_port,
+                               "management.tcp.port": a.management_port, "prometheus.tcp.port": a.prometheus_port})
     except (ConfigError, OSError) as e:
         print(f"warren: bad configuration: {e}", file=sys.stderr)
         return 2
-    taken = [port for port in (conf["listeners.tcp.default"], conf["listeners.ssl.default"])
+    conf["join"] = f"tcp://{a.join}" if a.join else None
+    if not 0 < cluster_port(conf) < 65536:
+        print(f"warren: cluster port {cluster_port(conf)} (AMQP port + 20000) is out of range: "
+              "set --cluster-port or cluster.port", file=sys.stderr)
+        return 2
+    taken = [port for port in (conf["listeners.tcp.default"], conf["listeners.ssl.default"], cluster_port(conf),
+                               conf["management.tcp.port"], conf["prometheus.tcp.port"])
              if port and not can_listen(port)]
     if taken:  # as RabbitMQ, which fails to boot on eaddrinuse rather than share the port
         print(f"warren: cannot listen on 127.0.0.1:{taken[0]}: address in use", file=sys.stderr)
         return 1
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
     data_dir = Path(conf["data_dir"] or Path("var") / conf["node_name"]).resolve()
+    conf["node_name"] = node_name(conf["node_name"])
     data_dir.mkdir(parents=True, exist_ok=True)
+    logs.configure("main", data_dir)
+    logs.route_standard_library()
     conf["data_dir_resolved"] = str(data_dir)
     admin_port = conf["admin_port"] or free_port()
     (data_dir / "admin_port").write_text(str(admin_port))
     specs = host_specs(conf)
-    directory = local_directory(data_dir, [s.name for s in specs])
     print(f"warren node {conf['node_name']} starting: amqp 127.0.0.1:{conf['listeners.tcp.default']}, "
-          f"data {data_dir}, admin port {admin_port}", flush=True)
+          f"cluster {conf['cluster.interface']}:{cluster_port(conf)}, data {data_dir}, admin port {admin_port}",
+          flush=True)
     if a.exit_with:
         threading.Thread(target=_stop_when_gone, args=(a.exit_with,), daemon=True).start()
-    run_node(conf["node_name"], specs, directory, admin_port, data_dir)
+    run_node(conf["node_name"], specs, {}, admin_port, data_dir, ready_timeout_s=startup_timeout_s)
     return 0
 
 

@@ -4,8 +4,10 @@ Finds the node through `<data_dir>/admin_port` (default data dir var/warren) and
 hosts with actors.runtime.client.control: admin changes go to the node host (which runs them in
 turn with the channels' requests and persists them), queue statistics come from every queue host,
 connections/channels/consumers from every connection host; `store_summary` prints each queue host's
-message stores (files, messages, live and garbage bytes, GC runs). Output is a tab-separated table with a
-header row, or with `--formatter json` a JSON list of objects. Every failure prints one line,
+message stores (files, messages, live and garbage bytes, GC runs); `status` and `stop` are
+scripts/ctl_node.py's (the node's name, ports, uptime, memory and processes; rabbitmqctl stop).
+Output is a tab-separated table with a header row, or with `--formatter json` a JSON list of
+objects. Every failure prints one line,
 "Error: ...", on stderr and exits non-zero with rabbitmqctl's codes (64 usage, 65 no such vhost,
 67 no such user, 69 node unreachable or validation failed, 70 already exists / internal error).
 """
@@ -18,15 +20,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from metadata.policies import parse_definition
+from scripts import ctl_node
+from scripts.queue_columns import NODE_COLUMNS, QUEUE_COLUMNS, queue_rows
 
-EX_USAGE, EX_UNAVAILABLE, EX_SOFTWARE = 64, 69, 70
+EX_USAGE, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL = 64, 69, 70, 75
 default_node_dir = Path("var/warren")
 control_timeout_s = 10.0
 
-QUEUE_COLUMNS = ("name", "vhost", "messages", "messages_ready", "messages_unacknowledged", "consumers", "memory",
-                 "state", "policy", "operator_policy", "effective_policy_definition", "durable", "auto_delete",
-                 "exclusive", "arguments", "messages_ram", "messages_ready_ram", "messages_persistent",
-                 "messages_paged_out", "message_bytes_ram")
 LISTINGS: dict[str, tuple[str, tuple[str, ...]]] = {  # command -> (where, default columns)
     "list_queues": ("queues", ("name", "messages")),
     "list_exchanges": ("node", ("name", "type")),
@@ -47,9 +47,10 @@ STORE_COLUMNS = ("host", "store", "queues", "files", "messages", "live_bytes", "
 
 
 class Failure(Exception):
-    def __init__(self, message: str, code: int) -> None:
+    def __init__(self, message: str, code: int, kind: str = "Error") -> None:
         super().__init__(message)
         self.code = code
+        self.kind = kind  # rabbitmqctl's "Error" or "Error (argument validation)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -105,16 +106,10 @@ def find_node(a: argparse.Namespace) -> Node:
 def _rows(node: Node, command: str, a: argparse.Namespace) -> list[dict]:
     vhost = getattr(a, "vhost", None)
     if command == "list_queues":
-        stats = {(s.get("vhost", "/"), s["name"]): s for host in node.queue_hosts()
-                 for s in node.ask(host, "list_queues")}
-        rows = []
-        for q in node.ask("node", "queue_policies", {"vhost": vhost}):
-            s = stats.get((q["vhost"], q["name"]), {})
-            rows.append({"messages": 0, "messages_ready": 0, "messages_unacknowledged": 0, "consumers": 0,
-                         "memory": 0, "messages_ram": 0, "messages_ready_ram": 0, "messages_persistent": 0,
-                         "messages_paged_out": 0, "message_bytes_ram": 0,
-                         **s, **q, "state": "running" if s else "down"})
-        return rows
+        stats = node.ask("node", "cluster_queue_stats")
+        node_name = ((lambda: node.ask("$supervisor", "node_status")["node"])
+                     if set(a.columns) & set(NODE_COLUMNS) else None)
+        return queue_rows(node.ask("node", "queue_policies", {"vhost": vhost}), stats, node_name)
     where, _ = LISTINGS[command]
     if where == "connections":
         rows = [r for host in node.connection_hosts() for r in node.ask(host, command)]
@@ -145,14 +140,18 @@ def render(rows: list[dict], columns: list[str], formatter: str) -> str:
 def run_listing(node: Node, a: argparse.Namespace) -> str:
     command = a.command
     columns = list(a.columns) or list(LISTINGS[command][1])
-    known = QUEUE_COLUMNS if command == "list_queues" else None
+    if command == "list_queues":
+        _check_columns(columns, QUEUE_COLUMNS)  # before asking anything, as rabbitmqctl
     rows = _rows(node, command, a)
-    if known is None and rows:
-        known = tuple(rows[0])
-    bad = [c for c in columns if known is not None and c not in known]
-    if bad:
-        raise Failure(f"Info key(s) {','.join(bad)} are not supported", EX_USAGE)
+    if rows and command != "list_queues":
+        _check_columns(columns, tuple(rows[0]))
     return render(rows, columns, a.formatter)
+
+
+def _check_columns(columns: list[str], known: tuple[str, ...]) -> None:
+    bad = [c for c in columns if c not in known]
+    if bad:
+        raise Failure(f"Info key(s) {','.join(bad)} are not supported", EX_USAGE, "Error (argument validation)")
 
 
 # ---------------------------------------------------------------- changes
@@ -217,12 +216,35 @@ def run_change(node: Node, a: argparse.Namespace) -> str:
                 if store in summary:
                     rows.append({"host": host, "store": store, "queues": summary["queues"], **summary[store]})
         return render(rows, list(STORE_COLUMNS), f)
+    if c == "cluster_status":
+        return render_cluster_status(node.ask("node", "cluster_status"), f)
+    if c == "forget_cluster_node":
+        return _ok(node, "node", c, {"node": a.node}, f, f"Removed {a.node} from the cluster")
     if c == "status":
-        st = node.status()
-        if f == "json":
-            return json.dumps(st)
-        return "\n".join(f"{k}\t{_cell(v)}" for k, v in st.items())
+        return ctl_node.render_status(ctl_node.status(node), f, _cell)
+    if c == "stop":
+        try:
+            ctl_node.stop(node, print)
+        except TimeoutError as e:
+            raise Failure(str(e), EX_TEMPFAIL) from None
+        return ""
     raise AssertionError(c)
+
+
+def render_cluster_status(st: dict, formatter: str) -> str:
+    """rabbitmqctl cluster_status's sections (and its JSON keys), plus the metadata store's leader."""
+    doc = {"cluster_name": st["members"][0] if st["members"] else st["node"], "disk_nodes": st["members"],
+           "running_nodes": st["running"], "metadata_leader": st["metadata_leader"],
+           "metadata_voters": st["metadata_voters"], "metadata_term": st["metadata_term"]}
+    if formatter == "json":
+        return json.dumps(doc)
+    sections = [("Disk Nodes", doc["disk_nodes"]), ("Running Nodes", doc["running_nodes"]),
+                ("Metadata Store Leader", [doc["metadata_leader"] or "(none: no majority)"]),
+                ("Metadata Store Members", doc["metadata_voters"])]
+    lines = [f"Cluster status of node {st['node']} ...", "Basics", "", f"Cluster name: {doc['cluster_name']}"]
+    for title, names in sections:
+        lines += ["", title, "", *names]
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- arguments
@@ -241,7 +263,10 @@ def parser() -> argparse.ArgumentParser:
             sp.add_argument("-p", "--vhost")
         return sp
 
-    cmd("status", help="node summary")
+    cmd("status", help="the node: name, ports, uptime, memory, processes")
+    cmd("stop", help="stop the node and wait until every process of it has exited")
+    cmd("cluster_status", help="the cluster's nodes, which are running, and the metadata store's leader")
+    cmd("forget_cluster_node", help="remove a stopped node from the cluster for good").add_argument("node")
     cmd("store_summary", help="each queue host's message stores: files, live and garbage bytes, GC runs")
     for name in LISTINGS:
         cmd(name, vhost=name not in ("list_users", "list_vhosts")).add_argument("columns", nargs="*")
@@ -275,7 +300,7 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
         node = find_node(a)
         text = run_listing(node, a) if a.command in LISTINGS else run_change(node, a)
     except Failure as e:
-        print("Error: " + " ".join(str(e).replace("\n\n", ": ").split()), file=sys.stderr)
+        print(f"{e.kind}: " + " ".join(str(e).replace("\n\n", ": ").split()), file=sys.stderr)
         return e.code
     if text:
         out(text)

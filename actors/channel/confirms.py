@@ -31,6 +31,10 @@ class ConfirmTracker:
     def __len__(self) -> int:
         return len(self._waiting)
 
+    def settled_count(self) -> int:
+        """Publishes confirmed or nacked to the client so far (the management `confirm` count)."""
+        return self.next_seq - 1 - len(self._waiting) - len(self._ready_acks) - len(self._ready_nacks)
+
     def publish(self, queues: Iterable[Hashable]) -> int:
         """Record a publish routed to `queues`; returns its sequence number."""
         seq = self.next_seq

@@ -22,6 +22,7 @@ class Hello:
     endpoint: str  # the node host's cluster endpoint (tcp://host:cluster_port)
     hosts: dict[str, str]  # the node's other hosts -> their tcp endpoints
     members: list[str]  # the nodes this node believes are in the cluster
+    incarnation: int = 0  # this run of the node (a new one each start): a change means it restarted
 
 
 @message
@@ -50,9 +51,35 @@ class JoinAnswer:
 
 
 @message
+class ChangeMembers:
+    """To the cluster actor of the node whose member leads the metadata group: add `node`'s member
+    (its node host at `endpoint`) to the group, or remove it; answered with a Reply once the change
+    is committed."""
+
+    rid: int
+    node: str
+    endpoint: str
+    add: bool
+
+
+@message
+class Introduce:
+    """Where the sender's node host listens, to a node about to join (so its Raft member can answer
+    the leader before the join's answer names every member)."""
+
+    node: str
+    endpoint: str
+
+
+@message
 class HostListening:
     host: str
     endpoint: str
+
+
+@message
+class SubscribeCluster:
+    """A host of this node asks for the cluster's Directory and NodesUp, now and on every change."""
 
 
 @message
@@ -64,3 +91,11 @@ class Directory:
 class NodesUp:
     up: list[str]
     down: list[str]
+
+
+@message
+class ForgetNode:
+    """node core -> its membership actor: `node` left the cluster for good (its removal from the
+    metadata group is applied here)."""
+
+    node: str

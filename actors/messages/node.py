@@ -6,13 +6,13 @@ Channel -> node (each answered with a `Reply`, calls.py): `DeclareExchange`, `De
 value: the message count), `BindQueue`, `UnbindQueue`. The node serves them one at a time, in
 arrival order, so the registry sees a serial history.
 
-Replica <-> node: a replica sends `Subscribe`; the node answers with the snapshot as a first
-`MetadataChanged` and sends every later change the same way (the registry's typed change records,
-metadata/changes.py, registered here), on the same pipe as its replies (so a
-channel that got declare-ok routes with a replica that has the queue). `Sync` asks a replica to
-answer once everything sent before it is applied. `QueueHostRestarted` tells connection hosts that
-a queue host lost its state; a replica passes `QueuesGone` and `QueueHostRestarted` to its host's
-channels.
+Replica <-> node: a replica sends `Subscribe` (when its host starts, and when the node host says
+`NodeStarted`); the node answers with the snapshot as a first `MetadataChanged` and sends every
+later change the same way (the registry's typed change records, metadata/changes.py, registered
+here), on the same pipe as its replies (so a channel that got declare-ok routes with a replica that
+has the queue). `Sync` asks a replica to answer once everything sent before it is applied.
+`QueueHostRestarted` tells connection hosts that a queue host lost its state; a replica passes
+`QueuesGone` and `QueueHostRestarted` to its host's channels.
 
 Queue lifecycle: node -> queue manager `CreateQueue`; node -> queue `QueueStats` (value:
 `QueueCounts`), `ApplyPolicy`, `Dispose` (value: the message count) and `Purge`
@@ -137,16 +137,23 @@ class UnbindQueue:
 
 @message
 class Subscribe:
-    pass
+    """A replica asks for the snapshot and every later change. `incarnation` tells a host process
+    that asks again (the node host restarted) from a new one (this host restarted: what was in
+    flight to it is lost)."""
+
+    incarnation: int
+
+
+@message
+class NodeStarted:
+    """node host -> every local host's cluster view: the node host (re)started; subscribe again."""
 
 
 @message
 class MetadataChanged:
-    """Registry changes to apply (the first one after Subscribe is the snapshot) and the queues
-    (vhost, name) that are gone with them."""
+    """Registry changes to apply (the first one after Subscribe is the snapshot, `Reset` first)."""
 
     changes: list[Change]
-    gone: list[tuple[str, str]]
 
 
 @message

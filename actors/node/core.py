@@ -1,92 +1,104 @@
-"""NodeCore: the node's decisions about the cluster's metadata, as a pure core.
+"""NodeCore: one node's decisions about the cluster's metadata, as a pure core.
 
-Theory of operation. The node owns the authoritative registry (metadata/) and is the one that
-creates and deletes queue actors. Its inputs are typed messages (actors/messages/node.py: the
-channels' metadata calls, `Subscribe` from the hosts' registry replicas, `AutoDeleteQueue` from
-queues, `ConnectionClosed` from readers, the `Reply`s to its own calls, `Undelivered`) and admin
-asks from warrenctl; its outputs are effects (effects/): `Send`, `Log`, `SaveDefinitions`,
-`AnswerAdmin`.
+Theory of operation. The metadata (vhosts, users, permissions, policies, exchanges, queues,
+bindings: the registry, metadata/) is the state machine of one Raft group over every node of the
+cluster (RabbitMQ 4.0's Khepri design). Each node's member applies every committed command to the
+node's own copy, `registry`, which this core reads and never writes. Its inputs are typed messages
+(actors/messages/node.py: the channels' metadata calls, `Subscribe` from the hosts' registry
+replicas, `AutoDeleteQueue` from queues, `ConnectionClosed` from readers, the `Reply`s to its own
+calls, `Undelivered`), warrenctl's admin asks, `applied` for every entry its member applies, timers
+and the cluster's view of which nodes are up; its outputs are effects (effects/): `Send`, `Log`,
+`ProposeCommand`, `StartTimer`/`CancelTimer`, `AnswerAdmin`.
 
-- Serial order. Requests are served one at a time, in arrival order, so the registry sees a serial
-  history. Each is an operation: a generator (a continuation) that yields steps, `Apply(cmd)` (run
-  one of the registry machine's commands, metadata/commands.py) and `Ask(to, request, ...)` (a
-  call to a queue or a queue host). `Apply` is carried out at once today; issue 11 makes it a
-  proposal to the metadata Raft group, resumed when committed, and nothing else changes. An `Ask`
-  sends `request(rid)` and the operation resumes when the `Reply` with that rid arrives (or, when
-  the target does not exist, with the step's `unreachable` error); later requests wait behind it.
-  An operation that raises is answered with 541 INTERNAL_ERROR and the node goes on serving.
-- Order of effects for one change: `SaveDefinitions` (when the definitions file's bytes change),
-  then `MetadataChanged` to every subscriber, then the reply. The reply and the change travel the
-  same node->host pipe, so a channel that got declare-ok routes with a replica that has the queue.
-- Queue lifecycle. declare creates the queue actor (`CreateQueue`, waiting for its reply) and tells
-  it its policy before declare-ok; delete asks the queue first (`Dispose`: if-unused / if-empty are
-  the queue's to check) and removes the record only when it agreed; a connection's close removes
-  its exclusive queues and disposes of their actors. A queue host's replica subscribing means that
-  host (re)started: it is given an actor for every queue placed on it, and if it had subscribed
-  before, the connection hosts hear `QueueHostRestarted` (what was in flight to it is lost).
-- Policies reach queues as `ApplyPolicy(settings)`, sent when a queue is created under a policy
-  and whenever a change alters a queue's effective settings (remembered per queue).
-- Admin asks take their turn in the same order. A change is answered only after every replica
-  confirmed (`Sync`) that it applied it, because warrenctl's next command may go to any host; an
-  admin error is answered at once. Passwords are hashed here with a salt from the injected `salt`
-  source; only hashes enter commands. Deleting a vhost first asks each connection host's admin actor
-  to close the connections on it (320), then deletes its queues.
-
-Left out: a call in flight to a host that dies without the runtime answering `Undelivered` is
-waited for (the operation stays in progress); clustering (issue 11).
+- Serial order. This node's requests are served one at a time, in arrival order. Each is an
+  operation: a generator (a continuation) that yields steps, `Apply(cmd)` (propose one of the
+  registry machine's commands, metadata/commands.py, and resume with its (result, changes) once
+  THIS node's member applied it, so the answer never runs ahead of this node's own copy) and
+  `Ask(to, request, ...)` (a call to a queue or a queue host, resumed by the `Reply` with its rid,
+  or by the step's error when the target does not exist or its node is down). Requests of other
+  nodes interleave in the log; each command validates against the state it is applied to.
+- Time-outs. A proposal not applied within `timeout_ms` (no majority, say) ends its operation with
+  the step's `timeout_error` (RabbitMQ 4.0's texts: a 541 that closes the connection) and nothing
+  else happens; should the command still commit later, its consequences on this node are carried
+  out then (`_consequences`), so nothing is left half-done. A clean-up that must happen some time
+  (a closed connection's exclusive queues, a lost node's transient queues) goes to the back of the
+  queue instead (`RETRY_LATER`), so requests behind it get their turn and their own time-outs.
+- Every applied entry, whoever proposed it, goes to this node's subscribers (`MetadataChanged`, in
+  log order, on the same pipe as the replies, so a channel that got declare-ok routes with a replica
+  that has the queue) and has its consequences for this node's hosts: a queue homed here that a
+  command created gets its actor, one removed loses it (`Dispose`, fire and forget), a policy
+  change reaches the queues homed here (`ApplyPolicy`), a deleted vhost closes this node's
+  connections on it (320), a forgotten node leaves the membership.
+- Placement. A classic queue is homed on the declaring node (RabbitMQ's client-local rule), on one
+  of its queue hosts by a hash of its name (actors/placement.py); its record keeps that host.
+- Start. The node serves (answers `Subscribe`, so its hosts start) only after its start-up
+  operations are applied here: `RemoveNodeTransients(self)` (a restarted node's transient queues
+  are gone) and, for the node that starts a new cluster, the default user or the records of a
+  definitions file written before the metadata was replicated. Having applied them means this
+  node's copy holds everything committed before them. A start-up proposal that times out is made
+  again: the node cannot serve without the group.
+- Nodes going down. A node the cluster sees down loses its transient queues (any node may propose
+  it; the command is idempotent), and calls in flight to its hosts end with their error.
+- Admin asks take their turn in the same order; a change is answered once every local replica
+  confirmed (`Sync`) that it applied it. Passwords are hashed here with a salt from the injected
+  `salt` source; only hashes enter commands.
 """
 from __future__ import annotations
 
 import traceback
 from collections import deque
-from collections.abc import Callable, Generator, Hashable
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Hashable, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import Purge
+from actors.messages.cluster import ForgetNode
 from actors.messages.node import (
     ApplyPolicy, AutoDeleteQueue, BindExchange, BindQueue, CloseConnections, ConnectionClosed, CreateQueue,
     DeclareExchange, DeclareQueue, DeleteExchange, DeleteQueue, Dispose, MetadataChanged, QueueDeclared,
     QueueHostRestarted, QueueStats, Subscribe, Sync, UnbindExchange, UnbindQueue,
 )
 from actors.messages.runtime import Undelivered
-from actors.placement import QUEUE_ROUTER_NAME, ROUTER_NAME, queue_address, queue_host, queue_manager
+from actors.placement import (CLUSTER_NAME, NODE_KIND, QUEUE_ROUTER_NAME, ROUTER_NAME, host_of, node_of,
+                              queue_address, queue_kind, queue_manager)
 from actors.runtime.address import Address
-from effects import AnswerAdmin, Effect, Log, SaveDefinitions, Send
-from metadata import definitions, names, passwords
+from effects import AnswerAdmin, CancelTimer, Effect, Log, ProposeCommand, Send, StartTimer
+from metadata import names, passwords
 from metadata.admin_errors import EX_SOFTWARE, AdminError, no_vhost
+from metadata.changes import PolicyCleared, PolicySet, QueueCreated, QueueDeleted, VhostDeleted
 from metadata.commands import (
-    AddBinding, AddUser, AddVhost, ChangePassword, ClearPermissions, ClearPolicy, Command, PutExchange, PutQueue,
-    RemoveBinding, RemoveExchange, RemoveOwnedQueues, RemoveQueue, RemoveUser, RemoveVhost, SetPermissions,
-    SetPolicy, SetUserTags,
+    AddBinding, AddUser, AddVhost, ChangePassword, ClearPermissions, ClearPolicy, Command, ForgetNodeQueues,
+    LoadDefinitions, PutExchange, PutQueue, RemoveBinding, RemoveExchange, RemoveNodeTransients, RemoveOwnedQueues,
+    RemoveQueue, RemoveUser, RemoveVhost, SetPermissions, SetPolicy, SetUserTags,
 )
 from metadata.records import EXCHANGE, QUEUE, QueueRecord
 from metadata.registry import Registry
+from metadata import texts
 from wire.errors import CONNECTION_FORCED, INTERNAL_ERROR, NOT_FOUND, AmqpError
 
 CONNECTION_ADMIN_NAME = "conn-admin"  # the actor in each connection host that closes connections
-
-
-class DefinitionsCorrupt(RuntimeError):
-    """The definitions file does not decode: the node must not start with the wrong users."""
+TIMEOUT_MS_DEFAULT = 30_000  # RabbitMQ's khepri_default_timeout
 
 
 @dataclass(frozen=True, slots=True)
 class Apply:
-    """An operation's step: apply `cmd` to the registry; resumes with (result, changes)."""
+    """An operation's step: propose `cmd`; resumes with (result, changes) once applied here, or
+    ends the operation with `timeout_error` (None: propose again) when that takes too long."""
 
     cmd: Command
+    timeout_error: AmqpError | AdminError | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Ask:
     """An operation's step: send `request(rid)` to `to`; resumes with the Reply, or with a Reply
-    carrying `unreachable` when the target does not exist."""
+    carrying `missing` when the target does not exist, or `down` when its node is down."""
 
     to: Address
     request: Callable[[int], Any]
-    unreachable: AmqpError
+    missing: AmqpError
+    down: AmqpError | None = None  # None: the same as `missing`
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,49 +110,70 @@ class AdminAsk:
     args: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class Startup:
+    """This node's start-up operations (see the module docstring)."""
+
+    bootstrap: bool  # this node starts a new cluster
+    default_user: str = "guest"
+    default_pass: str = "guest"
+    imported: tuple = ()  # a definitions file's records, loaded once by the node that bootstraps
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDown:
+    """An internal operation: `node` is down; its transient queues go."""
+
+    node: str
+
+
 Op = Generator[Apply | Ask, Any, Any]
-Origin = Address | None  # who sent a request (None for an admin ask)
+Origin = Address | None  # who sent a request (None for an admin ask or an internal operation)
 
 
-def _down(name: str) -> AmqpError:
+def _queue_down(name: str) -> AmqpError:
     return AmqpError(NOT_FOUND, f"queue '{name}' is down or inaccessible")
 
 
 class NodeCore:
-    def __init__(self, registry: Registry, queue_hosts: int, *, salt: Callable[[int], bytes],
-                 persist: bool) -> None:
+    def __init__(self, registry: Registry, node: str, queue_hosts: int, *, salt: Callable[[int], bytes],
+                 incarnation: int, timeout_ms: int = TIMEOUT_MS_DEFAULT) -> None:
         self.registry = registry
+        self.node = node
         self.queue_hosts = queue_hosts
+        self.timeout_ms = timeout_ms
         self._salt = salt  # n -> n random bytes (the OS's, in the shell)
-        self._persist = persist  # keep the definitions file (a node with a data dir)
-        self.subscribers: dict[Address, None] = {}  # replicas, in subscription order
+        self._incarnation = incarnation  # tells this run's proposals from an earlier run's in the log
+        self.serving = False
+        self.down: set[str] = set()  # nodes the cluster sees down
+        self._seen_up: set[str] = set()  # nodes seen up since this one started and not lost since
+        self.subscribers: dict[Address, int] = {}  # replicas, in subscription order -> their incarnation
+        self._held_subscribers: list[tuple[Address, int]] = []  # subscribed before this node serves
         self._queue_hosts_seen: set[str] = set()  # queue hosts whose replica subscribed already
-        self._queue_settings: dict[tuple[str, str], dict] = {}  # what each queue was last sent
-        self._saved: bytes | None = None  # the definitions file's current bytes
+        self._queue_settings: dict[tuple[str, str], dict] = {}  # what each queue homed here was last sent
         self._work: deque[tuple[Origin, Any]] = deque()
         self._running: tuple[Origin, Any, Op] | None = None
-        self._calls: dict[int, tuple[Callable[[Reply], None], AmqpError]] = {}  # rid -> resume, unreachable
+        self._calls: dict[int, tuple[Callable[[Reply], None], Ask]] = {}  # rid -> resume, its step
+        self._proposal: tuple[Hashable, Apply] | None = None  # the running operation's, if it waits on one
+        self._proposals = 0
         self._syncs: dict[Hashable, tuple[set[int], Any]] = {}  # admin ask -> Syncs awaited, its result
         self._rid = 0  # 0 is never a call's rid: fire-and-forget requests carry it
+        self._startup_left = 0
         self._out: list[Effect] = []
 
     # ------------------------------------------------------------------ inputs
-    def start(self, saved: bytes | None, default_user: str, default_pass: str) -> list[Effect]:
-        """Load the definitions file's bytes (None: there is none yet, so the default user is made,
-        with full permissions on "/"). Raises DefinitionsCorrupt for a file that does not decode."""
-        if not self._persist:
-            return []
-        if saved is None:
-            self.registry.apply_command(AddUser(default_user, self._hash(default_pass), ("administrator",)))
-            self.registry.apply_command(SetPermissions(default_user, "/", ".*", ".*", ".*"))
-            self._save()
-            self._out.append(Log("node.default_user_created", fields=(("user", default_user),)))
-            return self._flush()
-        records = definitions.decode(saved)
-        if isinstance(records, definitions.DefinitionsError):
-            raise DefinitionsCorrupt(records.reason)
-        self.registry.load_definitions(records)
-        return []
+    def start(self, startup: Startup) -> list[Effect]:
+        ops: list[Any] = [RemoveNodeTransients(self.node)]
+        if startup.bootstrap:
+            if startup.imported:
+                ops.append(LoadDefinitions(tuple(self._adopt(startup.imported))))
+            else:
+                ops += [AddUser(startup.default_user, self._hash(startup.default_pass), ("administrator",)),
+                        SetPermissions(startup.default_user, "/", ".*", ".*", ".*")]
+        self._startup_left = len(ops)
+        self._work.extend((None, _StartupOp(cmd)) for cmd in ops)
+        self._pump()
+        return self._flush()
 
     def receive(self, sender: Address, msg: Any) -> list[Effect]:
         kind = type(msg)
@@ -152,12 +185,15 @@ class NodeCore:
             self._work.append((sender, msg))
             self._pump()
         elif kind is Subscribe:
-            self._subscribe(sender)
+            if self.serving:
+                self._subscribe(sender, msg.incarnation)
+            else:
+                self._held_subscribers.append((sender, msg.incarnation))
         elif kind is Undelivered:  # a call to an actor that does not exist (its host is restarting)
             rid = getattr(msg.msg, "rid", None)
             call = self._calls.pop(rid, None) if rid else None
             if call is not None:
-                call[0](Reply(rid, error=call[1]))
+                call[0](Reply(rid, error=call[1].missing))
         else:
             self._out.append(Log("node.unexpected_message", "warning", (("kind", kind.__name__),)))
         return self._flush()
@@ -165,6 +201,64 @@ class NodeCore:
     def admin(self, ask: Hashable, op: str, args: dict[str, Any]) -> list[Effect]:
         """An admin command (one of ADMIN_OPS); answered later with AnswerAdmin(ask, value)."""
         self._work.append((None, AdminAsk(ask, op, args)))
+        self._pump()
+        return self._flush()
+
+    def applied(self, origin: str, key: Hashable, cmd: Command, result: Any, changes: list) -> list[Effect]:
+        """This node's member applied an entry of the log (proposed by node `origin` under `key`)."""
+        if changes:
+            for sub in self.subscribers:
+                self._out.append(Send(sub, MetadataChanged(changes)))
+        mine = origin == self.node and self._proposal is not None and self._proposal[0] == key
+        if self.serving:
+            # the running declare creates its queue's actor and the running delete has disposed of it
+            self._consequences(cmd, result, changes, actors_done=mine and type(cmd) in (PutQueue, RemoveQueue))
+        if mine:
+            self._proposal = None
+            self._out.append(CancelTimer(_timer(key)))
+            self._advance((result, changes))
+            self._pump()
+        return self._flush()
+
+    def restored(self) -> list[Effect]:
+        """This node's copy was replaced by a snapshot from the leader: the subscribers get it whole."""
+        snapshot = self.registry.snapshot()
+        for sub in self.subscribers:
+            self._out.append(Send(sub, MetadataChanged(snapshot)))
+        return self._flush()
+
+    def timer(self, name: str) -> list[Effect]:
+        if self._proposal is not None and _timer(self._proposal[0]) == name:
+            _, step = self._proposal
+            self._proposal = None
+            if step.timeout_error is None:
+                self._propose(step)  # a start-up operation: the node cannot serve without it
+            elif step.timeout_error is RETRY_LATER:  # a clean-up: its turn again after the others'
+                origin, msg, op = self._running
+                self._running = None
+                op.close()
+                self._work.append((origin, msg))
+                self._pump()
+            else:
+                self._finish(step.timeout_error)
+                self._pump()
+        return self._flush()
+
+    def nodes(self, up: Iterable[str], down: Iterable[str]) -> list[Effect]:
+        """The cluster's view of which nodes are up changed. A node not heard from since this one
+        started counts as down for calls, but only one seen up and then lost loses its transient
+        queues: a node that has just started has not heard from anyone yet."""
+        gone = set(down) & self._seen_up
+        self._seen_up = (self._seen_up | set(up)) - set(down)
+        self.down = set(down) - {self.node}
+        for node in sorted(self.down):
+            if node in gone:
+                self._work.append((None, NodeDown(node)))
+            hosts_prefix = node + ":"
+            for rid, (resume, step) in list(self._calls.items()):
+                if step.to.host.startswith(hosts_prefix):
+                    del self._calls[rid]
+                    resume(Reply(rid, error=step.down or step.missing))
         self._pump()
         return self._flush()
 
@@ -184,71 +278,75 @@ class NodeCore:
             self._advance(None)
 
     def _advance(self, value: Any) -> None:
-        """Run the current operation until it asks someone or finishes."""
+        """Run the current operation until it waits for a proposal or a call, or finishes."""
         assert self._running is not None
         origin, msg, op = self._running
         try:
-            while True:
-                step = op.send(value)
-                if type(step) is Apply:
-                    value = self.registry.apply_command(step.cmd)
-                    continue
-                self._rid += 1
-                self._calls[self._rid] = (self._resume, step.unreachable)
-                self._out.append(Send(step.to, step.request(self._rid)))
-                return
+            step = op.send(value)
         except StopIteration as done:
-            result = done.value
+            self._finish(done.value)
+            return
         except Exception:  # a bug in one request must not stop the node's metadata service
             self._out.append(Log("node.op_failed", "error", (("op", type(msg).__name__),
                                                              ("traceback", traceback.format_exc()))))
             name = "AdminOp" if type(msg) is AdminAsk else type(msg).__name__
-            result = AmqpError(INTERNAL_ERROR, f"internal error in {name}", connection=True)
-        self._running = None
-        self._answer(origin, msg, result)
+            self._finish(AmqpError(INTERNAL_ERROR, f"internal error in {name}", connection=True))
+            return
+        if type(step) is Apply:
+            self._propose(step)
+            return
+        if node_of(step.to.host) in self.down:
+            self._advance(Reply(0, error=step.down or step.missing))
+            return
+        self._rid += 1
+        self._calls[self._rid] = (self._resume, step)
+        self._out.append(Send(step.to, step.request(self._rid)))
+
+    def _propose(self, step: Apply) -> None:
+        self._proposals += 1
+        key = (self._incarnation, self._proposals)
+        self._proposal = (key, step)
+        self._out += [ProposeCommand(key, step.cmd), StartTimer(_timer(key), self.timeout_ms)]
 
     def _resume(self, reply: Reply) -> None:
         self._advance(reply)
         self._pump()
 
+    def _finish(self, result: Any) -> None:
+        assert self._running is not None
+        origin, msg, op = self._running
+        self._running = None
+        op.close()
+        self._answer(origin, msg, result)
+
     def _answer(self, origin: Origin, msg: Any, result: Any) -> None:
-        if type(msg) is AdminAsk:
+        kind = type(msg)
+        if kind is AdminAsk:
             self._admin_done(msg.ask, result)
+        elif kind is _StartupOp:
+            self._startup_left -= 1
+            if self._startup_left == 0:
+                self._serve()
         elif hasattr(msg, "rid"):  # a call (queue auto-delete and connection close are not)
             assert origin is not None
             reply = Reply(msg.rid, error=result) if isinstance(result, AmqpError) else Reply(msg.rid, result)
             self._out.append(Send(origin, reply))
 
-    # ------------------------------------------------------------------ publication
-    def _save(self) -> None:
-        """Rewrite the definitions file if what it holds changed (a declare of a transient queue does
-        not touch the disk; a durable one is on disk before declare-ok leaves)."""
-        if not self._persist:
-            return
-        data = definitions.encode(self.registry.snapshot())
-        if data != self._saved:
-            self._out.append(SaveDefinitions(data))
-            self._saved = data
+    # ------------------------------------------------------------------ serving, replicas, queue hosts
+    def _serve(self) -> None:
+        self.serving = True
+        self._out.append(Log("node.serving", fields=(("node", self.node),)))
+        held, self._held_subscribers = self._held_subscribers, []
+        for sub, incarnation in held:
+            self._subscribe(sub, incarnation)
 
-    def _publish(self, changes: list, gone: list[tuple[str, str]] = ()) -> None:
-        """Persist, then tell every replica: a change is on disk before anyone acts on it."""
-        if changes:
-            self._save()
-        if changes or gone:
-            for sub in self.subscribers:
-                self._out.append(Send(sub, MetadataChanged(changes, list(gone))))
-
-    def _command(self, cmd: Command) -> Op:
-        """Apply one command and publish what it changed; its result."""
-        result, changes = yield Apply(cmd)
-        self._publish(changes)
-        return result
-
-    # ------------------------------------------------------------------ replicas and queue hosts
-    def _subscribe(self, sender: Address) -> None:
-        self.subscribers[sender] = None
-        self._out.append(Send(sender, MetadataChanged(self.registry.snapshot(), [])))
-        if sender.name != QUEUE_ROUTER_NAME:
+    def _subscribe(self, sender: Address, incarnation: int) -> None:
+        """A replica's first subscription, a restarted host's, or one asked again after this node host
+        restarted (the same incarnation as before: nothing was lost on that host)."""
+        again = self.subscribers.get(sender) == incarnation
+        self.subscribers[sender] = incarnation
+        self._out.append(Send(sender, MetadataChanged(self.registry.snapshot())))
+        if sender.name != QUEUE_ROUTER_NAME or again:
             return
         host = sender.host
         if host in self._queue_hosts_seen:
@@ -257,11 +355,52 @@ class NodeCore:
         self._queue_hosts_seen.add(host)
         # durable queues after a node restart, all queues after a crash of that host alone
         for rec in self.registry.queues():
-            if queue_host(rec.vhost, rec.name, self.queue_hosts) == host:
-                self._out.append(Send(queue_manager(host), CreateQueue(0, rec.vhost, rec.name, rec.auto_delete,
-                                                                       rec.arguments, rec.durable)))
+            if rec.home == host:
+                self._create_actor(rec)
                 self._queue_settings.pop((rec.vhost, rec.name), None)  # the new actor knows no policy yet
                 self._send_policy(rec)
+
+    def _create_actor(self, rec: QueueRecord) -> None:
+        self._out.append(Send(queue_manager(rec.home), _create(rec, 0)))
+
+    def _homed_here(self, home: str) -> bool:
+        return node_of(home) == self.node
+
+    def _consequences(self, cmd: Command, result: Any, changes: list, *, actors_done: bool) -> None:
+        """What an applied entry means for this node's hosts (see the module docstring)."""
+        policies: set[str] = set()
+        for change in changes:
+            kind = type(change)
+            if kind is QueueCreated:
+                rec = self.registry.queue(change.vhost, change.name)
+                if rec is not None and self._homed_here(rec.home) and not actors_done:
+                    self._create_actor(rec)
+                    self._send_policy(rec)
+            elif kind is QueueDeleted:
+                self._queue_settings.pop((change.vhost, change.name), None)
+                if not actors_done:
+                    self._dispose_if_homed_here(change.vhost, change.name, change.home)
+            elif kind is VhostDeleted:
+                for sub in self.connection_hosts():
+                    self._out.append(Send(Address(sub.host, CONNECTION_ADMIN_NAME),
+                                          CloseConnections(change.vhost, None, CONNECTION_FORCED,
+                                                           f"vhost '{change.vhost}' is deleted")))
+            elif kind is PolicySet or kind is PolicyCleared:
+                policies.add(change.vhost)
+        if type(cmd) is RemoveVhost and isinstance(result, list):  # its queues went with the vhost
+            for rec in result:
+                self._queue_settings.pop((rec.vhost, rec.name), None)
+                self._dispose_if_homed_here(rec.vhost, rec.name, rec.home)
+        elif type(cmd) is ForgetNodeQueues:
+            self._out.append(Send(Address(host_of(self.node, NODE_KIND), CLUSTER_NAME), ForgetNode(cmd.node)))
+        for vhost in sorted(policies):
+            for rec in self.registry.queues(vhost):
+                if self._homed_here(rec.home):
+                    self._send_policy(rec)
+
+    def _dispose_if_homed_here(self, vhost: str, name: str, home: str) -> None:
+        if self._homed_here(home):
+            self._out.append(Send(queue_address(home, vhost, name), Dispose(0, False, False)))
 
     def _send_policy(self, rec: QueueRecord) -> None:
         """Tell the queue its effective settings when they differ from what it was last told
@@ -273,41 +412,60 @@ class NodeCore:
             return
         if settings != last:
             self._queue_settings[key] = settings
-            self._out.append(Send(self._queue(rec), ApplyPolicy(settings)))
+            self._out.append(Send(queue_address(rec.home, rec.vhost, rec.name), ApplyPolicy(settings)))
 
-    def _queue(self, rec: QueueRecord) -> Address:
-        return queue_address(rec.vhost, rec.name, self.queue_hosts)
+    def _adopt(self, records: Iterable[Any]) -> list[Any]:
+        """A definitions file's queues are homed on this node, which brings them in."""
+        return [replace(r, home=self._home(r.vhost, r.name)) if type(r) is QueueCreated else r for r in records]
 
-    # ------------------------------------------------------------------ channels' requests
+    def _home(self, vhost: str, name: str) -> str:
+        return host_of(self.node, queue_kind(vhost, name, self.queue_hosts))
+
+    # ------------------------------------------------------------------ operations
+    def _startup(self, x: _StartupOp) -> Op:
+        result, _ = yield Apply(x.cmd)
+        return result
+
+    def _node_down(self, x: NodeDown) -> Op:
+        yield Apply(RemoveNodeTransients(x.node), RETRY_LATER)
+
+    def _command(self, cmd: Command, timeout_error: AmqpError | AdminError) -> Op:
+        """Apply one command; its result."""
+        result, _ = yield Apply(cmd, timeout_error)
+        return result
+
     def _exchange_declare(self, x: DeclareExchange) -> Op:
         if x.passive:
             return self.registry.check_exchange(x.vhost, x.exchange)
         return (yield from self._command(PutExchange(x.vhost, x.exchange, x.type, x.durable, x.auto_delete,
-                                                     x.internal, x.arguments)))
+                                                     x.internal, x.arguments),
+                                         texts.declare_timeout("exchange", x.exchange, x.vhost)))
 
     def _queue_declare(self, x: DeclareQueue) -> Op:
-        changes: list = []
         if x.passive:
             rec = self.registry.check_queue_access(x.vhost, x.queue, x.owner)
         else:
             name, server_named = x.queue, names.strip_cr_lf(x.queue) == ""
             if server_named:
                 name = self.registry.fresh_queue_name(x.vhost)
-            rec, changes = yield Apply(PutQueue(x.vhost, name, x.durable, x.exclusive, x.auto_delete, x.arguments,
-                                                x.owner, server_named))
+            rec, _ = yield Apply(PutQueue(x.vhost, name, x.durable, x.exclusive, x.auto_delete, x.arguments, x.owner,
+                                          server_named, self._home(x.vhost, name)),
+                                 texts.queue_declare_timeout(name, x.vhost, self.node))
         if isinstance(rec, AmqpError):
             return rec
+        down = self._home_down(rec)
         if rec.created:
-            host = queue_host(rec.vhost, rec.name, self.queue_hosts)
-            yield Ask(queue_manager(host), lambda rid: CreateQueue(rid, rec.vhost, rec.name, rec.auto_delete,
-                                                                   rec.arguments, rec.durable), _down(rec.name))
+            yield Ask(queue_manager(rec.home), lambda rid: _create(rec, rid), _queue_down(rec.name), down)
             self._send_policy(rec)
-            self._publish(changes)
             return QueueDeclared(rec.name, 0, 0)
-        stats = yield Ask(self._queue(rec), QueueStats, _down(rec.name))
+        stats = yield Ask(queue_address(rec.home, rec.vhost, rec.name), QueueStats, _queue_down(rec.name), down)
         if not stats.ok:
             return stats.error
         return QueueDeclared(rec.name, stats.value.messages, stats.value.consumers)
+
+    @staticmethod
+    def _home_down(rec: QueueRecord) -> AmqpError:
+        return texts.home_node_down(node_of(rec.home), rec.name, rec.vhost)
 
     def _queue_delete(self, x: DeleteQueue) -> Op:
         rec = self.registry.check_queue_access(x.vhost, x.queue, x.owner)
@@ -317,34 +475,24 @@ class NodeCore:
         return (yield from self._delete_queue(rec, x.if_unused, x.if_empty))
 
     def _queue_auto_delete(self, x: AutoDeleteQueue) -> Op:
-        rec = self._find_queue(x.vhost, x.name)
+        rec = self.registry.queue(x.vhost, x.name)
         if rec is None:
             return 0
         return (yield from self._delete_queue(rec, True, False))
 
     def _delete_queue(self, rec: QueueRecord, if_unused: bool, if_empty: bool) -> Op:
-        """The queue agrees (it checks if-unused / if-empty) and is gone, then the record: its count."""
-        reply = yield Ask(self._queue(rec), lambda rid: Dispose(rid, if_unused, if_empty), _down(rec.name))
-        if not reply.ok:
+        """The queue agrees (it checks if-unused / if-empty) and is gone, then the record: its count.
+        A queue whose actor is missing on a live node (a crashed host's transient queue, say) has
+        nothing to agree or count: its record goes."""
+        reply = yield Ask(queue_address(rec.home, rec.vhost, rec.name), lambda rid: Dispose(rid, if_unused, if_empty),
+                          _MISSING, self._home_down(rec))
+        if not reply.ok and reply.error is not _MISSING:
             return reply.error
-        _, changes = yield Apply(RemoveQueue(rec.vhost, rec.name, rec.exclusive_owner))
-        self._queue_settings.pop((rec.vhost, rec.name), None)
-        self._publish(changes, [(rec.vhost, rec.name)])
-        return reply.value
+        yield Apply(RemoveQueue(rec.vhost, rec.name, rec.exclusive_owner), texts.queue_delete_timeout())
+        return reply.value if reply.ok else 0
 
     def _connection_closed(self, x: ConnectionClosed) -> Op:
-        records, changes = yield Apply(RemoveOwnedQueues(x.owner))
-        yield from self._dispose_all(records)
-        self._publish(changes, [(rec.vhost, rec.name) for rec in records])
-
-    def _dispose_all(self, records: list[QueueRecord]) -> Op:
-        """The actors of queues whose records are gone, one after the other."""
-        for rec in records:
-            self._queue_settings.pop((rec.vhost, rec.name), None)
-            yield Ask(self._queue(rec), lambda rid: Dispose(rid, False, False), _down(rec.name))
-
-    def _find_queue(self, vhost: str, name: str) -> QueueRecord | None:
-        return next((q for q in self.registry.queues(vhost) if q.name == name), None)
+        yield Apply(RemoveOwnedQueues(x.owner), RETRY_LATER)
 
     # ------------------------------------------------------------------ admin commands
     def _admin(self, a: AdminAsk) -> Op:
@@ -355,15 +503,16 @@ class NodeCore:
         if isinstance(result, AdminError):
             self._out.append(AnswerAdmin(ask, {"error": result.message, "exit": result.exit_code}))
             return
-        if isinstance(result, AmqpError):
-            result = {"error": result.detail, "exit": EX_SOFTWARE}
+        if isinstance(result, AmqpError):  # the code lets the HTTP API answer as RabbitMQ's does
+            self._out.append(AnswerAdmin(ask, {"error": result.detail, "exit": EX_SOFTWARE, "code": result.code}))
+            return
         rids: set[int] = set()
         self._syncs[ask] = (rids, result)
         for sub in self.subscribers:
             self._rid += 1
             rids.add(self._rid)
             self._calls[self._rid] = (lambda reply, ask=ask: self._synced(ask, reply.rid),
-                                      AmqpError(NOT_FOUND, f"replica {sub} is down"))
+                                      Ask(sub, Sync, AmqpError(NOT_FOUND, f"replica {sub} is down")))
             self._out.append(Send(sub, Sync(self._rid)))
         if not rids:
             self._synced(ask, None)
@@ -376,48 +525,25 @@ class NodeCore:
             self._out.append(AnswerAdmin(ask, result))
 
     def _admin_command(self, cmd: Command) -> Op:
-        result = yield from self._command(cmd)
+        result = yield from self._command(cmd, _ADMIN_TIMEOUT)
         return {"ok": True} if result is None else result
 
     def _hash(self, password: str) -> str:
         return passwords.hash_password(password, self._salt(passwords.salt_bytes))
 
-    def _set_policy(self, a: dict) -> Op:
-        vhost = a.get("vhost", "/")
-        result = yield from self._admin_command(SetPolicy(vhost, a["name"], a["pattern"], a["definition"],
-                                                          a.get("priority", 0), a.get("apply_to", "all"),
-                                                          a.get("operator", False)))
-        self._policies_changed(vhost, result)
-        return result
-
-    def _clear_policy(self, a: dict) -> Op:
-        vhost = a.get("vhost", "/")
-        result = yield from self._admin_command(ClearPolicy(vhost, a["name"], a.get("operator", False)))
-        self._policies_changed(vhost, result)
-        return result
-
-    def _policies_changed(self, vhost: str, result: Any) -> None:
-        if not isinstance(result, AdminError):
-            for rec in self.registry.queues(vhost):
-                self._send_policy(rec)
-
     def _delete_vhost(self, a: dict) -> Op:
         vhost = a["name"]
         if not self.registry.vhost_exists(vhost):
             return no_vhost(vhost)
-        for sub in self.connection_hosts():
-            self._out.append(Send(Address(sub.host, CONNECTION_ADMIN_NAME),
-                                  CloseConnections(vhost, None, CONNECTION_FORCED, f"vhost '{vhost}' is deleted")))
-        gone, changes = yield Apply(RemoveVhost(vhost))
-        yield from self._dispose_all(gone)
-        self._publish(changes, [(rec.vhost, rec.name) for rec in gone])
+        yield Apply(RemoveVhost(vhost), _ADMIN_TIMEOUT)
         return {"ok": True}
 
     def _purge_queue(self, a: dict) -> Op:
         rec = self._admin_queue(a)
         if isinstance(rec, AdminError):
             return rec
-        reply = yield Ask(self._queue(rec), Purge, _down(rec.name))
+        reply = yield Ask(queue_address(rec.home, rec.vhost, rec.name), Purge, _queue_down(rec.name),
+                          self._home_down(rec))
         return {"messages": reply.value} if reply.ok else AdminError(reply.error.detail)
 
     def _delete_queue_admin(self, a: dict) -> Op:
@@ -427,29 +553,119 @@ class NodeCore:
         result = yield from self._delete_queue(rec, a.get("if_unused", False), a.get("if_empty", False))
         return AdminError(result.detail) if isinstance(result, AmqpError) else {"messages": result}
 
+    # the HTTP API's declarations: the channels' operations, with no connection behind them
+    def _declare_exchange_admin(self, a: dict) -> Op:
+        result = yield from self._exchange_declare(DeclareExchange(
+            0, a.get("vhost", "/"), a["name"], a["type"], False, a.get("durable", True), a.get("auto_delete", False),
+            a.get("internal", False), dict(a.get("arguments") or {})))
+        return result if isinstance(result, AmqpError) else {"ok": True}
+
+    def _delete_exchange_admin(self, a: dict) -> Op:
+        return (yield from self._admin_command(RemoveExchange(a.get("vhost", "/"), a["name"],
+                                                              a.get("if_unused", False))))
+
+    def _declare_queue_admin(self, a: dict) -> Op:
+        result = yield from self._queue_declare(DeclareQueue(
+            0, a.get("vhost", "/"), a["name"], False, a.get("durable", True), False, a.get("auto_delete", False),
+            dict(a.get("arguments") or {}), None))
+        return result if isinstance(result, AmqpError) else {"ok": True}
+
+    def _binding_admin(self, command: type, a: dict) -> Op:
+        return (yield from self._admin_command(command(a.get("vhost", "/"), a["destination_kind"], a["destination"],
+                                                       a["source"], a.get("routing_key", ""),
+                                                       dict(a.get("arguments") or {}))))
+
+    def _put_user(self, a: dict) -> Op:
+        """Create or update a user from a password or a ready hash (definitions carry hashes)."""
+        name, tags = a["name"], tuple(a.get("tags", ()))
+        digest = a.get("password_hash")
+        if digest is None:
+            digest = self._hash(a["password"]) if a.get("password") is not None else ""
+        if not any(u.name == name for u in self.registry.users()):
+            return (yield from self._admin_command(AddUser(name, digest, tags)))
+        if a.get("password") is not None or a.get("password_hash") is not None:
+            yield from self._command(ChangePassword(name, digest), _ADMIN_TIMEOUT)
+        return (yield from self._admin_command(SetUserTags(name, tags)))
+
+    def _import_definitions(self, a: dict) -> Op:
+        """RabbitMQ's definitions document, applied in dependency order; the first error stops it."""
+        d = a["definitions"]
+        steps: list[tuple[Callable[[NodeCore, dict], Op], dict]] = []
+        steps += [(_ADMIN["add_vhost"], {"name": v["name"]}) for v in d.get("vhosts", [])]
+        steps += [(NodeCore._put_user, {"name": u["name"], "password_hash": u.get("password_hash", ""),
+                                        "tags": _tags(u.get("tags", ""))}) for u in d.get("users", [])]
+        steps += [(_ADMIN["set_permissions"], p) for p in d.get("permissions", [])]
+        steps += [(_ADMIN["set_policy"], {"vhost": p["vhost"], "name": p["name"], "pattern": p["pattern"],
+                                          "definition": p["definition"], "priority": p.get("priority", 0),
+                                          "apply_to": p.get("apply-to", "all")}) for p in d.get("policies", [])]
+        steps += [(NodeCore._declare_exchange_admin, x) for x in d.get("exchanges", [])]
+        steps += [(NodeCore._declare_queue_admin, q) for q in d.get("queues", [])]
+        steps += [(lambda core, b: core._binding_admin(AddBinding, b),
+                   {**b, "destination_kind": b.get("destination_type", "queue")}) for b in d.get("bindings", [])]
+        for op, args in steps:
+            result = yield from op(self, args)
+            if isinstance(result, (AdminError, AmqpError)):
+                return result
+        return {"ok": True}
+
     def _admin_queue(self, a: dict) -> QueueRecord | AdminError:
         vhost, name = a.get("vhost", "/"), a["name"]
         if not self.registry.vhost_exists(vhost):
             return no_vhost(vhost)
-        rec = self._find_queue(vhost, name)
+        rec = self.registry.queue(vhost, name)
         return rec if rec is not None else AdminError(f"Queue '{name}' in vhost '{vhost}' does not exist")
 
+    def _forget_node(self, a: dict) -> Op:
+        """warrenctl forget_cluster_node: the node's queues go with it (RabbitMQ deletes the durable
+        classic queues homed on a forgotten node); the shell has removed it from the Raft group."""
+        yield Apply(ForgetNodeQueues(a["node"]), _ADMIN_TIMEOUT)
+        return {"ok": True}
 
-# the channels' calls that are one registry command each, as that command
-_COMMANDS: dict[type, Callable[[Any], Command]] = {
-    DeleteExchange: lambda x: RemoveExchange(x.vhost, x.exchange, x.if_unused),
-    BindExchange: lambda x: AddBinding(x.vhost, EXCHANGE, x.destination, x.source, x.routing_key, x.arguments),
-    UnbindExchange: lambda x: RemoveBinding(x.vhost, EXCHANGE, x.destination, x.source, x.routing_key, x.arguments),
-    BindQueue: lambda x: AddBinding(x.vhost, QUEUE, x.queue, x.exchange, x.routing_key, x.arguments, x.owner),
-    UnbindQueue: lambda x: RemoveBinding(x.vhost, QUEUE, x.queue, x.exchange, x.routing_key, x.arguments, x.owner),
+
+@dataclass(frozen=True, slots=True)
+class _StartupOp:
+    cmd: Command
+
+
+def _create(rec: QueueRecord, rid: int) -> CreateQueue:
+    return CreateQueue(rid, rec.vhost, rec.name, rec.auto_delete, rec.arguments, rec.durable)
+
+
+_MISSING = AmqpError(NOT_FOUND, "the actor does not exist")  # an Ask's marker: its target is gone
+RETRY_LATER = AdminError("retried later")  # a clean-up's time-out: made again after the requests queued meanwhile
+_ADMIN_TIMEOUT = AdminError("the operation timed out: the metadata store has no majority", EX_SOFTWARE)
+
+
+def _timer(key: Hashable) -> str:
+    return f"propose:{key}"
+
+
+def _binding_timeout(action: str) -> AmqpError:
+    return AmqpError(INTERNAL_ERROR, f"Could not {action} binding due to timeout")
+
+
+# the channels' calls that are one registry command each, as that command and its time-out error
+_COMMANDS: dict[type, tuple[Callable[[Any], Command], Callable[[Any], AmqpError]]] = {
+    DeleteExchange: (lambda x: RemoveExchange(x.vhost, x.exchange, x.if_unused),
+                     lambda x: texts.exchange_delete_timeout(x.exchange, x.vhost)),
+    BindExchange: (lambda x: AddBinding(x.vhost, EXCHANGE, x.destination, x.source, x.routing_key, x.arguments),
+                   lambda x: _binding_timeout("add")),
+    UnbindExchange: (lambda x: RemoveBinding(x.vhost, EXCHANGE, x.destination, x.source, x.routing_key,
+                                             x.arguments),
+                     lambda x: _binding_timeout("remove")),
+    BindQueue: (lambda x: AddBinding(x.vhost, QUEUE, x.queue, x.exchange, x.routing_key, x.arguments, x.owner),
+                lambda x: _binding_timeout("add")),
+    UnbindQueue: (lambda x: RemoveBinding(x.vhost, QUEUE, x.queue, x.exchange, x.routing_key, x.arguments, x.owner),
+                  lambda x: _binding_timeout("remove")),
 }
 
 _OPS: dict[type, Callable[[NodeCore, Any], Op]] = {
-    **{kind: (lambda core, x, to_command=to_command: core._command(to_command(x)))
-       for kind, to_command in _COMMANDS.items()},
+    **{kind: (lambda core, x, to_command=to_command, timeout=timeout: core._command(to_command(x), timeout(x)))
+       for kind, (to_command, timeout) in _COMMANDS.items()},
     DeclareExchange: NodeCore._exchange_declare, DeclareQueue: NodeCore._queue_declare,
     DeleteQueue: NodeCore._queue_delete, AutoDeleteQueue: NodeCore._queue_auto_delete,
     ConnectionClosed: NodeCore._connection_closed, AdminAsk: NodeCore._admin,
+    _StartupOp: NodeCore._startup, NodeDown: NodeCore._node_down,
 }
 
 _ADMIN: dict[str, Callable[[NodeCore, dict], Op]] = {
@@ -463,7 +679,26 @@ _ADMIN: dict[str, Callable[[NodeCore, dict], Op]] = {
     "clear_permissions": lambda core, a: core._admin_command(ClearPermissions(a["user"], a.get("vhost", "/"))),
     "add_vhost": lambda core, a: core._admin_command(AddVhost(a["name"])),
     "delete_vhost": NodeCore._delete_vhost,
-    "set_policy": NodeCore._set_policy, "clear_policy": NodeCore._clear_policy,
+    "set_policy": lambda core, a: core._admin_command(SetPolicy(
+        a.get("vhost", "/"), a["name"], a["pattern"], a["definition"], a.get("priority", 0),
+        a.get("apply_to", "all"), a.get("operator", False))),
+    "clear_policy": lambda core, a: core._admin_command(ClearPolicy(a.get("vhost", "/"), a["name"],
+                                                                    a.get("operator", False))),
     "purge_queue": NodeCore._purge_queue, "delete_queue": NodeCore._delete_queue_admin,
+    "forget_node_queues": NodeCore._forget_node,
 }
+_ADMIN.update({
+    "declare_exchange": NodeCore._declare_exchange_admin, "delete_exchange": NodeCore._delete_exchange_admin,
+    "declare_queue": NodeCore._declare_queue_admin, "put_user": NodeCore._put_user,
+    "bind": lambda core, a: core._binding_admin(AddBinding, a),
+    "unbind": lambda core, a: core._binding_admin(RemoveBinding, a),
+    "import_definitions": NodeCore._import_definitions,
+})
 ADMIN_OPS = frozenset(_ADMIN)
+
+
+def _tags(tags: Any) -> tuple[str, ...]:
+    """Tags as definitions carry them: a list, or RabbitMQ's comma-separated string."""
+    if isinstance(tags, str):
+        return tuple(t.strip() for t in tags.split(",") if t.strip())
+    return tuple(tags)

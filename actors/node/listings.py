@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from metadata.arguments import queue_type
 from metadata.policies import definition_json
 from metadata.registry import Registry
 
@@ -57,7 +58,9 @@ def _queue_policies(reg: Registry, args: dict) -> list[dict]:
         policy, operator, settings = reg.queue_policy(q)
         out.append({"vhost": q.vhost, "name": q.name, "policy": policy, "operator_policy": operator,
                     "effective_policy_definition": settings, "durable": q.durable, "auto_delete": q.auto_delete,
-                    "exclusive": q.exclusive_owner is not None, "arguments": printable(q.arguments)})
+                    "exclusive": q.exclusive_owner is not None, "arguments": printable(q.arguments),
+                    "type": queue_type(q.arguments),
+                    "owner_pid": None if q.exclusive_owner is None else str(q.exclusive_owner)})
     return out
 
 

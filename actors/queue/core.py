@@ -70,6 +70,7 @@ from actors.messages.channel_queue import (
     Purge, Rejected, Settle,
 )
 from actors.messages.node import ApplyPolicy, AutoDeleteQueue, Dispose, QueueCounts, QueueStats
+from actors.mgmt.counters import MessageCounters
 from actors.queue import deadletter
 from actors.queue.consumers import Consumer, Consumers
 from actors.queue.priority import PriorityReady
@@ -120,6 +121,9 @@ class ClassicQueue:
         self._ttl_timer_at: int | None = None
         self.settings = QueueSettings()
         self._configure(QueueSettings.from_arguments(self.arguments))
+        # message_stats (actors/mgmt/counters.py), bumped once per batch; `redeliver` counts
+        # messages requeued, each of which goes out again flagged redelivered
+        self.counters = MessageCounters()
 
     # -- counts ---------------------------------------------------------------------------------
 
@@ -141,7 +145,10 @@ class ClassicQueue:
         return len(self._consumers)
 
     def stats(self) -> dict[str, Any]:
-        """Management-style counters; `messages` is ready + unacknowledged, as RabbitMQ reports."""
+        """Management-style counters; `messages` is ready + unacknowledged, as RabbitMQ reports,
+        and message_bytes_* count bodies, as RabbitMQ's do."""
+        unacked_body_bytes = sum([len(m[BODY]) for held in self._unacked.values() for m in held.values()])
+        exclusive = self._consumers.exclusive
         return {
             "name": self.name,
             "vhost": self.vhost,
@@ -150,6 +157,11 @@ class ClassicQueue:
             "messages_unacknowledged": self._unacked_count,
             "consumers": len(self._consumers),
             "memory": self._ready.bytes + self._unacked_bytes,
+            "message_bytes": self._ready.body_bytes + unacked_body_bytes,
+            "message_bytes_ready": self._ready.body_bytes,
+            "message_bytes_unacknowledged": unacked_body_bytes,
+            "exclusive_consumer_pid": None if exclusive is None else str(exclusive.channel),
+            "exclusive_consumer_tag": None if exclusive is None else exclusive.tag,
         }
 
     # -- configuration and time -----------------------------------------------------------------
@@ -245,6 +257,7 @@ class ClassicQueue:
             if header[HEADER_PROPS_OFFSET] & EXPIRATION_HIGH_BIT:
                 expiring.append(message)
         self._next_id = msg_id
+        self.counters.publish += len(batch)
         if self._queue_ttl is not None or expiring:
             self._stamp_expiry(batch if self._queue_ttl is not None else expiring)
         self._ready.extend(batch, body_bytes)
@@ -355,15 +368,19 @@ class ClassicQueue:
         (expired messages dead-lettered on the way, the x-expires timer restarted)."""
         self._clock(now_ms)
         taken, effects = self._take(1)
+        counters = self.counters
         if taken:
             message = taken[0]
             if ack_required:
+                counters.get += 1
                 self._hold(channel, taken)
             else:
+                counters.get_no_ack += 1
                 self._ready.forget([message[MSG_ID]])
                 if self._expiry:
                     self._expiry.pop(message[MSG_ID], None)
         else:
+            counters.get_empty += 1
             message = None
         if self._expiry:
             effects.extend(self._housekeep())
@@ -389,6 +406,7 @@ class ClassicQueue:
                 gone.append(msg_id)
                 gone_bytes += len(message[HEADER]) + len(message[BODY])
         acked_count = len(gone)
+        self.counters.ack += acked_count
         if self._expiry:
             self._forget(acked)
         dropped = [m for msg_id in discarded if (m := pop(msg_id, None)) is not None]
@@ -402,6 +420,7 @@ class ClassicQueue:
             del self._unacked[channel]
         effects = self._dead_letter(dropped, deadletter.REJECTED)
         if back:
+            self.counters.redeliver += len(back)
             self._ready.requeue(back)
             effects = self._deliver() + effects
             if self._limited or self._expiry:
@@ -419,6 +438,7 @@ class ClassicQueue:
         if held:
             self._unacked_count -= len(held)
             self._unacked_bytes -= sum([size_bytes(m) for m in held.values()])
+            self.counters.redeliver += len(held)
             self._ready.requeue(held.values())
         if held or lost:
             effects = self._deliver()  # lost may have held the single-active role
@@ -494,10 +514,13 @@ class ClassicQueue:
         taken, dead = self._take(credit, check_expiry)
         effects: list[Effect] = []
         expiry = self._expiry
+        counters = self.counters
         for consumer, messages in self._consumers.distribute(taken) if taken else ():
             if consumer.ack_required:
+                counters.deliver += len(messages)
                 self._hold(consumer.channel, messages)
             else:
+                counters.deliver_no_ack += len(messages)
                 ready.forget([m[MSG_ID] for m in messages])
                 if expiry:
                     self._forget([m[MSG_ID] for m in messages])

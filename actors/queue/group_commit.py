@@ -12,12 +12,12 @@ back (as redeliveries). The interval is one loop turn: never per message, and ne
 the work already waiting. A queue being deleted flushes itself and is `forget`-ten, so a commit
 never touches a deleted queue's storage.
 
-A shell module: `schedule` is the event loop's call_soon (tests pass their own to run a commit
-when they choose).
+The decision (which queues to flush, in what order, how many commits a turn) is pure: the caller
+hands in `schedule`, the event loop's call_soon in a queue host (the manager), a list's append in
+tests that run a commit when they choose.
 """
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Protocol
 
@@ -32,8 +32,8 @@ Schedule = Callable[[Callable[[], None]], object]
 class GroupCommit:
     __slots__ = ("_schedule", "_dirty", "_scheduled")
 
-    def __init__(self, schedule: Schedule | None = None) -> None:
-        self._schedule = schedule  # None: the running loop's call_soon, looked up at the first mark
+    def __init__(self, schedule: Schedule) -> None:
+        self._schedule = schedule
         self._dirty: dict[int, Flushable] = {}
         self._scheduled = False
 
@@ -42,7 +42,7 @@ class GroupCommit:
         self._dirty[id(queue)] = queue
         if not self._scheduled:
             self._scheduled = True
-            (self._schedule or asyncio.get_running_loop().call_soon)(self.commit)
+            self._schedule(self.commit)
 
     def forget(self, queue: Flushable) -> None:
         self._dirty.pop(id(queue), None)

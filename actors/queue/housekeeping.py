@@ -33,8 +33,8 @@ _running: set[asyncio.Task] = set()  # the loop holds tasks weakly: a started on
 
 class NodeMemory:
     """RSS of the node: every process running the node's command line (its main process, whose
-    pid is in <data_dir>/ready, the Thespian admin and the hosts, which the admin's daemonising
-    takes out of the main process's tree); this process alone until the node is ready.
+    pid is in <data_dir>/ready, the Thespian admin and logger, the supervisor and the hosts); this
+    process alone until the node is ready.
 
     Finding them walks every process on the machine (~5 ms), so the set is kept and walked again
     only when one of them is gone (a restarted host has a new pid) or `rescan_interval_s` passed."""

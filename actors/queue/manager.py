@@ -7,13 +7,14 @@ one group commit (group_commit.py).
 """
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable
 
 import structlog
 
 from actors.messages.calls import Reply
 from actors.messages.node import CreateQueue
-from actors.placement import NODE, queue_address
+from actors.placement import queue_address
 from actors.queue.core import ClassicQueue
 from actors.queue.group_commit import GroupCommit
 from actors.queue.priority import PriorityReady
@@ -33,15 +34,15 @@ class QueueManager:
     messages; without one, dead-lettered messages are dropped.
     """
 
-    def __init__(self, runtime: Any, name: str, registry: Any = None, queue_hosts: int = 1,
+    def __init__(self, runtime: Any, name: str, registry: Any, node: Address | None = None,
                  storage: HostStorage | None = None, registry_ready: Callable[[], bool] = lambda: True) -> None:
         self.runtime = runtime
         self.registry_ready = registry_ready
         self.address = Address(runtime.host, name)
         self.registry = registry
-        self.queue_hosts = queue_hosts
+        self.node = node
         self.storage = storage
-        self.commit = GroupCommit()
+        self.commit = GroupCommit(schedule=lambda commit: asyncio.get_running_loop().call_soon(commit))
         self.queues: dict[str, QueueActor] = {}
 
     def _deleted(self, name: str) -> None:
@@ -49,7 +50,7 @@ class QueueManager:
         self.runtime.remove(name)
 
     def _place(self, vhost: str, name: str) -> Address:
-        return queue_address(vhost, name, self.queue_hosts)
+        return queue_address(self.registry.queue_home(vhost, name), vhost, name)
 
     def receive(self, sender: Address, msg: CreateQueue) -> None:
         if f"q:{msg.vhost}:{msg.name}" not in self.queues:
@@ -68,7 +69,7 @@ class QueueManager:
             if storage is not None:
                 log.warning("queue.in_ram_only", vhost=vhost, queue=name, reason="storage not recovered yet")
             core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=arguments,
-                                router=self.registry, place=self._place, now_ms=now_ms(), node=NODE)
+                                router=self.registry, place=self._place, now_ms=now_ms(), node=self.node)
             return QueueActor(self.runtime, core, self._deleted)
         max_priority = arguments.get("x-max-priority")
         if not (isinstance(max_priority, int) and max_priority > 0):
@@ -89,7 +90,7 @@ class QueueManager:
             ready = PriorityReady(max_priority, [BackedReady(b) for b in levels])
             backing = Levels(levels, durable=True)
         core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=arguments, router=self.registry,
-                            place=self._place, now_ms=now_ms(), ready=ready, next_id=next_id, node=NODE,
+                            place=self._place, now_ms=now_ms(), ready=ready, next_id=next_id, node=self.node,
                             hold_confirms=backing.durable)
         return QueueActor(self.runtime, core, self._deleted, storage, backing, self.commit)
 
@@ -101,8 +102,7 @@ class QueueManager:
         if storage is None or storage.recovered or self.registry is None or not self.registry_ready():
             return
         host = self.runtime.host
-        storage.recover([(q.vhost, q.name) for q in self.registry.queues()
-                         if q.durable and self._place(q.vhost, q.name).host == host])
+        storage.recover([(q.vhost, q.name) for q in self.registry.queues() if q.durable and q.home == host])
 
     def stats(self) -> list[dict]:
         return [a.stats() for a in self.queues.values()]

@@ -1,6 +1,6 @@
 """Peeking into a message's raw content header for the two properties the queue acts on.
 
-Theory of operation: the queue never re-encodes a message it keeps (DESIGN.md section 5), and
+Theory of operation: the queue never re-encodes a message it keeps (docs/DESIGN.md §5), and
 decoding the whole property list costs more than enqueueing. Both properties the queue needs sit
 behind flag bits in the first property-flag word (header payload offset 12), so the common case,
 neither flag set, costs one byte test. Only `expiration` (bit 8) and `priority` (bit 11) are read:

@@ -143,8 +143,9 @@ class QueueActor:
 
     def stats(self) -> dict[str, Any]:
         """The core's counters plus where the messages are (RabbitMQ's names)."""
-        s = self.core.stats()
+        s = {**self.core.stats(), "pid": str(self.address)}
         unacked = s["messages_unacknowledged"]
+        s["messages_unacknowledged_ram"] = unacked  # the core holds every unacked message in RAM
         if self.backing is None:
             return {**s, "durable_storage": False, "messages_ram": s["messages"], "messages_ready_ram":
                     s["messages_ready"], "messages_persistent": 0, "messages_paged_out": 0,

@@ -10,7 +10,10 @@ connection.close 403 when the client announced `authentication_failure_close` (a
 After open, channel 0 carries connection methods and other channels carry channel methods; the core
 checks channel numbers and open/closed state and forwards each command to its channel
 (`ToChannel`). A connection error sends connection.close and waits for close-ok, ignoring everything
-else; a client's connection.close is answered with close-ok and the socket closes.
+else, then closes the socket; a client that never answers is cut off after RabbitMQ's closing
+timeout (30 s, or the heartbeat interval when that is shorter). A client's connection.close is
+answered with close-ok and the socket closes at once (RabbitMQ waits up to that timeout for the
+client to close it first; closing it ourselves frees the client's reader all the same).
 
 Heartbeats: with a negotiated interval H > 0 the core asks for a heartbeat frame when nothing was
 sent for H/2 seconds and drops the connection when nothing at all was received for 2*H seconds.
@@ -40,6 +43,7 @@ from wire.frames import HEARTBEAT_FRAME, PROTOCOL_HEADER, method_frame
 from wire.inbound import BadProtocolHeader, Command, ConnectionErrorEvent, Heartbeat, ProtocolHeaderOk
 
 FRAME_MIN_SIZE = 4096
+closing_timeout_s = 30  # rabbit_reader's ?CLOSING_TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +129,7 @@ class ConnectionCore:
         self.channels: set[int] = set()
         self._idle_in = 0
         self._idle_out = 0
+        self._closing_ticks = 0
 
     # ------------------------------------------------------------------ inputs
     def receive(self, event: object) -> list:
@@ -146,6 +151,12 @@ class ConnectionCore:
 
     def tick(self) -> list:
         """Called `ticks_per_second` times a second."""
+        if self.state == CLOSING:
+            self._closing_ticks += 1
+            timeout_s = min(self.heartbeat, closing_timeout_s) if self.heartbeat else closing_timeout_s
+            if self._closing_ticks >= timeout_s * self.settings.ticks_per_second:
+                self.state = CLOSED
+                return [CloseSocket("no connection.close-ok from the client in time")]
         if not self.heartbeat or self.state == CLOSED:
             return []
         self._idle_in += 1

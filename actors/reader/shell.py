@@ -29,7 +29,7 @@ import structlog
 from actors.channel.core import CLOSED, ChannelCore, consumer_timeout_default_ms
 from actors.channel.shell import ChannelActor
 from actors.messages.node import ConnectionClosed, QueueHostRestarted, QueuesGone
-from actors.placement import NODE
+from actors.mgmt.counters import add_into
 from actors.reader.core import ConnectionCore, Settings
 from actors.runtime.address import Address
 from effects import ChannelsDown, CloseSocket, Opened, OpenChannel, SetFrameMax, ToChannel, Write
@@ -60,6 +60,7 @@ class Reader(asyncio.BufferedProtocol):
         self.writable = True
         self.paused = False
         self.closed = False
+        self.connected_at = 0  # ms since the epoch, as the management API reports it
         self._apply = Interpreter({
             ToChannel: self._to_channel, Write: self.write, OpenChannel: self._open_channel,
             ChannelsDown: lambda _: self._channels_down(), CloseSocket: self._close_socket, Opened: self._opened,
@@ -68,6 +69,7 @@ class Reader(asyncio.BufferedProtocol):
     # ------------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        self.connected_at = time.time_ns() // 1_000_000
         peer = transport.get_extra_info("peername")
         self.core = ConnectionCore(self.host.settings, check_login=self.host.check_login,
                                    peer_is_loopback=is_loopback(peer), vhost_exists=self.host.vhost_exists)
@@ -153,10 +155,11 @@ class Reader(asyncio.BufferedProtocol):
         name = host.next_channel_name()
         address = Address(host.runtime.host, name)
         core = ChannelCore(number, vhost=o.vhost, owner=self.owner, router=host.registry,
-                           place=host.place, node=NODE, frame_max=o.frame_max,
+                           place=host.place, node=host.node, frame_max=o.frame_max,
                            capabilities=o.capabilities, rng=host.rng, user=o.user, address=address,
                            parse_address=Address.parse, consumer_timeout_ms=host.consumer_timeout_ms,
                            ticks_per_second=host.settings.ticks_per_second)
+        core.nodes_down(host.down_nodes)
         actor = ChannelActor(self, core, address, host.runtime)
         self.host.runtime.spawn(name, actor)
         self.channels[number] = actor
@@ -165,6 +168,7 @@ class Reader(asyncio.BufferedProtocol):
         if self.channels.get(ch.core.number) is ch:
             del self.channels[ch.core.number]
             self.core.channel_finished(ch.core.number)
+            add_into(self.host.retired, ch.core.message_stats())  # node-wide totals never go back
         self.host.runtime.remove(ch.address.name)
 
     def _channels_down(self) -> None:
@@ -210,7 +214,7 @@ class Reader(asyncio.BufferedProtocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
-        self.host.runtime.send(NODE, ConnectionClosed(self.owner), sender=self.host.router_address)
+        self.host.runtime.send(self.host.node, ConnectionClosed(self.owner), sender=self.host.router_address)
         log.info("connection.closed", owner=self.owner, reason=reason)
 
 
@@ -219,9 +223,11 @@ class ConnectionHostContext:
 
     def __init__(self, runtime: Any, registry: Any, place: Callable[[str, str], Address], settings: Settings,
                  check_login: Callable[[str, str], bool], vhost_exists: Callable[[str], bool],
-                 router_address: Address, seed: int | None = None,
+                 router_address: Address, node: Address, seed: int | None = None,
                  consumer_timeout_ms: int | None = consumer_timeout_default_ms) -> None:
         self.runtime = runtime
+        self.node = node  # this node's node core
+        self.down_nodes: frozenset[str] = frozenset()  # the nodes the cluster sees down, for new channels
         self.consumer_timeout_ms = consumer_timeout_ms
         self.registry = registry
         self.place = place
@@ -231,11 +237,20 @@ class ConnectionHostContext:
         self.router_address = router_address
         self.rng = random.Random(seed)
         self.readers: set[Reader] = set()
+        self.retired: dict[str, int] = {}  # message counters of the channels that are gone
         self.read_share = ReadShare()
         self.read_buffer = memoryview(bytearray(self.read_share.solo_bytes))
         self.clock = time.monotonic  # what the event loop's clock reads too
         self._owners = 0
         self._channels = 0
+
+    @property
+    def connections_opened(self) -> int:
+        return self._owners
+
+    @property
+    def channels_opened(self) -> int:
+        return self._channels
 
     def next_owner(self) -> str:
         self._owners += 1
@@ -258,14 +273,24 @@ def tell_channels_host_restarted(ctx: ConnectionHostContext) -> Callable[[Addres
     return on_host_restarted
 
 
-def tell_channels(ctx: ConnectionHostContext) -> Callable[[Address, list, list], None]:
+def tell_channels(ctx: ConnectionHostContext) -> Callable[[Address, list, list[Address]], None]:
     """The replica's on_change for a connection host: channels drop cached permissions and learn of
     deleted queues (their pending confirms for those queues are settled)."""
-    def on_change(sender: Address, changes: list, gone: list) -> None:
+    def on_change(sender: Address, changes: list, gone: list[Address]) -> None:
         for ch in ctx.channels():
             ch.core.metadata_changed()
         if gone:
-            queues = [ctx.place(vhost, name) for vhost, name in gone]
             for ch in ctx.channels():
-                ch.receive(sender, QueuesGone(queues))
+                ch.receive(sender, QueuesGone(gone))
     return on_change
+
+
+def tell_channels_nodes(ctx: ConnectionHostContext) -> Callable[[list[str], list[str]], None]:
+    """The cluster view's on_nodes for a connection host: every channel learns which nodes are down;
+    what was in flight to their queues is lost, as when a queue host restarts."""
+    def on_nodes(up: list[str], down: list[str]) -> None:
+        ctx.down_nodes = frozenset(down)
+        for ch in ctx.channels():
+            ch.core.nodes_down(ctx.down_nodes)
+            ch.flush()
+    return on_nodes

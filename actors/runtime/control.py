@@ -27,6 +27,8 @@ class StartNode:
     specs: tuple[HostSpec, ...]
     directory: dict
     node_pid: int
+    node_name: str = ""
+    data_dir: str = ""  # where the node's log file is (actors/runtime/logs.py)
 
 
 @dataclass(frozen=True)

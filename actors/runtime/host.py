@@ -9,17 +9,16 @@ exits the host process if it is gone, so a kill -9 of the node leaves nothing ru
 just as the node went down may never get its StartHost, and nothing else would ever stop it.
 
 Logs: Thespian routes the stdlib logging of its actor processes to its own logger process, which
-keeps only its own records, so a host renders its structlog events itself, one line each, to the
-stderr it inherited from the node's main process (the node's log), tagged with the host's name.
+keeps only its own records, so a host renders its structlog events itself (logs.py): one line each
+to the stderr it inherited from the node's main process and one JSON line to the node's log file,
+tagged with the host's name.
 """
 from __future__ import annotations
 
 import asyncio
 import importlib
 import inspect
-import logging
 import os
-import sys
 import threading
 import time
 from typing import Any
@@ -28,7 +27,9 @@ import psutil
 import structlog
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 
+from actors.runtime import logs
 from actors.runtime.control import ControlReply, Forwarded, HostSpec, HostStarted, StartHost
+from actors.runtime.curve import CurveKeys, read_or_create_cookie
 from actors.runtime.mailbox import Runtime
 
 log = structlog.get_logger("warren.host")
@@ -50,20 +51,6 @@ def process_alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
-
-
-def _configure_logging(host: str) -> None:
-    def tag(_logger: Any, _method: str, event: dict) -> dict:
-        event["host"] = host
-        return event
-    structlog.configure(
-        processors=[structlog.processors.add_log_level, tag, structlog.processors.StackInfoRenderer(),
-                    structlog.processors.format_exc_info,
-                    structlog.processors.TimeStamper(fmt="%Y-%m-%d %H:%M:%S", utc=False),
-                    structlog.dev.ConsoleRenderer(colors=False)],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=True)
 
 
 def _exit_when_orphaned(parent: int) -> None:
@@ -119,7 +106,7 @@ class HostActor(ActorTypeDispatcher):
             self._thread.join(host_stop_timeout_s)
 
     def _run(self, msg: StartHost, started: threading.Event, outcome: dict) -> None:
-        _configure_logging(msg.spec.name)
+        logs.configure(msg.spec.name, msg.spec.config.get("data_dir"))
         try:
             asyncio.run(self._main(msg, started, outcome))
         except Exception:
@@ -131,9 +118,12 @@ class HostActor(ActorTypeDispatcher):
     async def _main(self, msg: StartHost, started: threading.Event, outcome: dict) -> None:
         spec: HostSpec = msg.spec
         config = spec.config
-        runtime = Runtime(spec.name, msg.directory,
+        remote = None
+        if config.get("tcp_bind"):  # a host other nodes reach: a tcp mailbox with the cluster's keys
+            remote = (config["tcp_bind"], CurveKeys(read_or_create_cookie(config["cookie_file"])))
+        runtime = Runtime(config.get("host", spec.name), msg.directory,
                           credit_initial=config.get("credit_initial", 400),
-                          credit_more_after=config.get("credit_more_after", 200))
+                          credit_more_after=config.get("credit_more_after", 200), remote=remote)
         self._stop = asyncio.Event()
         await runtime.start()
         try:

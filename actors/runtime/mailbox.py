@@ -31,6 +31,8 @@ CURVE server keyed by the cluster's secret, beside its ipc one, and its PUSH soc
 endpoints are CURVE clients. Both PULL sockets are drained the same way. `add_hosts` learns (or
 changes) where other hosts listen; a host whose endpoint changed (its node restarted on another
 port) gets a new PUSH socket. A refused CURVE handshake is logged by the socket's monitor.
+`partition(nodes)` (the control op "partition") is fault injection for tests: frames to and from
+those nodes' hosts are dropped, as a network partition loses them.
 
 A `receive` (or `on_unblocked`) that raises is logged with its traceback and the actor is removed;
 the host keeps running.
@@ -102,6 +104,7 @@ class Runtime:
         self._monitors: dict[zmq.Socket, tuple[zmq.Socket, str]] = {}  # tcp socket -> (its monitor, endpoint)
         self._refusals: dict[str, tuple[int, int, int]] = {}  # endpoint -> (first, last logged ms, attempts)
         self._frame_bytes: dict[str, int] = {}  # size of the last frame per host: the next one's hint
+        self._cut_off: tuple[str, ...] = ()  # host name prefixes of the nodes partitioned away (fault injection)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -138,6 +141,27 @@ class Runtime:
             old = self._push.pop(host, None)
             if old is not None:
                 self._close_push(old)
+
+    def peers_down(self, hosts: set[str]) -> None:
+        """The nodes of `hosts` are down: every local actor forgets its links to actors there, so
+        no credit stays lent to a peer that will never grant it back (credit_flow:peer_down)."""
+        for name, ledger in list(self._ledgers.items()):
+            was_blocked = ledger.blocked()
+            for link in ledger.links():
+                if link.host in hosts:
+                    ledger.forget(link)
+            pending = self._pending.get(name)
+            if pending:
+                for link in [link for link in pending if link.host in hosts]:
+                    del pending[link]
+            if was_blocked and not ledger.blocked():
+                me = Address(self.host, name)
+                for link, n in ledger.release_deferred():
+                    self._send_credit(me, link, n)
+                self._observe(name, ledger)
+                on_unblocked = getattr(self._actors.get(name), "on_unblocked", None)
+                if on_unblocked is not None:
+                    on_unblocked()
 
     async def close(self) -> None:
         """Flush what was sent, then close every socket."""
@@ -218,12 +242,15 @@ class Runtime:
             self._send_credit(actor, link, amount)
 
     def flow_states(self) -> dict[str, dict]:
-        """Per local actor: running/flow/blocked, timestamps, and the links it is blocked on."""
+        """Per local actor: running/flow/blocked, timestamps, the links it is blocked on and those
+        it sends to with credit (`downstream`)."""
         now = _now()
         states = {}
         for name, flow in self._flow.items():
             state = flow.as_dict(now)
-            state["blocked_on"] = sorted(str(link) for link in self._ledgers[name].blocked_links())
+            ledger = self._ledgers[name]
+            state["blocked_on"] = sorted(str(link) for link in ledger.blocked_links())
+            state["downstream"] = sorted(str(link) for link in ledger.links())
             states[name] = state
         return states
 
@@ -233,9 +260,22 @@ class Runtime:
             return {"host": self.host, "actors": len(self._actors)}
         if op == "flow_states":
             return self.flow_states()
+        if op == "directory":
+            return dict(self.directory)
+        if op == "partition":
+            self.partition(args.get("nodes", ()))
+            return {"partitioned_from": sorted(args.get("nodes", ()))}
         if self.control is None:
             return {"error": f"unknown control op {op!r} on host {self.host}"}
         return await self.control(op, args)
+
+    def partition(self, nodes: Any) -> None:
+        """Fault injection (tests, the fault suite): drop every frame to and from the hosts of
+        `nodes` (hosts are named NODE:KIND) until called again without them, as a network that
+        loses everything between two nodes would."""
+        self._cut_off = tuple(f"{node}:" for node in nodes)
+        if self._cut_off:
+            log.warning("runtime.partitioned", host=self.host, nodes=sorted(nodes))
 
     # -- internals ---------------------------------------------------------------------------
     def _enqueue(self, host: str, item: envelope.Item) -> None:
@@ -263,11 +303,13 @@ class Runtime:
             self._dispatch_all(self.host, local)
 
     def _send_frame(self, host: str, items: list[envelope.Item]) -> None:
+        if self._cut_off and host.startswith(self._cut_off):
+            return
         sock = self._push.get(host)
         if sock is None:
             endpoint = self.directory.get(host)
             if endpoint is None:
-                log.error("runtime.unknown_host", host=host, dropped=len(items))
+                log.error("runtime.unknown_host", host=self.host, to=host, dropped=len(items))
                 return
             assert self._ctx is not None
             sock = self._ctx.socket(zmq.PUSH)
@@ -358,6 +400,8 @@ class Runtime:
         self._loop.call_soon(self._drain, pull)  # more may be waiting; let other callbacks run first
 
     def _dispatch_all(self, source: str, items: list[envelope.Item]) -> None:
+        if self._cut_off and source.startswith(self._cut_off):
+            return
         for sender, target, msg, credit in items:
             self._dispatch(Address(source, sender), target, msg, credit)
 

@@ -3,7 +3,8 @@
 It creates one HostActor (one OS process) per HostSpec. Thespian's SIGCHLD handling tells it
 `ChildActorExited` when a host process dies - a SIGKILL included (tests/actors check this) - and
 it re-creates that host from the same spec. It forwards control asks to the named host and
-relays the answer. Every `node_watch_interval_s` it checks the node's main process; if that died
+relays the answer; asked itself ("$supervisor"), it answers with its hosts and restarts, or with
+"node_status" the node's status (node_status.py). Every `node_watch_interval_s` it checks the node's main process; if that died
 (kill -9), it takes the Thespian admin down with it so no process outlives the node.
 """
 from __future__ import annotations
@@ -16,9 +17,11 @@ import psutil
 import structlog
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, ChildActorExited, WakeupMessage
 
+from actors.runtime import logs
 from actors.runtime.control import (ControlAsk, ControlReply, Forwarded, HostSpec, HostStarted, NodeStopped,
                                     StartHost, StartNode, StopNode)
 from actors.runtime.host import HostActor, process_alive
+from actors.runtime.node_status import HostRecord, node_status
 
 log = structlog.get_logger("warren.supervisor")
 
@@ -46,12 +49,16 @@ class Supervisor(ActorTypeDispatcher):
         self._hosts: dict[str, Any] = {}  # host name -> HostActor address
         self._directory: dict[str, str] = {}
         self._node_pid = 0
+        self._node_name = ""
+        self._records: dict[str, HostRecord] = {}  # host name -> its process and restarts
         self._stopping = False
         self.restarts = 0
 
     def receiveMsg_StartNode(self, msg: StartNode, sender: Any) -> None:
         self._directory = dict(msg.directory)
         self._node_pid = msg.node_pid
+        self._node_name = msg.node_name
+        logs.configure("supervisor", msg.data_dir or None)
         for spec in msg.specs:
             self._specs[spec.name] = spec
             self._start_host(spec)
@@ -68,18 +75,24 @@ class Supervisor(ActorTypeDispatcher):
             log.error("supervisor.host_start_failed", host=msg.name, pid=msg.pid, error=msg.error)
         else:
             log.info("supervisor.host_started", host=msg.name, pid=msg.pid)
+        self._records.setdefault(msg.name, HostRecord()).pid = msg.pid
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
         name = next((n for n, a in self._hosts.items() if a == msg.childAddress), None)
         if name is None or self._stopping:
             return
         self.restarts += 1
+        self._records.setdefault(name, HostRecord()).restarts += 1
         log.warning("supervisor.host_exited", host=name, restart=self.restarts)
         self._start_host(self._specs[name])
 
     def receiveMsg_ControlAsk(self, msg: ControlAsk, sender: Any) -> None:
         if msg.host == "$supervisor":
-            self.send(sender, ControlReply(True, {"hosts": sorted(self._hosts), "restarts": self.restarts}))
+            if msg.op == "node_status":
+                answer = node_status(self._node_name, self._specs.values(), self._records, self._node_pid)
+            else:
+                answer = {"hosts": sorted(self._hosts), "restarts": self.restarts}
+            self.send(sender, ControlReply(True, answer))
             return
         address = self._hosts.get(msg.host)
         if address is None:

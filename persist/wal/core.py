@@ -1,6 +1,6 @@
 """The shared write-ahead log's pure core: memtables, batches, written notifications, rollover.
 
-Theory of operation (Ra's WAL, DESIGN.md §7). One WAL per node serves every Raft member on it.
+Theory of operation (Ra's WAL, docs/DESIGN.md §7). One WAL per node serves every Raft member on it.
 A member's `submit` (entries: one RUN record), `truncate` (follower conflict) or `save_hard_state`
 (term and vote: a HARD_STATE record in the same group commit, no file of its own) is encoded at
 once and applied at once to that member's memtable, so the member can serve what it appended before

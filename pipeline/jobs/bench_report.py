@@ -1,7 +1,7 @@
 """Bench analysis job: a run's node logs, flow samples and locust CSVs into a report with plots.
 
     python -m pipeline.jobs.bench_report --out var/report \\
-        --locust bench/out/locust/warren-steady --log var/warren/node.log --flow var/flow.jsonl
+        --locust bench/out/locust/warren-steady --log "var/warren/log/warren.log*" --flow var/flow.jsonl
 
 Writes OUT/report.md and, for what it was given, throughput.png and latency.png (locust),
 flow.png (flow states) and log.png (log lines by level). Every input is optional and may be
@@ -11,7 +11,8 @@ Inputs
 - locust: the --csv PREFIX of a run (PREFIX_stats.csv, PREFIX_stats_history.csv; run locust with
   --csv-full-history to get a line per request type over time, otherwise the aggregate is plotted).
 - node logs: structlog JSON lines (`{"timestamp": ISO 8601 or Unix seconds, "level": ..,
-  "event": .., ...}`); the console lines a node writes today ("2026-01-02 03:04:05 [info ] event
+  "event": .., ...}`), as a node writes them to DATA_DIR/log/warren.log (and its rotated
+  warren.log.N); the console lines it writes to the terminal ("2026-01-02 03:04:05 [info ] event
   k=v") are read too, and any other line is skipped.
 - flow samples, one JSON object per line (the format `warrenctl flow --formatter json` is to
   write, one line per link and sample; lines without a `state` are skipped):

@@ -1,5 +1,7 @@
-"""NodeCore, driven directly: its serial order, the effects' order, and its answers to queue hosts
-that restart, calls that cannot be delivered and operations that fail."""
+"""NodeCore, driven directly: its serial order, the effects' order, proposals to the metadata group,
+and its answers to queue hosts that restart, calls that cannot be delivered, nodes that go down and
+operations that fail. A `Group` plays the metadata Raft group: it applies what the core proposes,
+in order, to the core's registry and hands each entry back, as the node's member does."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,28 +14,66 @@ from actors.messages.node import (
     QueueCounts, QueueDeclared, QueueHostRestarted, QueueStats, Subscribe, Sync,
 )
 from actors.messages.runtime import Undelivered
-from actors.node.core import DefinitionsCorrupt, NodeCore
-from actors.placement import QUEUE_ROUTER_NAME, ROUTER_NAME, queue_host, queue_manager
+from actors.node.core import NodeCore, Startup
+from actors.placement import QUEUE_ROUTER_NAME, ROUTER_NAME, host_of, queue_kind, queue_manager
 from actors.runtime.address import Address
-from effects import AnswerAdmin, Log, SaveDefinitions, Send
+from effects import AnswerAdmin, CancelTimer, Log, ProposeCommand, Send, StartTimer
 from metadata.admin_errors import EX_DATAERR
+from metadata.commands import AddUser, PutQueue, RemoveNodeTransients
 from metadata.registry import Registry
 from wire.errors import INTERNAL_ERROR, NOT_FOUND
 
-CHANNEL = Address("conn-0", "ch-1")
-ROUTER = Address("conn-0", ROUTER_NAME)
+ME, OTHER = "n1@box", "n2@box"
+CHANNEL = Address(f"{ME}:conn0", "ch-1")
+ROUTER = Address(f"{ME}:conn0", ROUTER_NAME)
 HOSTS = 2
 
 
-def core(persist: bool = True) -> NodeCore:
-    c = NodeCore(Registry(), HOSTS, salt=lambda n: b"s" * n, persist=persist)
-    c.start(None, "guest", "guest")
-    return c
+class Group:
+    """The metadata group, seen from one node: applies the core's proposals in order (or holds them)."""
+
+    def __init__(self, core: NodeCore) -> None:
+        self.core = core
+        self.held: list[ProposeCommand] = []
+        self.hold = False
+
+    def run(self, effects: list) -> list:
+        """`effects` with every proposal applied and what applying it returned spliced in."""
+        out: list = []
+        for e in effects:
+            if type(e) is ProposeCommand and not self.hold:
+                out += self.apply(e)
+            elif type(e) is ProposeCommand:
+                self.held.append(e)
+            else:
+                out.append(e)
+        return out
+
+    def apply(self, e: ProposeCommand, origin: str = ME) -> list:
+        result, changes = self.core.registry.apply_command(e.command)
+        return self.run(self.core.applied(origin, e.key, e.command, result, changes))
+
+    def receive(self, sender: Address, msg: Any) -> list:
+        return self.run(self.core.receive(sender, msg))
+
+
+def node(*, subscribed: bool = True) -> tuple[NodeCore, Group]:
+    c = NodeCore(Registry(), ME, HOSTS, salt=lambda n: b"s" * n, incarnation=1, timeout_ms=500)
+    g = Group(c)
+    g.run(c.start(Startup(bootstrap=True)))
+    assert c.serving
+    if subscribed:
+        g.receive(ROUTER, Subscribe(7))
+    return c, g
 
 
 def declare(rid: int, name: str, *, durable: bool = True, exclusive: bool = False, owner: Any = None,
             passive: bool = False) -> DeclareQueue:
     return DeclareQueue(rid, "/", name, passive, durable, exclusive, False, {}, owner)
+
+
+def home(name: str) -> str:
+    return host_of(ME, queue_kind("/", name, HOSTS))
 
 
 def sends(effects: list, kind: type | None = None) -> list[Send]:
@@ -45,151 +85,224 @@ def only_send(effects: list, kind: type) -> Send:
     return send
 
 
-def create_reply(c: NodeCore, effects: list) -> list:
+def create_reply(g: Group, effects: list) -> list:
     """Answer the CreateQueue the node sent, as the queue manager would."""
     create = only_send(effects, CreateQueue)
-    return c.receive(create.to, Reply(create.msg.rid, None))
+    return g.receive(create.to, Reply(create.msg.rid, None))
 
 
-def test_declare_creates_the_queue_actor_before_answering_and_saves_first() -> None:
-    c = core()
-    c.receive(ROUTER, Subscribe())
-    out = c.receive(CHANNEL, declare(7, "q"))
+def kinds(effects: list) -> list[type]:
+    return [type(e) if type(e) is not Send else type(e.msg) for e in effects]
+
+
+def test_the_node_serves_once_its_start_up_commands_are_applied() -> None:
+    c = NodeCore(Registry(), ME, HOSTS, salt=lambda n: b"s" * n, incarnation=1)
+    g = Group(c)
+    g.hold = True
+    out = g.run(c.start(Startup(bootstrap=True)))
+    assert [type(p.command) for p in g.held] == [RemoveNodeTransients]
+    assert g.receive(ROUTER, Subscribe(7)) == []  # held: this node's copy may be behind
+    g.apply(g.held.pop())
+    assert not c.serving  # the default user comes next, one command at a time
+    assert [type(p.command) for p in g.held] == [AddUser]
+    g.hold = False
+    out = g.apply(g.held.pop())
+    assert c.serving and c.registry.users()
+    assert only_send(out, MetadataChanged).to == ROUTER  # the held subscription gets the snapshot
+
+
+def test_declare_proposes_then_creates_the_queue_actor_on_its_home_before_answering() -> None:
+    c, g = node()
+    out = g.receive(CHANNEL, declare(7, "q"))
     create = only_send(out, CreateQueue)
-    assert create.to == queue_manager(queue_host("/", "q", HOSTS))
-    assert not [e for e in out if type(e) is Send and type(e.msg) is Reply]  # not yet: the actor must exist
-    out = create_reply(c, out)
-    kinds = [type(e) if type(e) is not Send else type(e.msg) for e in out]
-    assert kinds == [SaveDefinitions, MetadataChanged, Reply]  # on disk, then replicas, then the channel
-    assert out[-1] == Send(CHANNEL, Reply(7, QueueDeclared("q", 0, 0)))
-
-
-def test_a_transient_queue_does_not_touch_the_definitions_file() -> None:
-    c = core()
-    out = create_reply(c, c.receive(CHANNEL, declare(1, "t", durable=False)))
-    assert not [e for e in out if type(e) is SaveDefinitions]
-    assert out[-1].msg.value == QueueDeclared("t", 0, 0)
+    assert create.to == queue_manager(home("q"))
+    assert c.registry.queue("/", "q").home == home("q")
+    assert kinds(out).index(MetadataChanged) < kinds(out).index(CreateQueue)  # replicas first
+    assert not sends(out, Reply)  # not yet: the actor must exist
+    out = create_reply(g, out)
+    assert out == [Send(CHANNEL, Reply(7, QueueDeclared("q", 0, 0)))]
 
 
 def test_requests_are_served_one_at_a_time_in_arrival_order() -> None:
-    c = core()
-    first = c.receive(CHANNEL, declare(1, "a"))
+    c, g = node()
+    first = g.receive(CHANNEL, declare(1, "a"))
     # a second request arrives while the first waits for its queue actor: nothing happens yet
-    assert c.receive(CHANNEL, DeclareExchange(2, "/", "x", "direct", False, True, False, False, {})) == []
-    out = create_reply(c, first)
-    replies = [e.msg.rid for e in sends(out, Reply)]
-    assert replies == [1, 2]
+    assert g.receive(CHANNEL, DeclareExchange(2, "/", "x", "direct", False, True, False, False, {})) == []
+    out = create_reply(g, first)
+    assert [e.msg.rid for e in sends(out, Reply)] == [1, 2]
 
 
 def test_redeclare_asks_the_queue_for_its_counts() -> None:
-    c = core()
-    create_reply(c, c.receive(CHANNEL, declare(1, "q")))
-    out = c.receive(CHANNEL, declare(2, "q"))
+    c, g = node()
+    create_reply(g, g.receive(CHANNEL, declare(1, "q")))
+    out = g.receive(CHANNEL, declare(2, "q"))
     stats = only_send(out, QueueStats)
-    out = c.receive(stats.to, Reply(stats.msg.rid, QueueCounts(5, 1)))
-    assert out == [Send(CHANNEL, Reply(2, QueueDeclared("q", 5, 1)))]
+    out = g.receive(stats.to, Reply(stats.msg.rid, QueueCounts(5, 1)))
+    assert sends(out) == [Send(CHANNEL, Reply(2, QueueDeclared("q", 5, 1)))]
 
 
-def test_a_call_to_a_queue_whose_host_is_gone_answers_404_and_the_node_goes_on() -> None:
-    c = core()
-    create_reply(c, c.receive(CHANNEL, declare(1, "q")))
-    out = c.receive(CHANNEL, declare(2, "q"))
-    stats = only_send(out, QueueStats)
-    out = c.receive(Address("runtime", "runtime"), Undelivered(stats.msg))
+def test_a_call_to_a_queue_whose_actor_is_gone_answers_404_and_the_node_goes_on() -> None:
+    c, g = node()
+    create_reply(g, g.receive(CHANNEL, declare(1, "q")))
+    stats = only_send(g.receive(CHANNEL, declare(2, "q")), QueueStats)
+    out = g.receive(Address("runtime", "runtime"), Undelivered(stats.msg))
     (reply,) = sends(out, Reply)
-    assert reply.msg.error.code == NOT_FOUND
-    assert reply.msg.error.detail == "queue 'q' is down or inaccessible"
-    out = c.receive(CHANNEL, DeclareExchange(3, "/", "x", "fanout", False, True, False, False, {}))
+    assert (reply.msg.error.code, reply.msg.error.detail) == (NOT_FOUND, "queue 'q' is down or inaccessible")
+    out = g.receive(CHANNEL, DeclareExchange(3, "/", "x", "fanout", False, True, False, False, {}))
     assert sends(out, Reply)[-1].msg.rid == 3
 
 
 def test_delete_waits_for_the_queue_to_agree_and_keeps_the_record_if_it_refuses() -> None:
-    c = core()
-    create_reply(c, c.receive(CHANNEL, declare(1, "q")))
-    out = c.receive(CHANNEL, DeleteQueue(2, "/", "q", True, False, None))
-    dispose = only_send(out, Dispose)
+    c, g = node()
+    create_reply(g, g.receive(CHANNEL, declare(1, "q")))
+    dispose = only_send(g.receive(CHANNEL, DeleteQueue(2, "/", "q", True, False, None)), Dispose)
     assert dispose.msg.if_unused
     refused = Reply(dispose.msg.rid, error=c.registry.check_queue_access("/", "nope", None))
-    out = c.receive(dispose.to, refused)
-    assert sends(out, Reply)[-1].msg.error is not None
+    assert sends(g.receive(dispose.to, refused), Reply)[-1].msg.error is not None
     assert [q.name for q in c.registry.queues("/")] == ["q"]
-    out = c.receive(CHANNEL, DeleteQueue(3, "/", "q", False, False, None))
-    dispose = only_send(out, Dispose)
-    out = c.receive(dispose.to, Reply(dispose.msg.rid, 4))
+    dispose = only_send(g.receive(CHANNEL, DeleteQueue(3, "/", "q", False, False, None)), Dispose)
+    out = g.receive(dispose.to, Reply(dispose.msg.rid, 4))
     assert sends(out, Reply)[-1].msg == Reply(3, 4)
+    assert not sends(out, Dispose)  # the actor said it is gone: no second Dispose
+    assert c.registry.queues("/") == []
+
+
+def test_a_queue_whose_actor_is_missing_is_still_deleted() -> None:
+    c, g = node()
+    create_reply(g, g.receive(CHANNEL, declare(1, "q", durable=False)))
+    dispose = only_send(g.receive(CHANNEL, DeleteQueue(2, "/", "q", False, False, None)), Dispose)
+    out = g.receive(dispose.to, Undelivered(dispose.msg))
+    assert sends(out, Reply)[-1].msg == Reply(2, 0)
     assert c.registry.queues("/") == []
 
 
 def test_a_closed_connection_takes_its_exclusive_queues_with_it() -> None:
-    c = core()
-    owner = ("conn-0", 1)
-    create_reply(c, c.receive(CHANNEL, declare(1, "ex", durable=False, exclusive=True, owner=owner)))
-    c.receive(ROUTER, Subscribe())
-    out = c.receive(Address("conn-0", "reader-1"), ConnectionClosed(owner))
-    dispose = only_send(out, Dispose)
-    out = c.receive(dispose.to, Reply(dispose.msg.rid, 0))
-    assert only_send(out, MetadataChanged).msg.gone == [("/", "ex")]
+    c, g = node()
+    owner = f"{ME}:conn0:1"
+    create_reply(g, g.receive(CHANNEL, declare(1, "ex", durable=False, exclusive=True, owner=owner)))
+    out = g.receive(Address(f"{ME}:conn0", "reader-1"), ConnectionClosed(owner))
+    assert only_send(out, Dispose).to == Address(home("ex"), "q:/:ex")
     assert c.registry.queues("/") == []
 
 
 def test_a_restarted_queue_host_gets_its_queues_back_and_connection_hosts_hear_of_it() -> None:
-    c = core()
-    create_reply(c, c.receive(CHANNEL, declare(1, "q")))
-    host = queue_host("/", "q", HOSTS)
-    qrouter = Address(host, QUEUE_ROUTER_NAME)
-    c.receive(ROUTER, Subscribe())
-    first = c.receive(qrouter, Subscribe())
-    assert not sends(first, QueueHostRestarted)
-    again = c.receive(qrouter, Subscribe())
+    c, g = node()
+    create_reply(g, g.receive(CHANNEL, declare(1, "q")))
+    qrouter = Address(home("q"), QUEUE_ROUTER_NAME)
+    assert not sends(g.receive(qrouter, Subscribe(1)), QueueHostRestarted)
+    # the node host restarted and the same host process subscribes again: nothing was lost there
+    assert not sends(g.receive(qrouter, Subscribe(1)), QueueHostRestarted)
+    again = g.receive(qrouter, Subscribe(2))  # a new process: the queue host restarted
     assert only_send(again, QueueHostRestarted).to == ROUTER
     assert only_send(again, CreateQueue).msg.name == "q"
 
 
 def test_an_admin_change_is_answered_after_every_replica_applied_it() -> None:
-    c = core()
-    c.receive(ROUTER, Subscribe())
-    c.receive(Address("q-0", QUEUE_ROUTER_NAME), Subscribe())
-    out = c.admin("ask-1", "add_vhost", {"name": "v"})
+    c, g = node()
+    g.receive(Address(f"{ME}:queue0", QUEUE_ROUTER_NAME), Subscribe(3))
+    out = g.run(c.admin("ask-1", "add_vhost", {"name": "v"}))
     syncs = sends(out, Sync)
     assert len(syncs) == 2 and not [e for e in out if type(e) is AnswerAdmin]
-    assert c.receive(syncs[0].to, Reply(syncs[0].msg.rid, None)) == []
-    out = c.receive(syncs[1].to, Reply(syncs[1].msg.rid, None))
+    assert g.receive(syncs[0].to, Reply(syncs[0].msg.rid, None)) == []
+    out = g.receive(syncs[1].to, Reply(syncs[1].msg.rid, None))
     assert out == [AnswerAdmin("ask-1", {"ok": True})]
 
 
 def test_an_admin_error_is_answered_at_once() -> None:
-    c = core()
-    c.receive(ROUTER, Subscribe())
-    out = c.admin("ask-1", "delete_vhost", {"name": "nope"})
+    c, g = node()
+    out = g.run(c.admin("ask-1", "delete_vhost", {"name": "nope"}))
     assert out == [AnswerAdmin("ask-1", {"error": "Virtual host 'nope' does not exist", "exit": EX_DATAERR})]
 
 
 def test_an_operation_that_raises_is_answered_541_and_the_next_is_served(monkeypatch: pytest.MonkeyPatch) -> None:
-    c = core()
-    apply = c.registry.apply_command
+    c, g = node()
+    fresh = c.registry.fresh_queue_name
 
-    def bug_once(cmd: Any) -> Any:  # a bug in the registry for one command
-        monkeypatch.setattr(c.registry, "apply_command", apply)
-        raise KeyError(cmd)
-    monkeypatch.setattr(c.registry, "apply_command", bug_once)
-    out = c.receive(CHANNEL, declare(1, "q"))
+    def bug_once(vhost: str) -> str:  # a bug in the proposer's part of one request
+        monkeypatch.setattr(c.registry, "fresh_queue_name", fresh)
+        raise KeyError(vhost)
+    monkeypatch.setattr(c.registry, "fresh_queue_name", bug_once)
+    out = g.receive(CHANNEL, declare(1, ""))
     assert any(type(e) is Log and e.event == "node.op_failed" for e in out)
     assert sends(out, Reply)[-1].msg.error.code == INTERNAL_ERROR
-    out = c.receive(CHANNEL, DeclareExchange(2, "/", "x", "direct", False, True, False, False, {}))
+    out = g.receive(CHANNEL, DeclareExchange(2, "/", "x", "direct", False, True, False, False, {}))
     assert sends(out, Reply)[-1].msg.rid == 2
 
 
-def test_a_corrupt_definitions_file_stops_the_start() -> None:
-    c = NodeCore(Registry(), HOSTS, salt=lambda n: b"s" * n, persist=True)
-    with pytest.raises(DefinitionsCorrupt):
-        c.start(b"{not json", "guest", "guest")
+def test_a_proposal_that_times_out_answers_rabbitmqs_541_and_a_late_commit_is_finished() -> None:
+    c, g = node()
+    g.hold = True
+    out = g.receive(CHANNEL, declare(1, "q"))
+    (timer,) = [e for e in out if type(e) is StartTimer]
+    assert timer.ticks == 500
+    out = g.run(c.timer(timer.name))
+    (reply,) = sends(out, Reply)
+    assert reply.msg.error.code == INTERNAL_ERROR
+    assert reply.msg.error.detail == (f"Could not declare queue 'q' in vhost '/' on node '{ME}' because "
+                                      "the metadata store operation timed out")
+    # the command commits after all: the queue gets its actor, nothing is left half-done
+    g.hold = False
+    out = g.apply(g.held.pop())
+    assert only_send(out, CreateQueue).to == queue_manager(home("q"))
+    assert not sends(out, Reply)
 
 
-def test_the_saved_definitions_load_back_into_a_new_core() -> None:
-    c = core()
-    out = create_reply(c, c.receive(CHANNEL, declare(1, "q")))
-    (saved,) = [e.data for e in out if type(e) is SaveDefinitions]
-    again = NodeCore(Registry(), HOSTS, salt=lambda n: b"t" * n, persist=True)
-    assert again.start(saved, "guest", "guest") == []
-    assert [q.name for q in again.registry.queues("/")] == ["q"]
-    assert again.registry.users() == c.registry.users()
+def test_an_entry_proposed_by_another_node_reaches_the_replicas_and_homes_only_its_own_queues() -> None:
+    c, g = node()
+    theirs = PutQueue("/", "theirs", True, home=f"{OTHER}:queue0")
+    result, changes = c.registry.apply_command(theirs)
+    out = g.run(c.applied(OTHER, (9, 1), theirs, result, changes))
+    assert kinds(out) == [MetadataChanged]
+    mine = PutQueue("/", "mine", True, home=home("mine"))
+    result, changes = c.registry.apply_command(mine)
+    out = g.run(c.applied(OTHER, (9, 2), mine, result, changes))  # a definitions import, say
+    assert kinds(out) == [MetadataChanged, CreateQueue]
+
+
+def test_a_node_seen_up_then_lost_loses_its_transient_queues_and_its_calls() -> None:
+    c, g = node()
+    theirs = PutQueue("/", "t", False, home=f"{OTHER}:queue0")
+    result, changes = c.registry.apply_command(theirs)
+    g.run(c.applied(OTHER, (9, 1), theirs, result, changes))
+    assert g.run(c.nodes([ME], [OTHER])) == []  # never heard from since this node started: not gone
+    g.run(c.nodes([ME, OTHER], []))
+    out = g.receive(CHANNEL, declare(2, "t", durable=False))
+    stats = only_send(out, QueueStats)
+    assert stats.to.host == f"{OTHER}:queue0"
+    out = g.run(c.nodes([ME], [OTHER]))
+    (reply,) = sends(out, Reply)  # the call in flight ends
+    assert reply.msg.error.detail == f"home node '{OTHER}' of durable queue 't' in vhost '/' is down or inaccessible"
+    assert c.registry.queue("/", "t") is None  # and the node's transient queue is gone
+
+
+def test_a_command_applied_twice_resumes_its_operation_once() -> None:
+    c, g = node(subscribed=False)
+    g.hold = True
+    g.run(c.admin("ask-1", "add_user", {"name": "bob", "password": "pw"}))
+    proposal = g.held.pop()
+    g.hold = False
+    first = g.apply(proposal)
+    assert [e for e in first if type(e) is AnswerAdmin] == [AnswerAdmin("ask-1", {"ok": True})]
+    assert [e for e in g.apply(proposal) if type(e) is AnswerAdmin] == []  # a retried proposal
+
+
+def test_a_snapshot_installed_from_the_leader_goes_to_every_subscriber_whole() -> None:
+    c, g = node()
+    c.registry.apply_command(AddUser("bob", "hash"))
+    (sent,) = sends(c.restored(), MetadataChanged)
+    assert sent.to == ROUTER and sent.msg.changes == c.registry.snapshot()
+
+
+def test_a_clean_up_that_times_out_is_made_again_after_the_requests_behind_it() -> None:
+    c, g = node()
+    g.hold = True
+    out = g.receive(Address(f"{ME}:conn0", "reader-1"), ConnectionClosed(f"{ME}:conn0:9"))
+    (cleanup,) = [e for e in out if type(e) is StartTimer]
+    g.receive(CHANNEL, DeclareExchange(2, "/", "x", "direct", False, True, False, False, {}))
+    # no majority: the clean-up goes behind the declare, which gets its turn and its own time-out
+    out = g.run(c.timer(cleanup.name))
+    assert [type(p.command).__name__ for p in g.held] == ["RemoveOwnedQueues", "PutExchange"]
+    (declare,) = [e for e in out if type(e) is StartTimer]
+    out = g.run(c.timer(declare.name))
+    assert sends(out, Reply)[-1].msg.error.code == INTERNAL_ERROR
+    assert type(g.held[-1].command).__name__ == "RemoveOwnedQueues"  # proposed again

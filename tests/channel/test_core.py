@@ -211,6 +211,38 @@ def test_server_cancel_notifies_only_with_the_capability():
     assert "c1" not in core.consumers
 
 
+def test_deleting_the_queue_it_consumes_from_answers_delete_ok_before_basic_cancel():
+    """RabbitMQ's order (its channel reads the queue's cancel after the call returns); py-amqp
+    raises ConsumerCancelled inside queue_delete on the other one."""
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    consuming(core)
+    core.command(cmd(m.QueueDelete(queue="q")))
+    call = core.flush()[0].msg
+    core.receive(Q, ConsumerCancelled("c1"))   # the queue cancels before the node answers
+    assert core.flush() == []
+    core.receive(NODE, Reply(call.rid, 0))
+    assert core.flush() == [Write([frame(m.QueueDeleteOk(message_count=0)),
+                                   frame(m.BasicCancel(consumer_tag="c1", nowait=True))])]
+    assert "c1" not in core.consumers
+
+
+def test_a_cancel_during_a_call_that_closes_the_channel_is_not_told_to_the_client():
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    consuming(core)
+    core.command(cmd(m.QueueDeclare(queue="q", passive=True)))
+    call = core.flush()[0].msg
+    core.receive(Q, ConsumerCancelled("c1"))
+    core.receive(NODE, Reply(call.rid, error=AmqpError(404, "no queue 'q' in vhost '/'")))
+    # the channel closed on the error: the cancel is not told to the client
+    assert core.flush() == [Write([close_frame(404, "NOT_FOUND - no queue 'q' in vhost '/'", 50, 10)]),
+                            Send(Q, ChannelDown())]
+    assert core.consumers == {}
+
+
 def test_close_releases_every_touched_queue():
     reg = PermRegistry()
     declare(reg, "q")

@@ -64,6 +64,21 @@ def test_kombu_producer_and_simple_queue(node):
             msg.ack()
 
 
+def test_py_amqp_deleting_the_queue_it_consumes_from_gets_delete_ok_then_the_cancel(node):
+    """RabbitMQ's order: queue_delete returns; the basic.cancel comes after it (py-amqp raised
+    ConsumerCancelled inside queue_delete when it came first)."""
+    import amqp
+    name = "pyamqp-" + uuid.uuid4().hex[:8]
+    with amqp.Connection(f"127.0.0.1:{node.port}") as conn:
+        ch = conn.channel()
+        ch.queue_declare(name)
+        ch.basic_publish(amqp.Message(b"x"), routing_key=name)
+        tag = ch.basic_consume(name, callback=lambda message: None, no_ack=False)
+        assert ch.queue_delete(name) == 0  # the message was delivered, unacked: not ready
+        with pytest.raises(amqp.exceptions.ConsumerCancelled, match=tag):
+            conn.drain_events(timeout=10)
+
+
 @pytest.fixture
 def aio_url(node):
     return node.url

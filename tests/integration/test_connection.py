@@ -116,6 +116,33 @@ def test_connection_error_closes_only_that_connection(node):
             b.close()
 
 
+def server_closed(sock: socket.socket) -> bool:
+    """The server closed its end: a read gives EOF (or a reset) before the socket's timeout."""
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_the_socket_closes_after_a_client_close_and_close_ok(node):
+    s, p = handshake(node.port, heartbeat=0)
+    with s:
+        s.sendall(method_frame(0, m.ConnectionClose(reply_code=200, reply_text="bye", class_id=0, method_id=0)))
+        assert isinstance(read_events(s, p, 1)[0].method, m.ConnectionCloseOk)
+        assert server_closed(s)
+
+
+def test_the_socket_closes_after_a_server_close_and_the_clients_close_ok(node):
+    s, p = handshake(node.port, heartbeat=0)
+    with s:
+        s.sendall(method_frame(1, m.ChannelOpen()))
+        read_events(s, p, 1)
+        s.sendall(method_frame(1, m.BasicQos(prefetch_size=5)))
+        assert read_events(s, p, 1)[0].method.reply_code == 540
+        s.sendall(method_frame(0, m.ConnectionCloseOk()))
+        assert server_closed(s)
+
+
 def test_method_on_unopened_channel_is_504(node):
     s, p = handshake(node.port, heartbeat=0)
     with s:

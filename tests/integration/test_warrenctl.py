@@ -8,6 +8,7 @@ import pika
 import pytest
 
 from tests.integration.admin_support import connect, ok, warrenctl
+from scripts.local_cluster import HOST
 from tests.integration.nodes import REPO, start_node
 
 
@@ -47,6 +48,35 @@ def test_list_queues_table_and_json(node):
         assert {"user": "guest", "state": "running", "channels": 1} in conns
         chans = json.loads(ok(node, "list_channels", "user", "messages_unacknowledged", "--formatter", "json"))
         assert {"user": "guest", "messages_unacknowledged": 1} in chans
+
+
+def test_list_queues_has_rabbitmqs_columns(node):
+    """The values RabbitMQ 3.10 prints for the same declarations (scripts/rabbitmq_oracle)."""
+    with connect(node) as conn:
+        ch = conn.channel()
+        ch.queue_declare("ctl.classic", durable=True)
+        ch.queue_declare("ctl.quorum", durable=True, arguments={"x-queue-type": "quorum"})
+        ch.queue_declare("ctl.excl", exclusive=True)
+        for q in ("ctl.classic", "ctl.quorum"):
+            ch.basic_publish("", q, b"hello", pika.BasicProperties(delivery_mode=2))
+            ch.basic_publish("", q, b"world!")
+        ch.basic_get("ctl.classic")  # "hello" stays unacked until the connection closes
+        ch.basic_consume("ctl.excl", lambda *a: None, consumer_tag="solo", exclusive=True)
+        columns = ["name", "type", "messages", "messages_unacknowledged_ram", "message_bytes",
+                   "message_bytes_ready", "message_bytes_unacknowledged", "messages_persistent",
+                   "exclusive_consumer_tag", "leader", "members", "online", "pid", "owner_pid", "slave_pids"]
+        rows = {r["name"]: r for r in json.loads(ok(node, "list_queues", *columns, "--formatter", "json"))}
+    node_name = f"{node.data_dir.name}@{HOST}"
+    assert {k: rows["ctl.classic"][k] for k in columns[1:9]} == {
+        "type": "classic", "messages": 2, "messages_unacknowledged_ram": 1, "message_bytes": 11,
+        "message_bytes_ready": 6, "message_bytes_unacknowledged": 5, "messages_persistent": 1,
+        "exclusive_consumer_tag": None}
+    assert (rows["ctl.classic"]["leader"], rows["ctl.classic"]["members"]) == (None, None)
+    quorum = rows["ctl.quorum"]
+    assert (quorum["type"], quorum["leader"], quorum["members"], quorum["online"]) == (
+        "quorum", node_name, [node_name], [node_name])
+    assert rows["ctl.excl"]["exclusive_consumer_tag"] == "solo" and rows["ctl.excl"]["owner_pid"]
+    assert all(r["pid"] and r["slave_pids"] is None for r in rows.values())
 
 
 def test_list_exchanges_bindings_consumers(node):
@@ -113,7 +143,9 @@ def test_purge_delete_and_close_connection(node):
 def test_usage_errors_and_no_node(node, tmp_path):
     fails(node, 64, "no_such_command")
     fails(node, 64, "add_user", "only-name")
-    fails(node, 64, "list_queues", "no_such_column")
+    r = warrenctl(node, "list_queues", "name", "no_such_column", "other")
+    assert (r.returncode, r.stderr) == (64, "Error (argument validation): Info key(s) no_such_column,other "
+                                            "are not supported\n")  # rabbitmqctl's text and code
     r = subprocess.run([str(REPO / "scripts" / "warrenctl"), "-n", str(tmp_path / "nothing"), "status"],
                        capture_output=True, text=True)
     assert r.returncode == 69 and r.stderr.startswith("Error: no warren node in")

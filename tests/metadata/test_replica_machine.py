@@ -29,7 +29,7 @@ class ReplicaMachine(RuleBasedStateMachine):
         self.replica = Registry()
 
     def ship(self, result):
-        wire = msgpack.packb(MetadataChanged(result[1], []), default=pack_default, use_bin_type=True)
+        wire = msgpack.packb(MetadataChanged(result[1]), default=pack_default, use_bin_type=True)
         shipped = msgpack.unpackb(wire, raw=False, use_list=False, ext_hook=ext_hook)
         assert shipped.changes == tuple(result[1])
         self.replica.apply(shipped.changes)

@@ -268,8 +268,18 @@ def test_stats_counts_and_memory():
     q.publish("P", [(0, "", "q", HP, b"345"), (0, "", "q", HP, b"6789")])
     get(q, "G", ack_required=True)
     assert q.stats() == {"name": "q", "vhost": "/", "messages": 2, "messages_ready": 1,
-                         "messages_unacknowledged": 1, "consumers": 0, "memory": 14 + 14 + 7}
+                         "messages_unacknowledged": 1, "consumers": 0, "memory": 14 + 14 + 7,
+                         "message_bytes": 7, "message_bytes_ready": 4, "message_bytes_unacknowledged": 3,
+                         "exclusive_consumer_pid": None, "exclusive_consumer_tag": None}
     q.channel_down("G")
     assert q.stats()["memory"] == 14 + 14 + 7
     q.purge()
     assert q.stats()["memory"] == 0
+
+
+def test_stats_name_the_exclusive_consumer():
+    q = ClassicQueue("/", "q")
+    q.consume("C", "only", ack_required=True, credit=1, exclusive=True)
+    assert (q.stats()["exclusive_consumer_pid"], q.stats()["exclusive_consumer_tag"]) == ("C", "only")
+    q.cancel("C", "only")
+    assert q.stats()["exclusive_consumer_tag"] is None

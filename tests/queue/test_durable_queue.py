@@ -216,7 +216,8 @@ def test_stats_report_ram_and_disk(tmp_path, lazy):
     s = storage_at(str(tmp_path))
     backing, _ = s.open_queue("/", "q", lazy=lazy)
     core = ClassicQueue("/", "q", ready=BackedReady(backing))
-    actor = QueueActor(SimpleNamespace(host="queue0"), core, lambda n: None, s, backing, GroupCommit())
+    actor = QueueActor(SimpleNamespace(host="queue0"), core, lambda n: None, s, backing,
+                       GroupCommit(schedule=lambda commit: None))
     core.publish(CH, [published(i, persistent=i != 3) for i in range(1, 6)])
     st = actor.stats()
     assert st["messages"] == 5 and st["messages_persistent"] == 4

@@ -1,5 +1,5 @@
 """A Raft group over three real node processes: replication, kill -9 of the leader, restart and
-catch-up from the WAL, and many groups sharing each node's WAL (Raft §5.2, §5.3; DESIGN.md §4, §7).
+catch-up from the WAL, and many groups sharing each node's WAL (Raft §5.2, §5.3; docs/DESIGN.md §4, §7).
 """
 from __future__ import annotations
 

@@ -1,0 +1,38 @@
+"""Starting the management plugin in the node host: the sampler, then the HTTP servers.
+
+Imported only when a management or Prometheus port is configured, so a node without them never
+loads aiohttp (about 13 MB of the node host's memory). The hosts sampled are every queue and
+connection host of the cluster that the runtime's directory names, so every node answers for the
+whole cluster.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from actors.mgmt.collector import StatsCollector
+from actors.placement import kind_of
+from actors.mgmt.server import Management
+
+
+async def start_management(runtime: Any, node: Any, cfg: dict) -> Management:
+    def hosts() -> list[str]:
+        """Every queue and connection host of the cluster: this node's and those the directory names."""
+        return sorted(h for h in runtime.directory if kind_of(h).startswith(("queue", "conn")))
+
+    collector = StatsCollector(runtime, hosts, int(cfg.get("collect_statistics_interval", 5000)),
+                               data_dir=cfg.get("data_dir"), mem_limit=int(cfg.get("mem_limit_bytes", 0)),
+                               disk_free_limit=int(cfg.get("disk_free_limit_bytes", 0)))
+    collector.start()
+    node_name = cfg["node_name"]
+    listeners = [{"node": node_name, "protocol": "amqp", "ip_address": cfg.get("bind", "127.0.0.1"),
+                  "port": cfg.get("amqp_port", 5672)}]
+    if cfg.get("management_port"):
+        listeners.append({"node": node_name, "protocol": "http", "ip_address": cfg["management_ip"],
+                          "port": cfg["management_port"]})
+    if cfg.get("prometheus_port"):
+        listeners.append({"node": node_name, "protocol": "http/prometheus", "ip_address": cfg["management_ip"],
+                          "port": cfg["prometheus_port"]})
+    management = Management(node, collector, node_name=node_name, amqp_port=cfg.get("amqp_port", 5672),
+                            listeners=listeners)
+    await management.start(cfg["management_ip"], cfg.get("management_port", 0), cfg.get("prometheus_port", 0))
+    return management

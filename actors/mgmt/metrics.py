@@ -1,0 +1,174 @@
+"""The Prometheus metrics: rabbitmq_prometheus's families, from a sample.
+
+Theory of operation: a scrape reads the latest sample (never asks the hosts itself), so scraping
+costs the broker nothing beyond the sampling it already does. `families(view, per_object)` returns
+plain tuples (name, type, help, samples); the shell turns them into prometheus_client metric
+families. Names, types and labels are rabbitmq_prometheus 3.10's: by default every family is one
+aggregated value (`/metrics`); with `per_object` (`/metrics/per-object`) queue families carry
+`vhost` and `queue` labels and channel families a `channel` label (warren's channel name where
+RabbitMQ puts an Erlang pid). Counter names end in `_total` here; the shell lets the client
+library write them.
+
+Global counters come from the channels (retired ones included), so they never go back while the
+node runs; queue depths from the queues. `rabbitmq_identity_info` names the node and cluster as the
+Grafana dashboards expect.
+
+Left out: Erlang VM families, file-descriptor and socket counts, IO and message-store operation
+counters, Raft and WAL families (quorum queues run on the classic engine here).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from actors.mgmt.shapes import View
+
+Family = tuple[str, str, str, list[tuple[dict[str, str], float]]]
+GAUGE, COUNTER = "gauge", "counter"
+AMQP = {"protocol": "amqp091"}
+CLASSIC = {"protocol": "amqp091", "queue_type": "rabbit_classic_queue"}
+
+# (family, help, the channel counter it sums, labels)
+_GLOBAL = [
+    ("rabbitmq_global_messages_received_total", "Total number of messages received from publishers", "publish", AMQP),
+    ("rabbitmq_global_messages_confirmed_total", "Total number of messages confirmed to publishers", "confirm", AMQP),
+    ("rabbitmq_global_messages_delivered_total", "Total number of messages delivered to consumers", "deliver_get",
+     CLASSIC),
+    ("rabbitmq_global_messages_delivered_consume_manual_ack_total",
+     "Total number of messages delivered to consumers using basic.consume with manual acknowledgment", "deliver",
+     CLASSIC),
+    ("rabbitmq_global_messages_delivered_consume_auto_ack_total",
+     "Total number of messages delivered to consumers using basic.consume with automatic acknowledgment",
+     "deliver_no_ack", CLASSIC),
+    ("rabbitmq_global_messages_delivered_get_manual_ack_total",
+     "Total number of messages delivered to consumers using basic.get with manual acknowledgment", "get", CLASSIC),
+    ("rabbitmq_global_messages_delivered_get_auto_ack_total",
+     "Total number of messages delivered to consumers using basic.get with automatic acknowledgment", "get_no_ack",
+     CLASSIC),
+    ("rabbitmq_global_messages_get_empty_total", "Total number of times basic.get operations fetched no message",
+     "get_empty", CLASSIC),
+    ("rabbitmq_global_messages_redelivered_total", "Total number of messages redelivered to consumers", "redeliver",
+     CLASSIC),
+    ("rabbitmq_global_messages_acknowledged_total", "Total number of messages acknowledged by consumers", "ack",
+     CLASSIC),
+    ("rabbitmq_global_messages_unroutable_returned_total",
+     "Total number of messages published as mandatory into an exchange and returned to the publisher as unroutable",
+     "return_unroutable", AMQP),
+    ("rabbitmq_global_messages_unroutable_dropped_total",
+     "Total number of messages published as non-mandatory into an exchange and dropped as unroutable",
+     "drop_unroutable", AMQP),
+]
+
+_QUEUE = [  # (family, help, the queue's field)
+    ("rabbitmq_queue_messages_ready", "Messages ready to be delivered to consumers", "messages_ready"),
+    ("rabbitmq_queue_messages_unacked", "Messages delivered to consumers but not yet acknowledged",
+     "messages_unacknowledged"),
+    ("rabbitmq_queue_messages", "Sum of ready and unacknowledged messages - total queue depth", "messages"),
+    ("rabbitmq_queue_consumers", "Consumers on a queue", "consumers"),
+    ("rabbitmq_queue_process_memory_bytes", "Memory in bytes used by the Erlang queue process", "memory"),
+    ("rabbitmq_queue_messages_ram", "Ready and unacknowledged messages stored in memory", "messages_ram"),
+    ("rabbitmq_queue_messages_paged_out", "Messages paged out to disk", "messages_paged_out"),
+    ("rabbitmq_queue_messages_persistent", "Persistent messages", "messages_persistent"),
+]
+
+_CHANNEL = [  # (family, type, help, value of a channel row)
+    ("rabbitmq_channel_consumers", GAUGE, "Consumers on a channel", lambda c: c["consumer_count"]),
+    ("rabbitmq_channel_messages_unacked", GAUGE, "Delivered but not yet acknowledged messages",
+     lambda c: c["messages_unacknowledged"]),
+    ("rabbitmq_channel_messages_unconfirmed", GAUGE, "Published but not yet confirmed messages",
+     lambda c: c.get("messages_unconfirmed", 0)),
+    ("rabbitmq_channel_prefetch", GAUGE, "Total limit of unacknowledged messages for all consumers on a channel",
+     lambda c: c.get("global_prefetch_count", 0)),
+    ("rabbitmq_channel_messages_published_total", COUNTER, "Total number of messages published into an exchange "
+     "on a channel", lambda c: c["message_stats"].get("publish", 0)),
+    ("rabbitmq_channel_messages_confirmed_total", COUNTER, "Total number of messages published into an exchange "
+     "and confirmed on the channel", lambda c: c["message_stats"].get("confirm", 0)),
+    ("rabbitmq_channel_messages_delivered_ack_total", COUNTER, "Total number of messages delivered to consumers in "
+     "manual acknowledgement mode", lambda c: c["message_stats"].get("deliver", 0)),
+    ("rabbitmq_channel_messages_delivered_total", COUNTER, "Total number of messages delivered to consumers in "
+     "automatic acknowledgement mode", lambda c: c["message_stats"].get("deliver_no_ack", 0)),
+    ("rabbitmq_channel_messages_acked_total", COUNTER, "Total number of messages acknowledged by consumers",
+     lambda c: c["message_stats"].get("ack", 0)),
+    ("rabbitmq_channel_messages_redelivered_total", COUNTER, "Total number of messages redelivered to consumers",
+     lambda c: c["message_stats"].get("redeliver", 0)),
+    ("rabbitmq_channel_get_ack_total", COUNTER, "Total number of messages fetched with basic.get in manual "
+     "acknowledgement mode", lambda c: c["message_stats"].get("get", 0)),
+    ("rabbitmq_channel_get_total", COUNTER, "Total number of messages fetched with basic.get in automatic "
+     "acknowledgement mode", lambda c: c["message_stats"].get("get_no_ack", 0)),
+    ("rabbitmq_channel_get_empty_total", COUNTER, "Total number of times basic.get operations fetched no message",
+     lambda c: c["message_stats"].get("get_empty", 0)),
+    ("rabbitmq_channel_messages_unroutable_returned_total", COUNTER, "Total number of messages published as "
+     "mandatory into an exchange and returned to the publisher as unroutable",
+     lambda c: c["message_stats"].get("return_unroutable", 0)),
+    ("rabbitmq_channel_messages_unroutable_dropped_total", COUNTER, "Total number of messages published as "
+     "non-mandatory into an exchange and dropped as unroutable",
+     lambda c: c["message_stats"].get("drop_unroutable", 0)),
+]
+
+def families(view: View, per_object: bool) -> list[Family]:
+    s, reg, f = view.sample, view.registry, view.facts
+    t = s.totals
+    out: list[Family] = [
+        ("rabbitmq_identity_info", GAUGE, "RabbitMQ node & cluster identity info",
+         [({"rabbitmq_node": view.node, "rabbitmq_cluster": view.node,
+            "rabbitmq_cluster_permanent_id": f"warren-{view.node}"}, 1)]),
+        ("rabbitmq_build_info", GAUGE, "RabbitMQ & Erlang/OTP version info",
+         [({"rabbitmq_version": view.product_version, "prometheus_plugin_version": view.product_version,
+            "prometheus_client_version": "", "erlang_version": ""}, 1)]),
+        ("rabbitmq_connections", GAUGE, "Connections currently open", [({}, len(s.connections))]),
+        ("rabbitmq_channels", GAUGE, "Channels currently open", [({}, len(s.channels))]),
+        ("rabbitmq_consumers", GAUGE, "Consumers currently connected", [({}, len(s.consumers))]),
+        ("rabbitmq_queues", GAUGE, "Queues available", [({}, len(reg.queues()))]),
+        ("rabbitmq_connections_opened_total", COUNTER, "Total number of connections opened",
+         [({}, t.get("connections_opened", 0))]),
+        ("rabbitmq_connections_closed_total", COUNTER, "Total number of connections closed or terminated",
+         [({}, t.get("connections_opened", 0) - t.get("connections", 0))]),
+        ("rabbitmq_channels_opened_total", COUNTER, "Total number of channels opened",
+         [({}, t.get("channels_opened", 0))]),
+        ("rabbitmq_channels_closed_total", COUNTER, "Total number of channels closed",
+         [({}, t.get("channels_opened", 0) - t.get("channels", 0))]),
+    ]
+    if not per_object:  # rabbitmq_prometheus leaves the alarms out of the per-object endpoint
+        out += alarms(f)
+    out += [
+        ("rabbitmq_process_resident_memory_bytes", GAUGE, "Memory used in bytes", [({}, f.get("mem_used", 0))]),
+        ("rabbitmq_resident_memory_limit_bytes", GAUGE, "Memory high watermark in bytes",
+         [({}, f.get("mem_limit", 0))]),
+        ("rabbitmq_disk_space_available_bytes", GAUGE, "Disk space available in bytes",
+         [({}, f.get("disk_free", 0))]),
+        ("rabbitmq_disk_space_available_limit_bytes", GAUGE, "Free disk space low watermark in bytes",
+         [({}, f.get("disk_free_limit", 0))]),
+    ]
+    out += [(name, COUNTER, help_, [(labels, t.get(counter, 0))]) for name, help_, counter, labels in _GLOBAL]
+    queues = sorted(s.queues.items())
+    for name, help_, key in _QUEUE:
+        if per_object:
+            samples = [({"vhost": v, "queue": q}, row.get(key, 0)) for (v, q), row in queues]
+        else:
+            samples = [({}, sum(row.get(key, 0) for _, row in queues))]
+        out.append((name, GAUGE, help_, samples))
+    out.append(("rabbitmq_queue_messages_published_total", COUNTER, "Total number of messages published to queues",
+                [({"vhost": v, "queue": q}, row.get("message_stats", {}).get("publish", 0)) for (v, q), row in queues]
+                if per_object else [({}, sum(row.get("message_stats", {}).get("publish", 0) for _, row in queues))]))
+    for name, kind, help_, value in _CHANNEL:
+        if per_object:
+            samples = [({"channel": c["name"]}, value(c)) for c in s.channels]
+        else:
+            samples = [({}, sum(value(c) for c in s.channels))]
+        out.append((name, kind, help_, samples))
+    out.append(("rabbitmq_connection_channels", GAUGE, "Channels on a connection",
+                [({"channel": c["name"]}, c["channels"]) for c in s.connections] if per_object
+                else [({}, sum(c["channels"] for c in s.connections))]))
+    return out
+
+def alarms(f: dict[str, Any]) -> list[Family]:
+    return [("rabbitmq_alarms_memory_used_watermark", GAUGE, "is 1 if VM memory watermark alarm is in effect",
+             [({}, int(bool(f.get("mem_alarm"))))]),
+            ("rabbitmq_alarms_free_disk_space_watermark", GAUGE,
+             "is 1 if free disk space watermark alarm is in effect", [({}, int(bool(f.get("disk_free_alarm"))))]),
+            ("rabbitmq_alarms_file_descriptor_limit", GAUGE, "is 1 if file descriptor limit alarm is in effect",
+             [({}, 0)])]
+
+
+def prometheus_name(name: str, kind: str) -> str:
+    """The name to give prometheus_client, which appends `_total` to counters itself."""
+    return name[:-len("_total")] if kind == COUNTER and name.endswith("_total") else name

@@ -1,0 +1,54 @@
+"""Rates over the sample interval, as the management plugin shows them (`*_details.rate`).
+
+Theory of operation: the node samples every host every `collect_statistics_interval` ms
+(RabbitMQ's 5000). Each sample gives, per object (a queue, a channel, the node), counters that only
+grow and gauges (queue depths). `Rates.observe(now_ms, values)` keeps the last two samples of every
+object; the rate of a value is its change between them divided by the time between them, in units
+per second, so a counter's rate is messages/s and a gauge's rate is how fast it grows (negative when
+it shrinks), as RabbitMQ's `messages_details.rate`. An object seen once has rate 0.0; an object
+missing from a sample is forgotten (it was deleted), so memory is two samples of what exists.
+Time is an input (ticks in ms); nothing here reads a clock.
+
+Left out: RabbitMQ's longer histories (`?lengths_age=`, `samples`), averages over them.
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+
+Values = Mapping[str, int | float]
+
+
+class Rates:
+    """The last two samples of every object, and the rates between them."""
+
+    def __init__(self) -> None:
+        self._prev: dict[Hashable, tuple[int, Values]] = {}
+        self._cur: dict[Hashable, tuple[int, Values]] = {}
+
+    def observe(self, now_ms: int, samples: Mapping[Hashable, Values]) -> None:
+        """A new sample of every object that exists now."""
+        cur = self._cur
+        self._prev = {key: cur[key] for key in samples if key in cur}
+        self._cur = {key: (now_ms, values) for key, values in samples.items()}
+
+    def rates(self, key: Hashable) -> dict[str, float]:
+        """Per second, for every value of `key`'s latest sample (0.0 without an earlier one)."""
+        cur = self._cur.get(key)
+        if cur is None:
+            return {}
+        at, values = cur
+        prev = self._prev.get(key)
+        if prev is None or prev[0] >= at:
+            return {name: 0.0 for name in values}
+        before, old = prev
+        seconds = (at - before) / 1000
+        return {name: round((value - old.get(name, 0)) / seconds, 2) for name, value in values.items()}
+
+
+def with_details(values: Mapping[str, int | float], rates: Mapping[str, float]) -> dict:
+    """RabbitMQ's pairs: `name` and `name_details: {"rate": r}` for every value."""
+    out: dict = {}
+    for name, value in values.items():
+        out[name] = value
+        out[f"{name}_details"] = {"rate": rates.get(name, 0.0)}
+    return out

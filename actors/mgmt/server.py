@@ -1,0 +1,181 @@
+"""The management HTTP server (aiohttp) and the Prometheus endpoint, on the node host's loop.
+
+Thin handlers: a request is routed on its raw path (paths.py: `%2F` is the default vhost, so the
+path must not be decoded before it is split), authenticated (auth.py), then
+- a GET is answered from the registry and the latest sample (reads.py, shapes.py);
+- a change is planned (changes.py) and run as the node core's admin operation, in the node's
+  serial order, like warrenctl's;
+- publish and get go over AMQP to the node's own listener as the HTTP user (amqp_client.py).
+The web UI's files (www/) are served at `/`. The Prometheus endpoint reads the latest sample
+through a prometheus_client custom collector (metrics.py names the families).
+
+Listening on 127.0.0.1 by default (`management.tcp.ip`), as RabbitMQ's guidance for loopback.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Iterator
+from urllib.parse import parse_qsl
+
+import structlog
+from aiohttp import web
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from actors.mgmt import auth, changes, metrics, paths, peek, reads
+from actors.mgmt.amqp_client import BrokerError, Session, properties, props_from_json, props_to_json
+from actors.mgmt.shapes import View
+
+log = structlog.get_logger("warren.mgmt")
+WWW = Path(__file__).with_name("www")
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class Management:
+    """What the handlers need: the node actor (registry, admin path), the collector, the node's facts."""
+
+    def __init__(self, node: Any, collector: Any, *, node_name: str, amqp_port: int, listeners: list[dict]) -> None:
+        self.node = node
+        self.collector = collector
+        self.node_name = node_name
+        self.amqp_port = amqp_port
+        self.listeners = listeners
+        self.runners: list[web.AppRunner] = []
+
+    def view(self) -> View:
+        c = self.collector
+        return View(self.node.core.registry, c.sample, c.rates, self.node_name, facts=c.facts)
+
+    # ---------------------------------------------------------------- servers
+    async def start(self, ip: str, api_port: int, prometheus_port: int) -> None:
+        if api_port:
+            app = web.Application(client_max_size=64 * 1024 * 1024)
+            app.router.add_route("*", "/api/{tail:.*}", self.api)
+            app.router.add_get("/", self.index)
+            app.router.add_static("/www/", WWW)
+            await self._serve(app, ip, api_port)
+        if prometheus_port:
+            app = web.Application()
+            app.router.add_get("/metrics", self.scrape)
+            app.router.add_get("/metrics/per-object", self.scrape)
+            await self._serve(app, ip, prometheus_port)
+        log.info("management.started", ip=ip, api_port=api_port, prometheus_port=prometheus_port)
+
+    async def _serve(self, app: web.Application, ip: str, port: int) -> None:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, ip, port, reuse_address=True).start()
+        self.runners.append(runner)
+
+    async def stop(self) -> None:
+        for runner in self.runners:
+            await runner.cleanup()
+
+    # ---------------------------------------------------------------- handlers
+    async def index(self, request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(WWW / "index.html")
+
+    async def api(self, request: web.Request) -> web.StreamResponse:
+        raw = request.raw_path
+        found = paths.match(raw)
+        if found is None:
+            return _json(changes.Answer(404, changes.NOT_FOUND))
+        route, args = found
+        caller = auth.login(self.node.core.registry, request.headers.get("Authorization"))
+        if isinstance(caller, auth.Refused):
+            if caller.body is None:
+                return web.Response(status=401, headers={"WWW-Authenticate": auth.REALM})
+            return web.json_response(caller.body, status=caller.status)
+        query = dict(parse_qsl(raw.partition("?")[2]))
+        if request.method == "GET":
+            return _json(reads.answer(self.view(), caller, route, args, query, self.listeners))
+        body = await _body(request)
+        if route == "exchange_publish" and request.method == "POST":
+            return _json(await self._publish(caller, args, body))
+        if route == "queue_get" and request.method == "POST":
+            return _json(await self._get(caller, args, body))
+        if route not in changes.CHANGE_ROUTES:
+            return _json(changes.Answer(405, {"error": "Method Not Allowed", "reason": "Method Not Allowed"}))
+        plan = changes.plan(self.node.core.registry, caller, route, args, request.method,
+                            {} if body is None else body, query)
+        if isinstance(plan, changes.Answer):
+            return _json(plan)
+        answer = changes.outcome(plan, await self.node.admin(plan.op, plan.args))
+        response = _json(answer)
+        if plan.location and answer.status == 201:
+            response.headers["Location"] = plan.location
+        return response
+
+    async def _publish(self, caller: auth.Caller, args: dict, body: Any) -> changes.Answer:
+        if not auth.may_manage_vhost(self.node.core.registry, caller, args["vhost"]):
+            return changes.Answer(401, changes.ACCESS)
+        parsed = peek.parse_publish(body)
+        if isinstance(parsed, changes.Answer):
+            return parsed
+        routing_key, props, payload = parsed
+        exchange = "" if args["name"] == "amq.default" else args["name"]
+        return await self._over_amqp(caller, args["vhost"], lambda session: session.publish(
+            exchange, routing_key, props_from_json(props), payload), lambda routed: {"routed": routed})
+
+    async def _get(self, caller: auth.Caller, args: dict, body: Any) -> changes.Answer:
+        if not auth.may_manage_vhost(self.node.core.registry, caller, args["vhost"]):
+            return changes.Answer(401, changes.ACCESS)
+        parsed = peek.parse_get(body)
+        if isinstance(parsed, changes.Answer):
+            return parsed
+        count, ackmode, encoding, truncate = parsed
+        return await self._over_amqp(caller, args["vhost"], lambda session: session.get(args["name"], count, ackmode),
+                                     lambda got: [peek.get_row(ok.exchange, ok.routing_key, ok.redelivered,
+                                                               ok.message_count, props_to_json(properties(header)),
+                                                               payload, encoding, truncate)
+                                                  for ok, header, payload in got])
+
+    async def _over_amqp(self, caller: auth.Caller, vhost: str, work: Callable[[Session], Awaitable[Any]],
+                         shape: Callable[[Any], Any]) -> changes.Answer:
+        """`work` on a connection to this node as the caller; a broker error is RabbitMQ's 400."""
+        try:
+            session = await Session.open(self.amqp_port, caller.name, caller.password, vhost)
+            try:
+                result = await work(session)
+            finally:
+                await session.close()
+        except BrokerError as e:
+            return changes.bad_request(str(e))
+        return changes.Answer(200, shape(result))
+
+    async def scrape(self, request: web.Request) -> web.Response:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Families(self.view(), request.path.endswith("/per-object")))
+        return web.Response(body=generate_latest(registry), headers={"Content-Type": PROMETHEUS_TEXT})
+
+
+class _Families:
+    """prometheus_client's custom collector over metrics.families."""
+
+    def __init__(self, view: View, per_object: bool) -> None:
+        self.view, self.per_object = view, per_object
+
+    def collect(self) -> Iterator[Metric]:
+        for name, kind, help_, samples in metrics.families(self.view, self.per_object):
+            labels = list(samples[0][0]) if samples else []
+            cls = CounterMetricFamily if kind == metrics.COUNTER else GaugeMetricFamily
+            family = cls(metrics.prometheus_name(name, kind), help_, labels=labels)
+            for label_values, value in samples:
+                family.add_metric([str(label_values[k]) for k in labels], value)
+            yield family
+
+
+async def _body(request: web.Request) -> Any:
+    if not request.can_read_body:
+        return None
+    try:
+        return json.loads(await request.read() or b"null")
+    except ValueError:
+        return "not json"
+
+
+def _json(answer: changes.Answer) -> web.Response:
+    if answer.body is None:
+        return web.Response(status=answer.status)
+    return web.json_response(answer.body, status=answer.status)

@@ -1,0 +1,65 @@
+"""MetadataMachine: the registry as the state machine of the cluster's metadata Raft group.
+
+Theory of operation. An entry of the metadata log is one registry command (metadata/commands.py)
+with the node that proposed it and that node's key for the proposal, packed with msgpack (commands
+are registered messages, so nested records travel as in an envelope: actors/messages). Every
+member applies every committed entry to its node's one `Registry` with `apply_command`, which is a
+deterministic function of (state, command), so every node's copy goes through the same states.
+The state is that Registry object itself, updated in place: the node core and the listings read
+it, and a machine that copied the registry per entry would cost more than the entry.
+
+After each apply the machine calls `on_applied(origin, key, command, result, changes)`, on every
+member, leader or not (Raft's machine effects run on the leader only; here every node must act on
+what its own copy now says: tell its hosts, create or delete its queues' actors). A snapshot is the
+registry's snapshot records (`Reset` first); restoring one resets this same Registry and calls
+`on_restored`, so the node re-sends the whole state to its hosts.
+Left out: `live_indexes` (the metadata's log is compacted by snapshots only).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import msgpack
+
+from actors.messages import ext_hook, pack_default
+from metadata.commands import Command
+from metadata.registry import Registry
+from raft.machine import ApplyMeta
+
+OnApplied = Callable[[str, Hashable, Command, Any, list], None]
+
+
+def encode(origin: str, key: Hashable, command: Command) -> bytes:
+    return msgpack.packb((origin, key, command), use_bin_type=True, default=pack_default)
+
+
+def decode(data: bytes) -> tuple[str, Hashable, Command]:
+    origin, key, command = msgpack.unpackb(data, raw=False, use_list=False, ext_hook=ext_hook)
+    return origin, key, command
+
+
+class MetadataMachine:
+    def __init__(self, registry: Registry, on_applied: OnApplied, on_restored: Callable[[], None]) -> None:
+        self.registry = registry
+        self.on_applied = on_applied
+        self.on_restored = on_restored
+        self.applied_index = 0
+
+    def init(self) -> Registry:
+        return self.registry
+
+    def apply(self, meta: ApplyMeta, command: bytes, state: Registry) -> tuple[Registry, Any, list]:
+        origin, key, cmd = decode(command)
+        result, changes = state.apply_command(cmd)
+        self.applied_index = meta.index
+        self.on_applied(origin, key, cmd, result, changes)
+        return state, None, []
+
+    def snapshot(self, state: Registry) -> bytes:
+        return msgpack.packb(state.snapshot(), use_bin_type=True, default=pack_default)
+
+    def restore(self, value: bytes) -> Registry:
+        self.registry.apply(msgpack.unpackb(value, raw=False, use_list=False, ext_hook=ext_hook))
+        self.on_restored()
+        return self.registry

@@ -1,0 +1,143 @@
+"""The management plugin's pure decisions: paths, credentials and tags, change plans, metric families."""
+from __future__ import annotations
+
+import base64
+import random
+
+from actors.mgmt import auth, changes, metrics, paths, peek
+from actors.mgmt.rates import Rates
+from actors.mgmt.sample import Sample
+from actors.mgmt.shapes import View, properties_key
+from metadata.registry import Registry
+from metadata.passwords import hash_password
+
+
+def basic(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def registry() -> Registry:
+    reg = Registry(random.Random(1))
+    reg.add_user("admin", hash_password("pw", b"salt"), ["administrator"])
+    reg.add_user("mon", hash_password("pw", b"salt"), ["monitoring"])
+    reg.add_user("mgm", hash_password("pw", b"salt"), ["management"])
+    reg.add_user("pol", hash_password("pw", b"salt"), ["policymaker"])
+    reg.add_user("plain", hash_password("pw", b"salt"), [])
+    reg.add_vhost("v1")
+    reg.set_permissions("mgm", "v1", ".*", ".*", ".*")
+    reg.set_permissions("pol", "/", ".*", ".*", ".*")
+    return reg
+
+
+PATHS = [
+    ("/api/queues/%2F/orders", ("queue", {"vhost": "/", "name": "orders"})),
+    ("/api/queues/%2F/a%2Fb", ("queue", {"vhost": "/", "name": "a/b"})),
+    ("/api/queues/%2F/orders/get", ("queue_get", {"vhost": "/", "name": "orders"})),
+    ("/api/exchanges/%2F/amq.default/publish", ("exchange_publish", {"vhost": "/", "name": "amq.default"})),
+    ("/api/bindings/%2F/e/x/q/q1/a.%23", ("binding", {"vhost": "/", "source": "x", "kind": "q", "destination": "q1",
+                                                       "props": "a.#"})),
+    ("/api/queues?columns=name,messages", ("queues", {})),
+    ("/api/overview/", ("overview", {})),
+    ("/api/queues/%2F/", ("queues_vhost", {"vhost": "/"})),  # a trailing slash is dropped
+    ("/api/queues/%2F//get", None),  # an empty name is no queue
+    ("/api/nonsense", None),
+]
+
+
+def test_paths_decode_each_segment_after_splitting():
+    for raw, expected in PATHS:
+        assert paths.match(raw) == expected, raw
+
+
+def test_credentials_from_a_basic_header():
+    assert auth.credentials(basic("a", "b:c")) == ("a", "b:c")
+    assert auth.credentials("Basic !!") is None
+    assert auth.credentials("Bearer x") is None
+    assert auth.credentials(None) is None
+
+
+def test_login_and_tags():
+    reg = registry()
+    assert auth.login(reg, None) == auth.Refused(401, None)
+    assert auth.login(reg, basic("admin", "wrong")) == auth.Refused(401, {"error": "not_authorized",
+                                                                          "reason": "Login failed"})
+    assert auth.login(reg, basic("plain", "pw")) == auth.Refused(401, {"error": "not_authorised",
+                                                                       "reason": "Not management user"})
+    grants = {name: auth.login(reg, basic(name, "pw")).grants for name in ("admin", "mon", "mgm", "pol")}
+    assert grants == {"admin": {"management", "policymaker", "monitoring", "administrator"},
+                      "mon": {"management", "monitoring"}, "mgm": {"management"},
+                      "pol": {"management", "policymaker"}}
+    mgm = auth.login(reg, basic("mgm", "pw"))
+    assert auth.visible_vhosts(reg, mgm) == {"v1"}
+    assert auth.visible_vhosts(reg, auth.login(reg, basic("mon", "pw"))) == {"/", "v1"}
+    assert mgm.refusal(auth.MONITORING) == auth.Refused(401, {"error": "not_authorised", "reason": "Not monitor user"})
+
+
+def plan(reg, user, route, args, method="PUT", body=None, query=None):
+    return changes.plan(reg, auth.login(reg, basic(user, "pw")), route, args, method, body or {}, query or {})
+
+
+def test_plans_of_changes():
+    reg = registry()
+    assert plan(reg, "admin", "vhost", {"vhost": "v2"}) == changes.Admin("add_vhost", {"name": "v2"}, 201)
+    assert plan(reg, "admin", "vhost", {"vhost": "v1"}) == changes.Admin("add_vhost", {"name": "v1"}, 204)
+    assert plan(reg, "admin", "vhost", {"vhost": "nope"}, "DELETE") == changes.Answer(404, changes.NOT_FOUND)
+    assert plan(reg, "mon", "vhost", {"vhost": "v2"}) == changes.Answer(401, {"error": "not_authorised",
+                                                                               "reason": "Not administrator user"})
+    assert plan(reg, "admin", "user", {"user": "u"}, body={"password": "p", "tags": "monitoring,management"}) == \
+        changes.Admin("put_user", {"name": "u", "tags": ["monitoring", "management"], "password": "p"}, 201)
+    assert plan(reg, "admin", "user", {"user": "u"}, body={"password": "p"}) == changes.bad_request("[{key_missing,tags}]")
+    assert plan(reg, "admin", "permission", {"vhost": "nope", "user": "mon"},
+                body={"configure": "", "write": "", "read": ""}) == changes.bad_request("vhost_or_user_not_found")
+    # a management user manages its own vhost's objects, not another's; policies need policymaker
+    assert plan(reg, "mgm", "queue", {"vhost": "v1", "name": "q"}) == changes.Admin(
+        "declare_queue", {"vhost": "v1", "name": "q", "durable": True, "auto_delete": False, "arguments": {}}, 201)
+    assert plan(reg, "mgm", "queue", {"vhost": "/", "name": "q"}) == changes.Answer(401, changes.ACCESS)
+    assert plan(reg, "mgm", "policy", {"vhost": "v1", "name": "p"}) == changes.Answer(401, changes.ACCESS)
+    assert plan(reg, "pol", "policy", {"vhost": "/", "name": "p"}, body={"pattern": "^a", "definition": {}}) == \
+        changes.Admin("set_policy", {"vhost": "/", "name": "p", "pattern": "^a", "definition": {}, "priority": 0,
+                                     "apply_to": "all"}, 201)
+    assert plan(reg, "admin", "queue", {"vhost": "nope", "name": "q"}) == changes.Answer(
+        404, {"error": "not_found", "reason": "vhost_not_found"})
+    assert plan(reg, "admin", "queue", {"vhost": "/", "name": "q"}, "DELETE") == changes.Answer(404, changes.NOT_FOUND)
+    assert plan(reg, "admin", "exchange", {"vhost": "/", "name": "amq.topic"}, "DELETE", query={"if-unused": "true"}) \
+        == changes.Admin("delete_exchange", {"vhost": "/", "name": "amq.topic", "if_unused": True})
+
+
+def test_outcomes_of_node_answers():
+    admin = changes.Admin("declare_queue", {}, 201)
+    assert changes.outcome(admin, {"ok": True}) == changes.Answer(201)
+    assert changes.outcome(admin, {"error": "no queue 'q'", "exit": 70, "code": 404}) == changes.Answer(
+        404, {"error": "not_found", "reason": "no queue 'q'"})
+    assert changes.outcome(admin, {"error": "inequivalent arg", "exit": 70, "code": 406}) == \
+        changes.bad_request("inequivalent arg")
+
+
+def test_publish_and_get_bodies():
+    assert peek.parse_publish({"routing_key": "k", "payload": "aGk=", "payload_encoding": "base64",
+                               "properties": {"delivery_mode": 2}}) == ("k", {"delivery_mode": 2}, b"hi")
+    assert peek.parse_get({"count": 5}) == changes.bad_request("[{key_missing,ackmode},{key_missing,encoding}]")
+    assert peek.parse_get({"count": "2", "ackmode": "ack_requeue_true", "encoding": "auto"}) == \
+        (2, "ack_requeue_true", "auto", None)
+    row = peek.get_row("", "q", False, 3, {}, b"\xff\x00", "auto", None)
+    assert (row["payload"], row["payload_encoding"], row["properties"]) == ("/wA=", "base64", [])
+
+
+def test_properties_key():
+    assert properties_key("a.#", {}) == "a.#"
+    assert properties_key("", {}) == "~"
+    assert properties_key("k", {"x": 1}).startswith("k~")
+
+
+def test_metric_families_aggregate_or_label_per_object():
+    reg = registry()
+    sample = Sample(0, queues={("/", "a"): {"messages_ready": 2}, ("/", "b"): {"messages_ready": 3}},
+                    totals={"publish": 7, "connections_opened": 2, "connections": 1})
+    view = View(reg, sample, Rates(), "n@localhost")
+    agg = {name: samples for name, _, _, samples in metrics.families(view, False)}
+    assert agg["rabbitmq_queue_messages_ready"] == [({}, 5)]
+    assert agg["rabbitmq_global_messages_received_total"] == [({"protocol": "amqp091"}, 7)]
+    assert agg["rabbitmq_connections_closed_total"] == [({}, 1)]
+    per = {name: samples for name, _, _, samples in metrics.families(view, True)}
+    assert per["rabbitmq_queue_messages_ready"] == [({"vhost": "/", "queue": "a"}, 2), ({"vhost": "/", "queue": "b"}, 3)]
+    assert "rabbitmq_alarms_memory_used_watermark" not in per
