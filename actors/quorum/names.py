@@ -1,6 +1,6 @@
 """Where a quorum queue's members live and what they are called.
 
-Every node runs one quorum host (`<node>:quorum`, the cluster's `NODE:KIND` host names) holding
+Every node runs one quorum host (`<node>:quorum`, actors/placement.py's `NODE:KIND`) holding
 that node's members of every quorum queue. A member is the actor `qq:<uid>` there, where `uid`
 names the queue's incarnation (a queue deleted and declared again gets a new one, so nothing of
 the old one's log can be mistaken for the new one's); its Raft id is its address as text
@@ -9,12 +9,14 @@ the node's WAL. The host's manager actor (`members`) starts and deletes members.
 """
 from __future__ import annotations
 
+from actors.placement import host_of
+
 QUORUM_KIND = "quorum"
 MANAGER_NAME = "members"
 
 
 def host_name(node: str) -> str:
-    return f"{node}:{QUORUM_KIND}"
+    return host_of(node, QUORUM_KIND)
 
 
 def member_name(uid: str) -> str:
@@ -28,11 +30,6 @@ def member_id(node: str, uid: str) -> str:
 def manager_id(node: str) -> str:
     return f"{host_name(node)}/{MANAGER_NAME}"
 
-
-def node_of(member: str) -> str:
-    """The node a member id belongs to (inverse of `member_id`)."""
-    host = member.partition("/")[0]
-    return host.rpartition(":")[0]
 
 
 def get_tag(rid: int) -> str:
