@@ -31,7 +31,6 @@ def manager_id(node: str) -> str:
     return f"{host_name(node)}/{MANAGER_NAME}"
 
 
-
 def get_tag(rid: int) -> str:
     """The consumer tag a basic.get with ack holds its message under (the channel's request id)."""
     return f"get:{rid}"
