@@ -3,6 +3,7 @@ QueueDrivers play channels (actors/quorum/drive.py)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any, Awaitable, Callable
 
 import pytest
@@ -18,19 +19,18 @@ body_timeout_s = 90
 
 
 @pytest.fixture
-def make_cluster(tmp_path):
-    made: list[QuorumCluster] = []
+def make_cluster(tmp_path, request):
+    """Start a QuorumCluster (fast elections, client hosts c1..c3), stopped after the test."""
+    numbers = itertools.count()
 
     def make(**kwargs: Any) -> QuorumCluster:
         kwargs["host_config"] = {**FAST, **kwargs.get("host_config", {})}
         kwargs.setdefault("clients", ("c1", "c2", "c3"))
-        cluster = QuorumCluster(tmp_path / f"c{len(made)}", **kwargs)
-        made.append(cluster)
+        cluster = QuorumCluster(tmp_path / f"c{next(numbers)}", **kwargs)
+        request.addfinalizer(cluster.stop)
         cluster.start()
         return cluster
-    yield make
-    for cluster in made:
-        cluster.stop()
+    return make
 
 
 def with_runtimes(cluster: QuorumCluster, body: Callable[..., Awaitable[Any]], *hosts: str) -> Any:
