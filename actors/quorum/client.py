@@ -101,7 +101,8 @@ class QuorumClient:
         return out, up
 
     def outstanding(self) -> bool:
-        return bool(self.unconfirmed or self.calls)
+        """Whether something waits for the leader: confirms, a call, or what was refused."""
+        return bool(self.unconfirmed or self.calls or self.parked or self.refused_by_target)
 
     # -- channel -> queue ----------------------------------------------------------------------
     def send(self, msg: Any) -> None:
@@ -240,9 +241,10 @@ class QuorumClient:
     def _redirected(self, sender: str, msg: NotQueueLeader) -> None:
         refused = msg.refused
         tracked = refused is None or type(refused) in TRACKED
-        if sender == self.target and tracked:
+        if sender == self.target:
             # what we sent the target went nowhere (it does not lead, or not now: an election or a
             # leadership transfer): the next leader news re-sends it, even naming the same member
+            # (who may well lead again in the same term, having said nothing: the retry asks)
             self.refused_by_target = True
         if msg.leader is not None and (msg.term > self.term or self.refused_by_target
                                        or (msg.term == self.term and msg.leader != self.target)):

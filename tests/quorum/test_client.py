@@ -195,3 +195,18 @@ def test_a_delivery_repeated_by_a_new_leader_is_dropped():
     q.receive(B, delivered(5, 6))  # B applied, as leader, an entry A had delivered
     q.receive(B, delivered(5))
     assert q.take()[1] == [delivered(6)] and q.duplicates == 2
+
+
+def test_a_settle_refused_during_a_leadership_transfer_is_sent_once_the_target_leads_again():
+    """The transfer times out: the same member leads on in the same term and announces nothing."""
+    q = client(retry_ticks=2)
+    q.receive(A, QueueLeader(A, 3))
+    settle = Settle([7], [], [])
+    q.receive(A, NotQueueLeader(None, 3, settle))
+    q.take()
+    q.tick()
+    q.tick()
+    assert q.take()[0] == [Send(A, FindLeader()), Send(B, FindLeader()), Send(C, FindLeader())]
+    q.receive(A, QueueLeader(A, 3))
+    assert q.take() == ([Send(A, settle)], [])
+    assert not q.outstanding()
