@@ -303,15 +303,23 @@ class Simulation:
             if marker is not None and marker in self.checker.acked:
                 index = self.checker.acked[marker][0]
                 top = max([index] + [i for i, _ in self.checker.acked.values()])
-                if all(n.core is not None and n.core.applied >= top
-                       for n in self.nodes.values()):
-                    self.checker.final(self.now, {n.id: n.core.applied
-                                                  for n in self.nodes.values()})
+                expected = self.expected_members()
+                if all(n.core is not None and n.core.applied >= top for n in expected):
+                    self.checker.final(self.now, {n.id: n.core.applied for n in expected})
+                    self.finished()
                     return
             if marker is not None and marker not in self.checker.acked and self.now % 50 == 0:
                 marker = None  # the leader it went to was deposed; propose a new one
         self.checker.violation(self.now, f"no progress within {self.options.liveness_ticks} "
                                          "ticks after healing (liveness)")
+
+    def expected_members(self) -> list[Node]:
+        """The nodes that must have applied everything by the end (all of them, unless a
+        simulation changes the membership)."""
+        return list(self.nodes.values())
+
+    def finished(self) -> None:
+        """The liveness phase succeeded: a subclass's last checks."""
 
     def propose_marker(self) -> int | None:
         leaders = [n for n in self.live() if n.core.role == LEADER]

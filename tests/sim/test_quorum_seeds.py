@@ -19,8 +19,8 @@ STEPS = 1000
 @pytest.mark.parametrize("nodes", [3, 5])
 @pytest.mark.parametrize("seed", SEEDS)
 def test_quorum_seed_is_safe_and_live(seed: int, nodes: int) -> None:
-    violations = run_seed(seed, STEPS, nodes, quorum=True)
-    assert not violations, report(seed, STEPS, nodes, violations, quorum=True)
+    violations = run_seed(seed, STEPS, nodes, machine="quorum")
+    assert not violations, report(seed, STEPS, nodes, violations, machine="quorum")
 
 
 def test_quorum_runs_exercise_failover_snapshots_and_redelivery() -> None:
