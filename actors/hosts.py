@@ -164,7 +164,10 @@ def queue_host(runtime: Any, spec: Any) -> None:
     me = cfg["node_name"]
     replica = RegistryReplica(runtime, QUEUE_ROUTER_NAME, Registry(), node_address(me))
     runtime.spawn(QUEUE_ROUTER_NAME, replica)
-    ClusterView(runtime, me, on_node_started=replica.subscribe).start()
+    # channels on down nodes are gone: their queues drop their consumers and requeue their deliveries
+    # (`manager` is made below, before this host's loop can deliver any NodesUp)
+    ClusterView(runtime, me, on_nodes=lambda up, down: manager.nodes(up, down),
+                on_node_started=replica.subscribe).start()
     replica.subscribe()
     storage = None
     if cfg.get("data_dir"):

@@ -427,6 +427,10 @@ class ClassicQueue:
                 effects.extend(self._housekeep())
         return effects
 
+    def channels(self) -> set[Hashable]:
+        """The channels this queue knows: those with a consumer here or unacknowledged messages."""
+        return {c.channel for c in self._consumers} | set(self._unacked)
+
     def channel_down(self, channel: Hashable, *, now_ms: int | None = None) -> list[Effect]:
         """The channel closed: drop its consumers and requeue everything it held (redelivered)."""
         self._clock(now_ms)

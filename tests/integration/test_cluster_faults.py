@@ -180,3 +180,25 @@ def test_a_forgotten_node_leaves_the_cluster_with_its_queues(cluster: Cluster) -
         ch.queue_declare("home-n3", passive=True)
     assert e.value.reply_code == 404
     conn.close()
+
+
+def test_a_queue_requeues_what_a_consumer_on_a_killed_node_held(cluster: Cluster) -> None:
+    """A channel on a node that dies never sends its ChannelDown: the queue must see the node go and
+    requeue the channel's unacknowledged deliveries, as RabbitMQ's queue does on the DOWN of a
+    channel on a lost node (found by the fault suite: they stayed unacknowledged for ever)."""
+    c3, ch3 = connect(cluster, "n3")
+    ch3.queue_declare("home-n3", durable=True)
+    ch3.confirm_delivery()
+    c1, ch1 = connect(cluster, "n1")
+    ch1.basic_qos(prefetch_count=10)
+    held = []
+    ch1.basic_consume("home-n3", lambda ch, method, props, body: held.append(body))
+    for i in range(5):
+        ch3.basic_publish("", "home-n3", b"%d" % i, pika.BasicProperties(delivery_mode=2))
+    until(lambda: c1.process_data_events(0.05) or len(held) == 5, "n1's consumer holding all five")
+    cluster.kill("n1")
+    until(lambda: cluster.node_name("n1") not in running(cluster, "n3"), "n3 seeing n1 down")
+    until(lambda: ch3.queue_declare("home-n3", passive=True).method.message_count == 5, "the five requeued")
+    got = [ch3.basic_get("home-n3", auto_ack=True) for _ in range(5)]
+    assert [(m.redelivered, body) for m, _, body in got] == [(True, b"%d" % i) for i in range(5)]
+    c3.close()
