@@ -87,7 +87,8 @@ async def node_host(runtime: Any, spec: Any) -> None:
     alone = bootstrap or (known is not None and set(known) == {me})  # never had a peer: its only voter
     member = start_member(runtime, data_dir, me, machine, alone=alone)
     membership = Membership(me, runtime.tcp_endpoint, known or {me: runtime.tcp_endpoint},
-                            address_of=lambda n: Address(host_of(n, NODE_KIND), CLUSTER_NAME))
+                            address_of=lambda n: Address(host_of(n, NODE_KIND), CLUSTER_NAME),
+                            incarnation=int.from_bytes(os.urandom(6), "big"))
     cluster = ClusterActor(runtime, membership, member, data_dir)
     view = ClusterView(runtime, me, on_nodes=node.nodes)
     cluster.start()

@@ -63,8 +63,8 @@ def election_after_kill(cluster: Cluster) -> float:
     while old is None:
         old = leader_of(cluster, cluster.names)
     rest = [n for n in cluster.names if n != old]
+    killed_at = time.monotonic()  # the signals go out at once; kill() then waits for the processes to end
     cluster.kill(old)
-    killed_at = time.monotonic()
     while leader_of(cluster, rest) is None:
         time.sleep(poll_s)  # polling for the moment a leader is agreed on
     elapsed = time.monotonic() - killed_at

@@ -13,6 +13,10 @@ member); this core only carries who exists, who answers and where their hosts li
 - Liveness: every `ping_interval_ticks` each peer gets a Ping; any message from a peer counts as
   hearing from it. A peer not heard from for `down_after_ticks` is down; the next message from it
   makes it up again (and is answered with a Hello, since it may have restarted on new ports).
+- Restarts: a Hello carries its node's incarnation (a new one each start). A peer that restarted
+  faster than it could be seen down is down and up again at once: every host must learn that what
+  it had in flight to that node is lost, and the restarted node gets this one's Hello, so it learns
+  where this node's hosts listen.
 - Local hosts subscribe; they get the cluster's Directory (every other node's hosts -> endpoint)
   and NodesUp (up and down nodes) whenever either changes, and once when they subscribe.
 - Joining: a JoinRequest is not decided here. `admission` returns the node to admit and the shell
@@ -44,14 +48,16 @@ class Peer:
     hosts: dict[str, str] = field(default_factory=dict)
     heard_at: int | None = None  # tick of the last message; None: never since this node started
     up: bool = False
+    incarnation: int | None = None  # from its last Hello
 
 
 class Membership:
     def __init__(self, me: str, endpoint: str, members: dict[str, str], *,
                  address_of: Callable[[str], Hashable], ping_interval_ticks: int = ping_interval_ticks_default,
-                 down_after_ticks: int = down_after_ticks_default) -> None:
+                 down_after_ticks: int = down_after_ticks_default, incarnation: int = 0) -> None:
         assert down_after_ticks > ping_interval_ticks > 0
         self.me = me
+        self.incarnation = incarnation
         self.endpoint = endpoint
         self.hosts: dict[str, str] = {}
         self.peers: dict[str, Peer] = {n: Peer(e) for n, e in members.items() if n != me}
@@ -177,6 +183,10 @@ class Membership:
             out += [SaveClusterFile(self.cluster_file()),
                     Log("cluster.node_joined", fields=(("node", msg.node), ("endpoint", msg.endpoint)))]
         endpoints = {**msg.hosts, host_of(msg.node, NODE_KIND): msg.endpoint}
+        if peer.incarnation is not None and msg.incarnation != peer.incarnation and peer.up:
+            peer.up = False  # restarted before its silence was noticed: down, then up below
+            out += [Log("cluster.node_restarted", "warning", (("node", msg.node),)), *self._publish_up()]
+        peer.incarnation = msg.incarnation
         moved = peer.endpoint != msg.endpoint
         if moved:
             peer.endpoint = msg.endpoint
@@ -202,7 +212,7 @@ class Membership:
         return out
 
     def _my_hello(self) -> Hello:
-        return Hello(self.me, self.endpoint, dict(self.hosts), sorted(self.members()))
+        return Hello(self.me, self.endpoint, dict(self.hosts), sorted(self.members()), self.incarnation)
 
     def _hello_all(self) -> list[Effect]:
         hello = self._my_hello()

@@ -22,6 +22,7 @@ class Hello:
     endpoint: str  # the node host's cluster endpoint (tcp://host:cluster_port)
     hosts: dict[str, str]  # the node's other hosts -> their tcp endpoints
     members: list[str]  # the nodes this node believes are in the cluster
+    incarnation: int = 0  # this run of the node (a new one each start): a change means it restarted
 
 
 @message

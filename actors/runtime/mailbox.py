@@ -260,6 +260,8 @@ class Runtime:
             return {"host": self.host, "actors": len(self._actors)}
         if op == "flow_states":
             return self.flow_states()
+        if op == "directory":
+            return dict(self.directory)
         if op == "partition":
             self.partition(args.get("nodes", ()))
             return {"partitioned_from": sorted(args.get("nodes", ()))}
@@ -307,7 +309,7 @@ class Runtime:
         if sock is None:
             endpoint = self.directory.get(host)
             if endpoint is None:
-                log.error("runtime.unknown_host", host=host, dropped=len(items))
+                log.error("runtime.unknown_host", host=self.host, to=host, dropped=len(items))
                 return
             assert self._ctx is not None
             sock = self._ctx.socket(zmq.PUSH)

@@ -128,3 +128,15 @@ def test_forgetting_drops_the_node_for_good():
     assert out[0] == SaveClusterFile(m.cluster_file()) and m.members() == {A: EA}
     assert sends(out) == [Send("conn0", Directory({})), Send("conn0", NodesUp([A], []))]
     assert logs(m.receive(Ping(B, 1))) == ["cluster.unknown_peer"]
+
+
+def test_a_peer_that_restarted_unnoticed_is_down_and_up_again_and_gets_our_hello():
+    m = core()
+    m.subscribe("conn0")
+    m.receive(Hello(B, EB, {f"{B}:queue0": "tcp://127.0.0.1:40001"}, [A, B], 1))
+    assert m.receive(Hello(B, EB, {f"{B}:queue0": "tcp://127.0.0.1:40001"}, [A, B], 1)) == []
+    out = m.receive(Hello(B, EB, {}, [A, B], 2))  # a new incarnation, before any silence was seen
+    assert logs(out) == ["cluster.node_restarted", "cluster.node_up"]
+    ups = [s.msg for s in sends(out, NodesUp)]
+    assert ups == [NodesUp([A], [B]), NodesUp([A, B], [])]  # every host hears it went away
+    assert sends(out, Hello) == [Send(addr(B), Hello(A, EA, {}, [A, B]))]  # it learns our hosts again

@@ -202,3 +202,25 @@ def test_a_queue_requeues_what_a_consumer_on_a_killed_node_held(cluster: Cluster
     got = [ch3.basic_get("home-n3", auto_ack=True) for _ in range(5)]
     assert [(m.redelivered, body) for m, _, body in got] == [(True, b"%d" % i) for i in range(5)]
     c3.close()
+
+
+def test_a_node_restarted_faster_than_its_silence_is_noticed_reaches_every_node_again(cluster: Cluster) -> None:
+    conn, ch = connect(cluster, "n2")
+    ch.queue_declare("home-n2", durable=True)
+    conn.close()
+    cluster.kill("n1")
+    cluster.restart("n1")  # within the 5 s the others take to see a silent node down
+    conn, ch = connect(cluster, "n1")
+    ch.queue_declare("home-n1", durable=True)
+    ch.confirm_delivery()
+    ch.basic_publish("", "home-n2", b"from the restarted node", pika.BasicProperties(delivery_mode=2))
+    assert until(lambda: ch.basic_get("home-n2", auto_ack=True)[2], "a queue on n2 used from n1") == \
+        b"from the restarted node"
+    conn.close()
+    conn, ch = connect(cluster, "n2")
+    ch.confirm_delivery()
+    until(lambda: ch.queue_declare("home-n1", passive=True), "n2 seeing the queue declared on n1")
+    ch.basic_publish("", "home-n1", b"to the restarted node", pika.BasicProperties(delivery_mode=2))
+    assert until(lambda: ch.basic_get("home-n1", auto_ack=True)[2], "a queue on n1 used from n2") == \
+        b"to the restarted node"
+    conn.close()
