@@ -64,6 +64,7 @@ class Outcome:
     schedule: Schedule
     out: Path
     report: str
+    ok: bool  # nothing confirmed lost, nothing unexpected, every queue drained
 
 
 def run(opts: Options, say=print) -> Outcome:
@@ -112,13 +113,15 @@ def run(opts: Options, say=print) -> Outcome:
             workload.stop_consumers()
         finally:
             workload.close()
-        drain(cluster, queues, history)
+        stuck = drain(cluster, queues, history)
         nemesis.event(f"drained: {len(history.drained)} messages by basic.get")
+        notes += queue_states(cluster)
         result = check(history, ran, end_s)
-        ok = result.ok
+        ok = result.ok and not stuck
         notes += _client_errors(history)
         text = report.text(result, schedule, mode=cluster.mode, queue_type=opts.queue_type, replay=replay,
-                           took_s=time.monotonic() - began, events=nemesis.events, notes=notes)
+                           took_s=time.monotonic() - began, events=nemesis.events, notes=notes,
+                           failures=stuck)
         (out / "report.txt").write_text(text)
         report.plot(out / "confirms.png", sorted(history.confirmed.values()), result,
                     f"{opts.nodes} nodes, {opts.queue_type} queues, seed {seed}")
@@ -126,7 +129,7 @@ def run(opts: Options, say=print) -> Outcome:
             "lost": {m: history.confirmed[m] for m in result.lost}, "unexpected": result.unexpected,
             "windows": [vars(w) for w in ran], "errors": history.errors,
             "confirmed": history.confirmed, "consumed": history.consumed, "drained": history.drained}))
-        return Outcome(result, schedule, out, text)
+        return Outcome(result, schedule, out, text, ok)
     finally:
         cluster.stop()
         if ok and not opts.keep:
@@ -189,14 +192,16 @@ def settle(cluster: FaultCluster, queues: list[str], history: History) -> None:
         time.sleep(poll_s)  # polling the queues' lengths, with a deadline
 
 
-def drain(cluster: FaultCluster, queues: list[str], history: History) -> None:
-    """basic.get with acks until every queue is empty and says so (passive declare: 0 messages)."""
+def drain(cluster: FaultCluster, queues: list[str], history: History) -> list[str]:
+    """basic.get with acks until every queue is empty and says so (passive declare: 0 messages);
+    returns what could not be drained in `drain_timeout_s`, with the last error seen."""
     deadline = time.monotonic() + drain_timeout_s
     left = list(queues)
     attempt = 0
+    error = ""
     while left:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"could not drain {left} within {drain_timeout_s:.0f} s")
+            return [f"could not drain {', '.join(left)} within {drain_timeout_s:.0f} s; last error: {error or 'none'}"]
         name = cluster.names[attempt % len(cluster.names)]
         attempt += 1
         try:
@@ -213,8 +218,23 @@ def drain(cluster: FaultCluster, queues: list[str], history: History) -> None:
             finally:
                 if conn.is_open:
                     conn.close()
-        except pika.exceptions.AMQPError:
+        except pika.exceptions.AMQPError as e:
+            error = f"{name}: {type(e).__name__}: {e}"
             time.sleep(poll_s)  # a queue not back yet (its node recovering): ask again shortly
+    return []
+
+
+def queue_states(cluster: FaultCluster) -> list[str]:
+    """Each queue's counts as the cluster reports them (after the drain: all should be 0)."""
+    columns = ("messages_ready", "messages_unacknowledged", "consumers")
+    for name in cluster.names:
+        try:
+            rows = cluster.control(name, "node", "cluster_queue_stats")
+        except (RuntimeError, ConnectionError, TimeoutError, OSError):
+            continue
+        return [f"queue {r.get('name')}: " + ", ".join(f"{c} {r.get(c)}" for c in columns)
+                for r in sorted(rows, key=lambda r: str(r.get("name")))]
+    return ["queue states: no node answered"]
 
 
 def _client_errors(history: History) -> list[str]:
@@ -260,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     outcome = run(opts)
     print(outcome.report)
     print(f"report: {outcome.out / 'report.txt'}, plot: {outcome.out / 'confirms.png'}")
-    return 0 if outcome.result.ok else 1
+    return 0 if outcome.ok else 1
 
 
 if __name__ == "__main__":
