@@ -1,7 +1,7 @@
 """The nemesis: carries a schedule out against the cluster under test, window by window.
 
 A window's faults strike when its start comes (late if the one before overran: a restart waits for
-the node to serve), stay for its duration, and are lifted in reverse order: a partition healed, a
+the node to serve), stay for its duration from when they took effect, and are lifted in reverse order: a partition healed, a
 killed node started again, a paused node resumed (a killed host was restarted by its supervisor
 already). What a fault's target turned out to be (the metadata leader, a queue's leader) is
 resolved when the window opens and written to the event log, with every strike and lift and how
@@ -42,9 +42,9 @@ class Nemesis:
         ran = []
         for window in schedule.windows:
             self._sleep_until(start + window.start_s)
-            struck = self.history.now()
             undo, what = self.strike(window)
-            self._sleep_until(max(struck, start + window.start_s) + window.duration_s)
+            struck = self.history.now()  # resolving a leader or killing a node takes a moment
+            self._sleep_until(struck + window.duration_s)
             lifted = self.history.now()
             for lift in reversed(undo):
                 lift()
