@@ -101,7 +101,7 @@ def mutate(rng: random.Random, frames: list[bytes], kind: str) -> list[bytes]:
     if kind == "flip":
         for _ in range(rng.randint(1, 4)):
             frame[rng.randrange(len(frame))] = rng.randrange(256)
-    elif kind == "cut":
+    elif kind == "cut" and len(frame) > 1:
         del frame[rng.randrange(1, len(frame)):]
     elif kind == "splice":
         at = rng.randrange(len(frame) + 1)
