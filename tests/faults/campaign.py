@@ -72,7 +72,8 @@ def run(opts: Options, say=print) -> Outcome:
     out = opts.out or REPO / "var" / "faults" / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{seed}"
     out.mkdir(parents=True, exist_ok=True)
     why_not = None if opts.transport else netns_unavailable()
-    notes = []
+    notes: list[str] = []
+    failures: list[str] = []  # what went wrong besides the checker's verdict
     if why_not:
         notes.append(f"network namespaces unavailable ({why_not}): partitions by the fault-injecting transport")
         say(notes[-1])
@@ -106,22 +107,25 @@ def run(opts: Options, say=print) -> Outcome:
         workload.start()
         try:
             ran = nemesis.run(schedule)
-            nemesis.heal_all()
+            try:
+                nemesis.heal_all()
+            except TimeoutError as e:
+                failures.append(str(e))
             workload.stop_publishers()
             end_s = history.now()
             settle(cluster, queues, history)
             workload.stop_consumers()
         finally:
             workload.close()
-        stuck = drain(cluster, queues, history)
+        failures += drain(cluster, queues, history)
         nemesis.event(f"drained: {len(history.drained)} messages by basic.get")
         notes += queue_states(cluster)
         result = check(history, ran, end_s)
-        ok = result.ok and not stuck
+        ok = result.ok and not failures
         notes += _client_errors(history)
         text = report.text(result, schedule, mode=cluster.mode, queue_type=opts.queue_type, replay=replay,
                            took_s=time.monotonic() - began, events=nemesis.events, notes=notes,
-                           failures=stuck)
+                           failures=failures)
         (out / "report.txt").write_text(text)
         report.plot(out / "confirms.png", sorted(history.confirmed.values()), result,
                     f"{opts.nodes} nodes, {opts.queue_type} queues, seed {seed}")

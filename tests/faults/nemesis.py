@@ -19,6 +19,7 @@ from tests.faults.schedule import Fault, Schedule, Window, grudge_of
 from tests.faults.workload import History
 
 heal_timeout_s = 180.0
+LIFT_ORDER = {"partition": 0, "kill-host": 1, "pause": 2, "kill": 3}
 poll_s = 0.2
 
 
@@ -46,21 +47,24 @@ class Nemesis:
             struck = self.history.now()  # resolving a leader or killing a node takes a moment
             self._sleep_until(struck + window.duration_s)
             lifted = self.history.now()
-            for lift in reversed(undo):
+            for lift in undo:
                 lift()
             self.event(f"lifted {what} ({self.history.now() - lifted:.1f} s)")
             ran.append(Ran(window.nemesis, what, struck, lifted))
         return ran
 
     def strike(self, window: Window) -> tuple[list[Callable[[], None]], str]:
-        undo, described = [], []
+        """Strike the window's faults; their lifts, in the order they must run: the network healed
+        before a paused node resumes and before a killed node starts again (a node restarted
+        inside a minority cannot reach the metadata majority it needs to serve)."""
+        lifts, described = [], []
         for fault in window.faults:
             lift, what = self._strike(fault)
-            undo.append(lift)
+            lifts.append((LIFT_ORDER[fault.kind], lift))
             described.append(what)
         what = " + ".join(described)
         self.event(f"struck {what}")
-        return undo, what
+        return [lift for _, lift in sorted(lifts, key=lambda pair: pair[0])], what
 
     def _strike(self, fault: Fault) -> tuple[Callable[[], None], str]:
         c = self.cluster
@@ -92,7 +96,11 @@ class Nemesis:
 
     def _restart(self, name: str) -> None:
         begun = time.monotonic()
-        self.cluster.restart(name)
+        try:
+            self.cluster.restart(name)
+        except RuntimeError:  # it did not serve in time and was stopped: heal_all starts it again
+            self.event(f"{name} did not serve within {time.monotonic() - begun:.0f} s of its restart")
+            return
         self.event(f"{name} serving again after {time.monotonic() - begun:.1f} s")
 
     def heal_all(self) -> None:
