@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Awaitable, Callable
 
 import aio_pika
 import aiormq
@@ -97,85 +98,81 @@ class Workload:
             self._tasks["consume"].append(asyncio.create_task(self._consumer(i)))
 
     # -- clients -----------------------------------------------------------------------------
-    async def _connect(self, client: str, attempt: int, offset: int) -> aio_pika.abc.AbstractConnection:
-        node = self.nodes[(offset + attempt) % len(self.nodes)]
-        return await asyncio.wait_for(aio_pika.connect(self.urls[node]), connect_timeout_s)
-
-    def _error(self, client: str, e: BaseException) -> None:
-        self.history.errors.append((self.history.now(), client, f"{type(e).__name__}: {e}"[:300]))
-
-    async def _publisher(self, i: int) -> None:
-        h, stop = self.history, self._stopping["publish"]
-        queue = self.queues[i % len(self.queues)]
-        client, seq, attempt = f"p{i}", 0, 0
+    async def _reconnecting(self, client: str, offset: int, stop: asyncio.Event,
+                            session: Callable[[aio_pika.abc.AbstractConnection], Awaitable[None]]) -> None:
+        """Run `session` on a connection until `stop`; after any error, the next node, after a back-off."""
+        attempt = 0
         while not stop.is_set():
             conn = None
             try:
-                conn = await self._connect(client, attempt, i)
-                channel = await conn.channel(publisher_confirms=True, on_return_raises=True)
-                while not stop.is_set():
-                    seq += 1
-                    mid = f"{queue}/{client}/{seq}"
-                    h.published[mid] = queue
-                    message = aio_pika.Message(mid.encode(), delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
-                    try:
-                        result = await channel.default_exchange.publish(message, queue, timeout=publish_timeout_s)
-                    except aio_pika.exceptions.DeliveryError:
-                        h.nacked.add(mid)
-                        await asyncio.sleep(backoff_s)  # the queue is out of reach: do not spin on nacks
-                        continue
-                    except BaseException:
-                        h.indeterminate.add(mid)
-                        raise
-                    if isinstance(result, aiormq.spec.Basic.Ack):
-                        h.confirmed[mid] = h.now()
-                    else:
-                        h.indeterminate.add(mid)
-                    if self.interval_s:
-                        await asyncio.sleep(self.interval_s)  # the workload's rate, not a synchronisation
+                node = self.nodes[(offset + attempt) % len(self.nodes)]
+                conn = await asyncio.wait_for(aio_pika.connect(self.urls[node]), connect_timeout_s)
+                await session(conn)
             except asyncio.CancelledError:
                 raise
             except Exception as e:
-                self._error(client, e)
+                self.history.errors.append((self.history.now(), client, f"{type(e).__name__}: {e}"[:300]))
                 attempt += 1
                 await asyncio.sleep(backoff_s)
             finally:
                 await _close(conn)
 
+    async def _publisher(self, i: int) -> None:
+        h, stop = self.history, self._stopping["publish"]
+        queue = self.queues[i % len(self.queues)]
+        client = f"p{i}"
+        seq = 0
+
+        async def session(conn: aio_pika.abc.AbstractConnection) -> None:
+            nonlocal seq
+            channel = await conn.channel(publisher_confirms=True, on_return_raises=True)
+            while not stop.is_set():
+                seq += 1
+                mid = f"{queue}/{client}/{seq}"
+                h.published[mid] = queue
+                message = aio_pika.Message(mid.encode(), delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
+                try:
+                    result = await channel.default_exchange.publish(message, queue, timeout=publish_timeout_s)
+                except aio_pika.exceptions.DeliveryError:
+                    h.nacked.add(mid)
+                    await asyncio.sleep(backoff_s)  # the queue is out of reach: do not spin on nacks
+                    continue
+                except BaseException:
+                    h.indeterminate.add(mid)
+                    raise
+                if isinstance(result, aiormq.spec.Basic.Ack):
+                    h.confirmed[mid] = h.now()
+                else:
+                    h.indeterminate.add(mid)
+                if self.interval_s:
+                    await asyncio.sleep(self.interval_s)  # the workload's rate, not a synchronisation
+
+        await self._reconnecting(client, i, stop, session)
+
     async def _consumer(self, i: int) -> None:
         h, stop = self.history, self._stopping["consume"]
         queue_name = self.queues[i % len(self.queues)]
-        client, attempt = f"c{i}", 0
 
         async def on_message(message: aio_pika.abc.AbstractIncomingMessage) -> None:
             h.consumed.append((message.body.decode(errors="replace"), h.now()))
             await message.ack()
 
-        while not stop.is_set():
-            conn = None
-            try:
-                conn = await self._connect(client, attempt, i + 1)
-                channel = await conn.channel()
-                await channel.set_qos(prefetch_count=prefetch)
-                queue = await channel.get_queue(queue_name, ensure=True)
-                tag = await queue.consume(on_message)
-                underlay = await channel.get_underlay_channel()
-                # a broker's basic.cancel (the queue's node went away) or a closed channel ends it
-                while not stop.is_set() and not channel.is_closed and tag in underlay.consumers:
-                    try:
-                        await asyncio.wait_for(stop.wait(), cancel_poll_s)
-                    except asyncio.TimeoutError:
-                        pass
-                if not stop.is_set():
-                    raise ConnectionError("consumer cancelled or channel closed")
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                self._error(client, e)
-                attempt += 1
-                await asyncio.sleep(backoff_s)
-            finally:
-                await _close(conn)
+        async def session(conn: aio_pika.abc.AbstractConnection) -> None:
+            channel = await conn.channel()
+            await channel.set_qos(prefetch_count=prefetch)
+            queue = await channel.get_queue(queue_name, ensure=True)
+            tag = await queue.consume(on_message)
+            underlay = await channel.get_underlay_channel()
+            # a broker's basic.cancel (the queue's node went away) or a closed channel ends it
+            while not stop.is_set() and not channel.is_closed and tag in underlay.consumers:
+                try:
+                    await asyncio.wait_for(stop.wait(), cancel_poll_s)
+                except asyncio.TimeoutError:
+                    pass
+            if not stop.is_set():
+                raise ConnectionError("consumer cancelled or channel closed")
+
+        await self._reconnecting(f"c{i}", i + 1, stop, session)
 
 
 async def _close(conn: aio_pika.abc.AbstractConnection | None) -> None:
