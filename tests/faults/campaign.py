@@ -19,6 +19,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pika
 import pika.exceptions
@@ -67,7 +68,11 @@ class Outcome:
     ok: bool  # nothing confirmed lost, nothing unexpected, every queue drained
 
 
-def run(opts: Options, say=print) -> Outcome:
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def run(opts: Options, say: Callable[[str], None] = _say) -> Outcome:
     seed = opts.seed if opts.seed is not None else random.SystemRandom().randrange(2 ** 31)
     out = opts.out or REPO / "var" / "faults" / f"{time.strftime('%Y%m%d-%H%M%S')}-seed{seed}"
     out.mkdir(parents=True, exist_ok=True)
@@ -246,7 +251,7 @@ def _client_errors(history: History) -> list[str]:
     for _, _, error in history.errors:
         kind = error.split(":")[0]
         kinds[kind] = kinds.get(kind, 0) + 1
-    return [f"client errors (reconnected after each): " + (", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+    return ["client errors (reconnected after each): " + (", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
                                                           or "none")]
 
 

@@ -25,7 +25,7 @@ poll_s = 0.2
 
 class Nemesis:
     def __init__(self, cluster: FaultCluster, history: History, home: dict[str, str],
-                 leader_of: Callable[[str], str | None], say: Callable[[str], None] = print) -> None:
+                 leader_of: Callable[[str], str | None], say: Callable[[str], None]) -> None:
         self.cluster = cluster
         self.history = history
         self.home = home            # queue -> the node that declared it
