@@ -16,6 +16,8 @@ nodes and it learns where theirs listen and which nodes are up.
   commit: actors/queue/group_commit.py), the host's durable storage (persist/classic/host_storage.py:
   message stores, queue indexes) on a RealDisk, and its housekeeping (actors/queue/housekeeping.py:
   memory and paging, GC), which follows the node's memory limit.
+- quorum: the node's quorum queue members and their one WAL (actors/quorum/host.py); when a node
+  goes down, its channels' consumers and unacked messages are given back by every member here.
 - connN: the AMQP listener (SO_REUSEPORT, so every connection host shares the port; plus an amqps
   listener when tls_port is set), a registry replica (which also answers logins and vhost access),
   and the readers/channels of the connections this host accepted. It subscribes to the
@@ -37,6 +39,7 @@ from actors.channel.publish_checks import MAX_MESSAGE_SIZE_DEFAULT
 from actors.cluster.membership import Membership
 from actors.cluster.shell import ClusterActor, read_members
 from actors.cluster.view import ClusterView, tell_local_hosts
+from actors.quorum import host as quorum
 from actors.node.core import ADMIN_OPS, CONNECTION_ADMIN_NAME, TIMEOUT_MS_DEFAULT, Startup
 from actors.node.listings import LISTING_OPS
 from actors.node.metadata_machine import MetadataMachine
@@ -51,6 +54,7 @@ from actors.placement import (ALARMS_NAME, CLUSTER_NAME, META_NAME, NODE_KIND, Q
                               RESOURCE_MONITOR_NAME, ROUTER_NAME, alarm_relay, host_of, kind_of, node_address,
                               queue_address, queue_kind, resource_monitor)
 from metadata import definitions
+from metadata.quorum import CLUSTER_SIZE_DEFAULT
 from metadata.registry import Registry
 from actors.messages.stats import REPORTER_NAME
 from actors.mgmt.collector import StatsCollector
@@ -93,7 +97,8 @@ async def node_host(runtime: Any, spec: Any) -> None:
     registry = Registry(random.Random())
     node = NodeActor(runtime, META_NAME, registry, me, cfg["queue_hosts"],
                      timeout_ms=cfg.get("metadata_timeout_ms", TIMEOUT_MS_DEFAULT),
-                     member=Address(runtime.host, MEMBER_NAME))
+                     member=Address(runtime.host, MEMBER_NAME),
+                     quorum_cluster_size=cfg.get("quorum_cluster_size", CLUSTER_SIZE_DEFAULT))
     runtime.spawn(META_NAME, node)
     known = read_members(data_dir)  # None: this node has never served
     joining = known is None and bool(cfg.get("join"))
@@ -209,6 +214,21 @@ async def _forget(cluster: ClusterActor, node: NodeActor, gone: str) -> dict:
     except RuntimeError as e:
         return {"error": str(e), "exit": 70}
     return await node.admin("forget_node_queues", {"node": gone})
+
+
+def quorum_host(runtime: Any, spec: Any) -> None:
+    """A node's quorum host (actors/quorum/host.py) with its window on the cluster: the directory
+    of the other nodes' hosts, and the channels of nodes that went down given back."""
+    host = quorum.quorum_host(runtime, spec)
+    seen_down: set[str] = set()
+
+    def on_nodes(_up: list[str], down: list[str]) -> None:
+        newly = set(down) - seen_down
+        seen_down.clear()
+        seen_down.update(down)
+        if newly:
+            host.nodes_down(newly)
+    ClusterView(runtime, spec.config["node_name"], on_nodes=on_nodes).start()
 
 
 def queue_host(runtime: Any, spec: Any) -> None:

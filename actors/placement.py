@@ -5,6 +5,11 @@ Every host process of a cluster has a name unique in the cluster, `NODE:KIND` ("
 inside messages. A queue lives where its record says (`QueueRecord.home`, the host its actor runs
 on): the node that declares a classic queue homes it on one of its own queue hosts, chosen by a
 crc32 of the queue's identity (not Python's salted hash(), so every process computes the same).
+A quorum queue has no one host: its members run on several nodes' quorum hosts and any of them may
+lead. Its record's home is `quorum_home(uid)`, a name no process has, so that `queue_address`
+still gives every queue one cluster-wide address (what channels key their queues by, and what
+QueuesGone names); a channel's quorum client (actors/channel/quorum_links.py) turns sends to it
+into sends to the member that leads.
 """
 from __future__ import annotations
 
@@ -52,9 +57,21 @@ def queue_address(home: str, vhost: str, name: str) -> Address:
     return Address(home, f"q:{vhost}:{name}")
 
 
+QUORUM_HOME_PREFIX = "quorum!"  # "!" is in no node name (name@host) and no kind
+
+
+def quorum_home(uid: str) -> str:
+    """The home of the quorum queue whose incarnation is `uid`."""
+    return QUORUM_HOME_PREFIX + uid
+
+
+def quorum_uid(home: str) -> str | None:
+    """The incarnation a quorum queue's home names; None for a classic queue's host."""
+    return home[len(QUORUM_HOME_PREFIX):] if home.startswith(QUORUM_HOME_PREFIX) else None
+
+
 def queue_manager(host: str) -> Address:
     return Address(host, QUEUE_MANAGER_NAME)
-
 
 
 def alarm_relay(node: str) -> Address:

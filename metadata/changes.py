@@ -73,6 +73,8 @@ class QueueCreated:
     auto_delete: bool
     arguments: dict[str, Any]
     home: str = ""  # the host its actor runs on (actors/placement.py); "" until a node adopts it
+    members: tuple[str, ...] = ()  # a quorum queue's member nodes (QueueRecord.members)
+    created_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)

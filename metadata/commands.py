@@ -73,6 +73,8 @@ class PutQueue:
     owner: Hashable | None = None
     server_named: bool = False
     home: str = ""  # the host the proposer places a new queue on (client-local: one of its own)
+    members: tuple[str, ...] = ()  # a new quorum queue's member nodes, as the proposer placed them
+    created_ms: int = 0  # and when (the proposer's clock)
 
 
 @dataclass(frozen=True, slots=True)

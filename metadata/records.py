@@ -17,6 +17,14 @@ class QueueRecord:
     arguments: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     created: bool = False  # True only in the answer to the declare that created it
     home: str = ""  # the host its actor runs on (actors/placement.py); "" until a node adopts it
+    # a quorum queue's member nodes, the leader the locator chose first (its home names no host:
+    # it is the queue's incarnation, actors/placement.py's quorum_home)
+    members: tuple[str, ...] = ()
+    created_ms: int = 0  # a quorum queue's creation time (every member's machine starts from it)
+
+    @property
+    def quorum(self) -> bool:
+        return bool(self.members)
 
 
 @dataclass(frozen=True, slots=True)

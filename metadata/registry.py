@@ -177,6 +177,14 @@ class Registry:
         vh = self.topology.vhosts.get(vhost)
         return None if vh is None else vh.queues.get(name)
 
+    def quorum_members(self, home: str) -> tuple[str, ...]:
+        """The member nodes of the quorum queue with this home; () when there is none (a scan: a
+        channel asks once per quorum queue it starts talking to)."""
+        for rec in self.topology.queues():
+            if rec.home == home:
+                return rec.members
+        return ()
+
     def queue_home(self, vhost: str, name: str) -> str:
         """The host a queue's actor runs on (on every publish's path: a dict look-up each)."""
         return self.topology.vhosts[vhost].queues[name].home

@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from metadata import arguments as qargs
-from metadata import names, texts
+from metadata import names, quorum, texts
 from metadata.changes import (
     Bound, Change, Emit, ExchangeCreated, ExchangeDeleted, QueueCreated, QueueDeleted, Unbound, VhostCreated,
     VhostDeleted,
@@ -89,7 +89,8 @@ class Topology:
 
     def queue_created(self, c: QueueCreated) -> None:
         self.vhosts[c.vhost].queues[c.name] = QueueRecord(c.vhost, c.name, c.durable, c.exclusive_owner,
-                                                          c.auto_delete, dict(c.arguments), home=c.home)
+                                                          c.auto_delete, dict(c.arguments), home=c.home,
+                                                          members=tuple(c.members), created_ms=c.created_ms)
 
     def queue_deleted(self, c: QueueDeleted) -> None:
         vh = self.vhosts[c.vhost]
@@ -123,7 +124,7 @@ class Topology:
             out.append(VhostCreated(vhost))
             out.extend(_exchange_created(x) for x in self.exchanges(vhost))
             out.extend(QueueCreated(q.vhost, q.name, q.durable, q.exclusive_owner, q.auto_delete, dict(q.arguments),
-                                    q.home) for q in self.queues(vhost))
+                                    q.home, q.members, q.created_ms) for q in self.queues(vhost))
             out.extend(_binding(Bound, b) for b in self.bindings(vhost))
         return out
 
@@ -199,6 +200,10 @@ class Topology:
             return texts.reserved_prefix("queue", name)
         owner = cmd.owner if cmd.exclusive else None
         current = vh.queues.get(name)
+        if current is not None and current.quorum:
+            return quorum.redeclare_error(name, cmd.vhost, current.arguments, args, durable=cmd.durable,
+                                          auto_delete=cmd.auto_delete,
+                                          owner_matches=current.exclusive_owner == owner) or current
         if current is not None:
             if current.exclusive_owner != owner:
                 return texts.resource_locked(name, cmd.vhost)
@@ -208,11 +213,16 @@ class Topology:
                 if pair is not None:
                     return texts.inequivalent("queue", name, cmd.vhost, key, *pair)
             return qargs.queue_inequivalence(name, cmd.vhost, current.arguments, args) or current
-        error = qargs.validate_new_queue(name, cmd.vhost, args, durable=cmd.durable, exclusive=cmd.exclusive,
-                                         auto_delete=cmd.auto_delete)
+        if quorum.is_quorum(args):
+            error = quorum.new_queue_error(name, cmd.vhost, args, durable=cmd.durable, exclusive=cmd.exclusive,
+                                           auto_delete=cmd.auto_delete)
+        else:
+            error = qargs.validate_new_queue(name, cmd.vhost, args, durable=cmd.durable, exclusive=cmd.exclusive,
+                                             auto_delete=cmd.auto_delete)
         if error is not None:
             return error
-        emit(QueueCreated(cmd.vhost, name, cmd.durable, owner, cmd.auto_delete, dict(args), cmd.home))
+        emit(QueueCreated(cmd.vhost, name, cmd.durable, owner, cmd.auto_delete, dict(args), cmd.home,
+                          *((cmd.members, cmd.created_ms) if quorum.is_quorum(args) else ())))
         return replace(vh.queues[name], created=True)
 
     def remove_queue(self, cmd: RemoveQueue, emit: Emit) -> QueueRecord | AmqpError | None:
@@ -241,7 +251,7 @@ class Topology:
 
     def forget_node_queues(self, cmd: ForgetNodeQueues, emit: Emit) -> list[QueueRecord]:
         prefix = cmd.node + ":"
-        removed = [q for q in self.queues() if q.home.startswith(prefix)]
+        removed = [q for q in self.queues() if q.home.startswith(prefix)]  # quorum queues' homes name no node
         for q in removed:
             self._delete_queue(self.vhosts[q.vhost], q, emit)
         return removed

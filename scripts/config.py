@@ -67,6 +67,10 @@ DEFAULTS: dict[str, Any] = {
     "management.tcp.ip": "127.0.0.1",
     "prometheus.tcp.port": 15692,
     "collect_statistics_interval": 5000,
+    "raft.segment_max_entries": 4096,  # a quorum queue member's entries per segment file
+    "raft.wal_max_size_bytes": 536870912,  # the node's quorum WAL rolls into segments at this size
+    "raft.tick_ms": 250,  # quorum members' clock (heartbeats every 2 ticks, elections after 8-16)
+    "quorum_cluster_size": 3,  # members of a new quorum queue without x-quorum-initial-group-size
 }
 LISTENER_IP = "listeners.tcp.default.ip"  # derived by `load`: the address of `listeners.tcp.default`
 ALIASES = {"vm_memory_high_watermark": "vm_memory_high_watermark.relative",

@@ -21,7 +21,8 @@ from pathlib import Path
 import psutil
 import structlog
 
-from actors.placement import host_of
+from actors.placement import host_of, node_address
+from actors.quorum.names import QUORUM_KIND
 from actors.runtime import logs
 from actors.runtime.control import HostSpec
 from actors.runtime.curve import default_cookie_file
@@ -57,6 +58,7 @@ def host_specs(conf: dict) -> list[HostSpec]:
               "vm_memory_high_watermark_paging_ratio": conf["vm_memory_high_watermark_paging_ratio"],
               "credit_initial": conf["credit_flow_default_credit.initial"],
               "credit_more_after": conf["credit_flow_default_credit.more_after"],
+              "quorum_cluster_size": conf["quorum_cluster_size"],
               "memory_limit": memory_watermark(conf)[0], "disk_limit": disk_free_limit(conf)[0]}
     management = {"management_port": conf["management.tcp.port"], "management_ip": conf["management.tcp.ip"],
                   "prometheus_port": conf["prometheus.tcp.port"],
@@ -66,6 +68,9 @@ def host_specs(conf: dict) -> list[HostSpec]:
                       dict(common, **management, tcp_bind=f"tcp://{interface}:{cluster_port(conf)}",
                            join=conf.get("join"), metadata_timeout_ms=conf["metadata.timeout"]))]
     specs += [HostSpec(f"queue{i}", "actors.hosts:queue_host", dict(common)) for i in range(conf["queue_hosts"])]
+    specs.append(HostSpec(QUORUM_KIND, "actors.hosts:quorum_host", dict(
+        common, node=node, node_address=str(node_address(node)), tick_ms=conf["raft.tick_ms"],
+        segment_max_entries=conf["raft.segment_max_entries"], wal_max_size_bytes=conf["raft.wal_max_size_bytes"])))
     conn = dict(common, port=conf["listeners.tcp.default"], frame_max=conf["frame_max"],
                 channel_max=conf["channel_max"], heartbeat=conf["heartbeat"],
                 handshake_timeout=conf["handshake_timeout"], max_message_size=conf["max_message_size"],

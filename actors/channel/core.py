@@ -47,6 +47,7 @@ from actors.channel.acks import Unacked
 from actors.channel.dispatch import dispatch
 from actors.channel.lifecycle import CLOSED, CLOSING, OPEN
 from actors.channel.outbox import Outbox
+from actors.channel.quorum_links import QuorumLinks
 from actors.channel.permissions import PublishPermissions
 from actors.channel.publish_checks import MAX_MESSAGE_SIZE_DEFAULT
 from actors.messages.calls import Reply
@@ -119,6 +120,7 @@ class ChannelCore:
         self.tx: list | None = None                # buffered publishes/settlements in tx mode
         self.commit: tuple[ConfirmTracker, int] | None = None  # tx.commit waiting for queues
         self.counters = MessageCounters()           # message_stats (actors/mgmt/counters.py)
+        self.quorum = QuorumLinks(router.quorum_members, retry_ticks=ticks_per_second)  # quorum queues' leaders
 
     # ------------------------------------------------------------------ inputs
     def command(self, cmd: Command) -> None:
@@ -131,6 +133,17 @@ class ChannelCore:
 
     def receive(self, sender: Hashable, msg: Any) -> None:
         """A message from a queue, the node's replica or another channel (actors/messages)."""
+        via = self.quorum.receive(sender, msg)
+        if via is not None:  # from a quorum queue's member: what its queue says, through its client
+            queue, said, sends = via
+            for effect in sends:
+                self.out.emit(effect)
+            for one in said:
+                self._receive(queue, one)
+            return
+        self._receive(sender, msg)
+
+    def _receive(self, sender: Hashable, msg: Any) -> None:
         kind = type(msg)
         if kind is Deliver:
             if self.state == OPEN:
@@ -151,6 +164,7 @@ class ChannelCore:
         elif kind is QueuesGone:
             for queue in msg.queues:
                 lost_queues.queue_deleted(self, queue)
+                self.quorum.forget(queue)
         elif kind is Undelivered:
             lost_queues.undelivered(self, sender, msg.msg)
         elif kind is QueueHostRestarted:
@@ -161,6 +175,8 @@ class ChannelCore:
     def tick(self) -> None:
         """One tick of time: close the channel if its oldest unacked delivery is past the timeout."""
         self.now += 1
+        for effect in self.quorum.tick():
+            self.out.emit(effect)
         if self.state != OPEN or self._timeout_ticks is None:
             return
         oldest = self.unacked.oldest()
@@ -188,7 +204,7 @@ class ChannelCore:
         if self.state == OPEN:
             for queue, tag, n in self.qos.take_grants(writable):
                 self.out.emit(Send(queue, Grant(tag, n)))
-        return self.out.take()
+        return self.quorum.route(self.out.take())
 
     def message_stats(self) -> dict[str, int]:
         """The channel's counters (confirm: publishes confirmed or nacked to the client so far)."""

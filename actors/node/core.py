@@ -54,6 +54,8 @@ from typing import Any
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import Purge
 from actors.messages.cluster import ForgetNode
+from actors.messages.quorum import NotQueueLeader
+from actors.node import quorum_queues as qq
 from actors.messages.node import (
     ApplyPolicy, AutoDeleteQueue, BindExchange, BindQueue, CloseConnections, ConnectionClosed, CreateQueue,
     DeclareExchange, DeclareQueue, DeleteExchange, DeleteQueue, Dispose, MetadataChanged, QueueDeclared,
@@ -64,7 +66,7 @@ from actors.placement import (CLUSTER_NAME, NODE_KIND, QUEUE_ROUTER_NAME, ROUTER
                               queue_address, queue_kind, queue_manager)
 from actors.runtime.address import Address
 from effects import AnswerAdmin, CancelTimer, Effect, Log, ProposeCommand, Send, StartTimer
-from metadata import names, passwords
+from metadata import names, passwords, quorum
 from metadata.admin_errors import EX_SOFTWARE, AdminError, no_vhost
 from metadata.changes import PolicyCleared, PolicySet, QueueCreated, QueueDeleted, VhostDeleted
 from metadata.commands import (
@@ -144,15 +146,23 @@ def _queue_down(name: str) -> AmqpError:
 
 class NodeCore:
     def __init__(self, registry: Registry, node: str, queue_hosts: int, *, salt: Callable[[int], bytes],
-                 incarnation: int, timeout_ms: int = TIMEOUT_MS_DEFAULT) -> None:
+                 incarnation: int, timeout_ms: int = TIMEOUT_MS_DEFAULT,
+                 now_ms: Callable[[], int] = lambda: 0,
+                 quorum_cluster_size: int = quorum.CLUSTER_SIZE_DEFAULT) -> None:
         self.registry = registry
         self.node = node
         self.queue_hosts = queue_hosts
         self.timeout_ms = timeout_ms
         self._salt = salt  # n -> n random bytes (the OS's, in the shell)
+        self._now_ms = now_ms  # wall-clock milliseconds (a quorum queue's creation time: x-expires)
+        self.quorum_cluster_size = quorum_cluster_size  # members of a new quorum queue by default
         self._incarnation = incarnation  # tells this run's proposals from an earlier run's in the log
         self.serving = False
         self.down: set[str] = set()  # nodes the cluster sees down
+        self.cluster: set[str] = {node}  # every node the cluster view has named, up or down
+        self._leaders = qq.Leaders()  # the quorum queue members seen leading
+        self._redirects: dict[int, int] = {}  # rid -> times a call was refused while no member led
+        self._retries: dict[int, tuple[Address, Any]] = {}  # rid -> (member, request) to send again
         self._seen_up: set[str] = set()  # nodes seen up since this one started and not lost since
         self.subscribers: dict[Address, int] = {}  # replicas, in subscription order -> their incarnation
         self._held_subscribers: list[tuple[Address, int]] = []  # subscribed before this node serves
@@ -196,6 +206,8 @@ class NodeCore:
                 self._subscribe(sender, msg.incarnation)
             else:
                 self._held_subscribers.append((sender, msg.incarnation))
+        elif kind is NotQueueLeader:
+            self._redirected(sender, msg)
         elif kind is Undelivered:  # a call to an actor that does not exist (its host is restarting)
             rid = getattr(msg.msg, "rid", None)
             call = self._calls.pop(rid, None) if rid else None
@@ -235,6 +247,9 @@ class NodeCore:
         return self._flush()
 
     def timer(self, name: str) -> list[Effect]:
+        if name.startswith(_RETRY_TIMER):
+            self._retry_call(int(name[len(_RETRY_TIMER):]))
+            return self._flush()
         if self._proposal is not None and _timer(self._proposal[0]) == name:
             _, step = self._proposal
             self._proposal = None
@@ -256,6 +271,7 @@ class NodeCore:
         started counts as down for calls, but only one seen up and then lost loses its transient
         queues: a node that has just started has not heard from anyone yet."""
         gone = set(down) & self._seen_up
+        self.cluster |= set(up) | set(down)
         self._seen_up = (self._seen_up | set(up)) - set(down)
         self.down = set(down) - {self.node}
         for node in sorted(self.down):
@@ -318,6 +334,33 @@ class NodeCore:
     def _resume(self, reply: Reply) -> None:
         self._advance(reply)
         self._pump()
+
+    def _redirected(self, sender: Address, msg: NotQueueLeader) -> None:
+        """A quorum queue member that does not lead refused a request (quorum_queues.py)."""
+        refused = msg.refused
+        rid = getattr(refused, "rid", 0)
+        call = self._calls.get(rid) if rid else None
+        if rid and call is None:
+            return  # a call that ended meanwhile
+        if msg.leader is not None:
+            to = self._leaders.saw(msg.leader)
+            if call is not None:
+                self._calls[rid] = (call[0], replace(call[1], to=to))
+            if refused is not None:
+                self._out.append(Send(to, refused))
+        elif call is not None:  # an election runs: the same member again, a moment later
+            tries = self._redirects[rid] = self._redirects.get(rid, 0) + 1
+            if tries * qq.RETRY_MS > self.timeout_ms:
+                del self._calls[rid], self._redirects[rid]
+                call[0](Reply(rid, error=call[1].missing))
+            else:
+                self._retries[rid] = (sender, refused)
+                self._out.append(StartTimer(f"{_RETRY_TIMER}{rid}", qq.RETRY_MS))
+
+    def _retry_call(self, rid: int) -> None:
+        sender, request = self._retries.pop(rid, (None, None))
+        if sender is not None and rid in self._calls:
+            self._out.append(Send(sender, request))
 
     def _finish(self, result: Any) -> None:
         assert self._running is not None
@@ -388,6 +431,9 @@ class NodeCore:
                 if rec is not None and self._homed_here(rec.home) and not actors_done:
                     self._create_actor(rec)
                     self._send_policy(rec)
+                elif rec is not None and rec.quorum and self.node in rec.members and not actors_done:
+                    # started by the declaring node too: a second start is a no-op, a missed one is not
+                    self._out.append(Send(qq.manager(self.node), qq.start_member(rec)(0)))
             elif kind is QueueDeleted:
                 self._queue_settings.pop((change.vhost, change.name), None)
                 if not actors_done:
@@ -407,7 +453,8 @@ class NodeCore:
             self._out.append(Send(Address(host_of(self.node, NODE_KIND), CLUSTER_NAME), ForgetNode(cmd.node)))
         for vhost in sorted(policies):
             for rec in self.registry.queues(vhost):
-                if self._homed_here(rec.home):
+                # a quorum queue's policy goes from the node of its first leader (a leader takes it)
+                if self._homed_here(rec.home) or (rec.quorum and rec.members[0] == self.node):
                     self._send_policy(rec)
 
     def _dispose_if_homed_here(self, vhost: str, name: str, home: str) -> None:
@@ -424,11 +471,20 @@ class NodeCore:
             return
         if settings != last:
             self._queue_settings[key] = settings
-            self._out.append(Send(queue_address(rec.home, rec.vhost, rec.name), ApplyPolicy(settings)))
+            self._out.append(Send(self._queue_target(rec), ApplyPolicy(settings)))
 
     def _adopt(self, records: Iterable[Any]) -> list[Any]:
-        """A definitions file's queues are homed on this node, which brings them in."""
-        return [replace(r, home=self._home(r.vhost, r.name)) if type(r) is QueueCreated else r for r in records]
+        """A definitions file's queues are homed on this node, which brings them in (its quorum queues
+        get their one member here: the file is loaded by a node that starts a new cluster)."""
+        out = []
+        for r in records:
+            if type(r) is QueueCreated and quorum.is_quorum(r.arguments):
+                placed = qq.place([], r.arguments, self.node, {self.node}, set(), self._salt, 1)
+                r = replace(r, home=placed.home, members=placed.members, created_ms=self._now_ms())
+            elif type(r) is QueueCreated:
+                r = replace(r, home=self._home(r.vhost, r.name))
+            out.append(r)
+        return out
 
     def _home(self, vhost: str, name: str) -> str:
         return host_of(self.node, queue_kind(vhost, name, self.queue_hosts))
@@ -462,24 +518,56 @@ class NodeCore:
         else:
             name, server_named = x.queue, names.strip_cr_lf(x.queue) == ""
             if server_named:
+                error = quorum.server_named_error(x.arguments)
+                if error is not None:
+                    return error
                 name = self.registry.fresh_queue_name(x.vhost)
+            home, members = self._home(x.vhost, name), ()
+            if quorum.is_quorum(x.arguments) and self.registry.queue(x.vhost, name) is None:
+                placed = qq.place(self.registry.queues(), x.arguments, self.node, self.cluster, self.down,
+                                  self._salt, self.quorum_cluster_size)
+                home, members = placed.home, placed.members
             rec, _ = yield Apply(PutQueue(x.vhost, name, x.durable, x.exclusive, x.auto_delete, x.arguments, x.owner,
-                                          server_named, self._home(x.vhost, name)),
+                                          server_named, home, members, self._now_ms() if members else 0),
                                  texts.queue_declare_timeout(name, x.vhost, self.node))
         if isinstance(rec, AmqpError):
             return rec
         down = self._home_down(rec)
+        if rec.created and rec.quorum:
+            return (yield from self._start_members(rec))
         if rec.created:
             yield Ask(queue_manager(rec.home), lambda rid: _create(rec, rid), _queue_down(rec.name), down)
             self._send_policy(rec)
             return QueueDeclared(rec.name, 0, 0)
-        stats = yield Ask(queue_address(rec.home, rec.vhost, rec.name), QueueStats, _queue_down(rec.name), down)
+        stats = yield Ask(self._queue_target(rec), QueueStats, _queue_down(rec.name), down)
         if not stats.ok:
             return stats.error
         return QueueDeclared(rec.name, stats.value.messages, stats.value.consumers)
 
+    def _start_members(self, rec: QueueRecord) -> Op:
+        """A new quorum queue's members, started on their nodes; declare-ok once one leads."""
+        started = 0
+        start = qq.start_member(rec)
+        for node in rec.members:
+            reply = yield Ask(qq.manager(node), start, _queue_down(rec.name))
+            started += reply.ok
+        error = qq.not_started(rec, self.node, started)
+        if error is not None:
+            return error
+        yield Ask(self._queue_target(rec), QueueStats, _queue_down(rec.name))  # answered by a leader
+        self._send_policy(rec)
+        return QueueDeclared(rec.name, 0, 0)
+
+    def _queue_target(self, rec: QueueRecord) -> Address:
+        """Where a call to the queue goes: its actor, or the quorum queue member that leads."""
+        if rec.quorum:
+            return self._leaders.target(rec, self.down)
+        return queue_address(rec.home, rec.vhost, rec.name)
+
     @staticmethod
     def _home_down(rec: QueueRecord) -> AmqpError:
+        if rec.quorum:  # any member may lead: its Ask is not to a node known down
+            return _queue_down(rec.name)
         return texts.home_node_down(node_of(rec.home), rec.name, rec.vhost)
 
     def _queue_delete(self, x: DeleteQueue) -> Op:
@@ -498,12 +586,17 @@ class NodeCore:
     def _delete_queue(self, rec: QueueRecord, if_unused: bool, if_empty: bool) -> Op:
         """The queue agrees (it checks if-unused / if-empty) and is gone, then the record: its count.
         A queue whose actor is missing on a live node (a crashed host's transient queue, say) has
-        nothing to agree or count: its record goes."""
-        reply = yield Ask(queue_address(rec.home, rec.vhost, rec.name), lambda rid: Dispose(rid, if_unused, if_empty),
-                          _MISSING, self._home_down(rec))
+        nothing to agree or count: its record goes. So does a quorum queue no member leads (RabbitMQ's
+        force delete); its members are deleted after the record, on every member node that is up."""
+        reply = yield Ask(self._queue_target(rec), lambda rid: Dispose(rid, if_unused, if_empty),
+                          _MISSING, _MISSING if rec.quorum else self._home_down(rec))
         if not reply.ok and reply.error is not _MISSING:
             return reply.error
         yield Apply(RemoveQueue(rec.vhost, rec.name, rec.exclusive_owner), texts.queue_delete_timeout())
+        if rec.quorum:  # RabbitMQ deletes a quorum queue with no leader too (its force delete)
+            for node in rec.members:
+                yield Ask(qq.manager(node), qq.delete_member(rec), _MISSING)
+            self._leaders.forget(rec)
         return reply.value if reply.ok else 0
 
     def _connection_closed(self, x: ConnectionClosed) -> Op:
@@ -557,8 +650,7 @@ class NodeCore:
         rec = self._admin_queue(a)
         if isinstance(rec, AdminError):
             return rec
-        reply = yield Ask(queue_address(rec.home, rec.vhost, rec.name), Purge, _queue_down(rec.name),
-                          self._home_down(rec))
+        reply = yield Ask(self._queue_target(rec), Purge, _queue_down(rec.name), self._home_down(rec))
         return {"messages": reply.value} if reply.ok else AdminError(reply.error.detail)
 
     def _delete_queue_admin(self, a: dict) -> Op:
@@ -649,6 +741,9 @@ def _create(rec: QueueRecord, rid: int) -> CreateQueue:
 _MISSING = AmqpError(NOT_FOUND, "the actor does not exist")  # an Ask's marker: its target is gone
 RETRY_LATER = AdminError("retried later")  # a clean-up's time-out: made again after the requests queued meanwhile
 _ADMIN_TIMEOUT = AdminError("the operation timed out: the metadata store has no majority", EX_SOFTWARE)
+
+
+_RETRY_TIMER = "leader-retry:"
 
 
 def _timer(key: Hashable) -> str:

@@ -46,14 +46,15 @@ attempt_s = 1.0  # a proposal with no answer this long (its leader died, say) is
 
 class NodeActor:
     def __init__(self, runtime: Any, name: str, registry: Registry, node: str, queue_hosts: int, *,
-                 timeout_ms: int, member: Address) -> None:
+                 timeout_ms: int, member: Address, quorum_cluster_size: int) -> None:
         self.runtime = runtime
         self.address = Address(runtime.host, name)
         self.node = node
         self.member = member  # this node's metadata member
         self.leader: Address = member  # where proposals go first
         self.core = NodeCore(registry, node, queue_hosts, salt=os.urandom, timeout_ms=timeout_ms,
-                             incarnation=int.from_bytes(os.urandom(6), "big"))
+                             incarnation=int.from_bytes(os.urandom(6), "big"),
+                             now_ms=lambda: time.time_ns() // 1_000_000, quorum_cluster_size=quorum_cluster_size)
         self._asks: dict[int, asyncio.Future] = {}
         self._ask_ids = itertools.count(1)
         self._corr = itertools.count(1)

@@ -245,7 +245,7 @@ class QueueFront:
         if self._announce:
             self._announce = False
             state, term, me = self.view.state(), self.view.term(), self.view.id
-            for channel in _channels(state):
+            for channel in channels(state):
                 self.out.append(Send(channel, QueueLeader(me, term)))
             for effect in self.machine.on_leader(state):
                 self.machine_effect(effect)
@@ -373,7 +373,7 @@ class QueueFront:
 
     def _down_gone(self) -> None:
         gone = tuple(self.gone)
-        for channel in _channels(self.view.state()):
+        for channel in channels(self.view.state()):
             if channel.startswith(gone):
                 self.proposals.append((c.encode(c.ChannelDown(self.now_ms, channel)), None))
 
@@ -476,7 +476,7 @@ class QueueFront:
         return out
 
 
-def _channels(state: QueueState) -> list[str]:
+def channels(state: QueueState) -> list[str]:
     """Every channel the state knows: consumers (waiting ones too) and publishers."""
     seen = dict.fromkeys(key[0] for key in state.consumers)
     seen.update(dict.fromkeys(key[0] for key, _con in state.waiting))

@@ -42,11 +42,12 @@ from actors.messages.calls import Reply
 from actors.messages.quorum import ChannelsGone, DeleteMember, StartMember
 from actors.quorum import member_table
 from actors.quorum.config import queue_config
-from actors.quorum.front import QueueFront, RaftView
+from actors.placement import node_of
+from actors.quorum.front import QueueFront, RaftView, channels
 from actors.quorum.machine import QuorumMachine
 from actors.quorum.member import QuorumMember
 from actors.quorum.member_table import MemberSpec
-from actors.quorum.names import MANAGER_NAME, member_id, member_name
+from actors.quorum.names import MANAGER_NAME, channel_incarnation, member_id, member_name
 from actors.raft.hosts import Profiler, gc_threshold
 from actors.raft.wal import WalActor
 from actors.runtime.address import Address
@@ -147,6 +148,16 @@ class QuorumHost:
         self.runtime.spawn(name, member)
         return member
 
+    def nodes_down(self, nodes: set[str]) -> None:
+        """The channels of nodes that went down are gone: every member gives back what they held.
+        Each is named by its connection host's incarnation, so a restarted node's new channels
+        are not taken for gone ones."""
+        for member in list(self.members.values()):
+            gone = {channel_incarnation(ch) for ch in channels(member.core.state)
+                    if node_of(Address.parse(ch).host) in nodes}
+            for prefix in sorted(gone):
+                member.channels_gone(prefix)
+
     # -- time and inspection ---------------------------------------------------------------------
     def tick(self) -> None:
         for member in list(self.members.values()):
@@ -166,7 +177,7 @@ class QuorumHost:
         return out
 
 
-def quorum_host(runtime: Any, spec: Any) -> None:
+def quorum_host(runtime: Any, spec: Any) -> QuorumHost:
     cfg = spec.config
     gc.set_threshold(*cfg.get("gc_threshold", gc_threshold))
     loop = asyncio.get_running_loop()
@@ -204,3 +215,4 @@ def quorum_host(runtime: Any, spec: Any) -> None:
             return profiler.toggle(args.get("path"))
         return {"error": f"unknown op {op!r}"}
     runtime.control = control
+    return host

@@ -23,12 +23,23 @@ def member_name(uid: str) -> str:
     return f"qq:{uid}"
 
 
+def uid_of_member(name: str) -> str:
+    """The uid a member's actor name holds (inverse of `member_name`)."""
+    return name.removeprefix("qq:")
+
+
 def member_id(node: str, uid: str) -> str:
     return f"{host_name(node)}/{member_name(uid)}"
 
 
 def manager_id(node: str) -> str:
     return f"{host_name(node)}/{MANAGER_NAME}"
+
+
+def channel_incarnation(channel: str) -> str:
+    """The prefix of every channel of the connection host incarnation that `channel` (its address
+    as text, "NODE:connN/ch:INCARNATION.N") belongs to: a prefix that no later channel matches."""
+    return channel.rpartition(".")[0] + "."
 
 
 def get_tag(rid: int) -> str:

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 
 NEMESES = ("partition", "kill", "pause", "kill-host", "combined")
 PARTITIONS = ("halves", "majority", "bridge", "ring", "leader", "queue-leader")
-HOSTS = ("node", "queue0", "conn0", "conn1")
+HOSTS = ("node", "queue0", "quorum", "conn0", "conn1")
 warmup_s = 5.0
 
 

@@ -15,7 +15,7 @@ from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 # main, Thespian's admin and logger, the supervisor, and the hosts of the default configuration
-PROCESSES = 4 + len(["node", "queue0", "conn0", "conn1"])
+PROCESSES = 4 + len(["node", "queue0", "quorum", "conn0", "conn1"])
 wait_s = 30.0
 
 
@@ -60,9 +60,9 @@ def test_status_lists_the_processes_and_stop_leaves_none(tmp_path):
         st = json.loads(ok(node, "status", "--formatter", "json"))
         assert sorted(p["pid"] for p in st["processes"]) == sorted(p.pid for p in procs)
         names = {p["name"]: p for p in st["processes"]}
-        assert set(names) == {"main", "admin", "logger", "supervisor", "node", "queue0", "conn0", "conn1"}
+        assert set(names) == {"main", "admin", "logger", "supervisor", "node", "queue0", "quorum", "conn0", "conn1"}
         assert names["main"]["pid"] == node.proc.pid == st["pid"]
-        assert all(names[h]["restarts"] == 0 for h in ("node", "queue0", "conn0", "conn1"))
+        assert all(names[h]["restarts"] == 0 for h in ("node", "queue0", "quorum", "conn0", "conn1"))
         assert (st["node"], st["amqp_port"], st["cluster_port"]) == (f"data@{HOST}", node.port, node.cluster_port)
         assert st["uptime_s"] >= 0 and st["memory_pss"] == sum(p["pss"] for p in st["processes"]) > 0
         table = ok(node, "status")

@@ -1,0 +1,123 @@
+"""The node core's part in quorum queues: where a new queue's members go, starting and deleting
+them, and which member to ask (the one that leads).
+
+Theory of operation. A quorum queue's record (metadata/records.py) names its member nodes, the
+leader the locator chose first, and its incarnation `uid` inside its home (actors/placement.py's
+`quorum_home`). The node that declares it places the members (metadata/quorum.py's rules over
+the nodes this node knows and which of them are up), proposes the record, then asks each member
+node's quorum host to start its member (`StartMember`, answered once the member is in the host's
+durable table), and answers declare-ok once a member says it leads, so a channel's first publish
+finds a leader. Every call to the queue (stats, purge, delete, policies) goes to the member this
+node last saw leading; a member that does not lead answers `NotQueueLeader` with the leader it
+knows, and the core sends the same request there (`redirect`), or, while an election runs, to the
+same member a moment later (`RETRY_MS`), until the call's deadline.
+
+These are generator steps of NodeCore operations (actors/node/core.py), sharing its Ask.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from actors.messages.quorum import DeleteMember, StartMember
+from actors.placement import quorum_home, quorum_uid
+from actors.quorum.names import manager_id, member_id, uid_of_member
+from actors.runtime.address import Address
+from metadata import quorum
+from metadata.records import QueueRecord
+from wire.errors import INTERNAL_ERROR, AmqpError
+
+RETRY_MS = 100  # a call a member refused during an election is sent again this much later
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    home: str
+    members: tuple[str, ...]  # the leader first
+
+
+class Rng:
+    """metadata/quorum.py's random source over the core's injected salt."""
+
+    def __init__(self, salt: Callable[[int], bytes]) -> None:
+        self._salt = salt
+
+    def random(self) -> float:
+        return int.from_bytes(self._salt(4), "big") / (1 << 32)
+
+
+def place(queues: list[QueueRecord], arguments: dict[str, Any], local: str, nodes: set[str], down: set[str],
+          salt: Callable[[int], bytes], cluster_size: int) -> Placement:
+    """A new quorum queue's home and member nodes, declared through `local`."""
+    members_on: Counter[str] = Counter()
+    leaders_on: Counter[str] = Counter()
+    count = 0
+    for rec in queues:
+        if rec.quorum:
+            count += 1
+            members_on.update(rec.members)
+            leaders_on[rec.members[0]] += 1
+    ordered = sorted(nodes)
+    size = quorum.group_size(arguments, len(ordered), cluster_size)
+    leader, followers = quorum.place(size, quorum.leader_locator(arguments), local, ordered,
+                                     [n for n in ordered if n not in down], count, members_on, leaders_on,
+                                     Rng(salt))
+    return Placement(quorum_home(salt(8).hex()), (leader, *followers))
+
+
+def uid_of(rec: QueueRecord) -> str:
+    uid = quorum_uid(rec.home)
+    assert uid is not None, f"{rec.name} is not a quorum queue"
+    return uid
+
+
+def manager(node: str) -> Address:
+    return Address.parse(manager_id(node))
+
+
+def member(node: str, rec: QueueRecord) -> Address:
+    return Address.parse(member_id(node, uid_of(rec)))
+
+
+def start_member(rec: QueueRecord) -> Callable[[int], StartMember]:
+    return lambda rid: StartMember(rid, uid_of(rec), rec.vhost, rec.name, list(rec.members), dict(rec.arguments),
+                                   rec.created_ms, rec.members[0])
+
+
+def delete_member(rec: QueueRecord) -> Callable[[int], DeleteMember]:
+    return lambda rid: DeleteMember(rid, uid_of(rec))
+
+
+def not_started(rec: QueueRecord, node: str, started: int) -> AmqpError | None:
+    """RabbitMQ's answer when fewer than a majority of a new queue's members started."""
+    if started > len(rec.members) // 2:
+        return None
+    return AmqpError(INTERNAL_ERROR, f"Cannot declare a queue 'queue '{rec.name}' in vhost '{rec.vhost}'' "
+                                     f"on node '{node}': {{error,not_enough_members_started}}", connection=True)
+
+
+class Leaders:
+    """The member of each quorum queue this node last saw leading (by uid)."""
+
+    def __init__(self) -> None:
+        self._by_uid: dict[str, Address] = {}
+
+    def target(self, rec: QueueRecord, down: set[str]) -> Address:
+        """Where to send a call: the last leader seen, else the first member on a node that is up."""
+        seen = self._by_uid.get(uid_of(rec))
+        if seen is not None:
+            return seen
+        up = [n for n in rec.members if n not in down] or list(rec.members)
+        return member(up[0], rec)
+
+    def saw(self, leader: str) -> Address:
+        """A member named as leader; its address."""
+        to = Address.parse(leader)
+        self._by_uid[uid_of_member(to.name)] = to
+        return to
+
+    def forget(self, rec: QueueRecord) -> None:
+        self._by_uid.pop(uid_of(rec), None)
+
