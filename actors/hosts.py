@@ -301,7 +301,7 @@ async def connection_host(runtime: Any, spec: Any) -> None:
         node=node_address(me), consumer_timeout_ms=cfg.get("consumer_timeout", 1800000),
         max_message_size=cfg.get("max_message_size", MAX_MESSAGE_SIZE_DEFAULT))
     replica = RegistryReplica(runtime, ROUTER_NAME, registry, node_address(me), tell_channels(ctx),
-                              tell_channels_host_restarted(ctx))
+                              tell_channels_host_restarted(ctx), incarnation=ctx.incarnation)
     runtime.spawn(ROUTER_NAME, replica)
     watcher = AlarmWatcher(ctx, alarm_relay(me))
     runtime.spawn(WATCHER_NAME, watcher)

@@ -54,7 +54,7 @@ from typing import Any
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import Purge
 from actors.messages.cluster import ForgetNode
-from actors.messages.quorum import NotQueueLeader
+from actors.messages.quorum import HostChannelsGone, NotQueueLeader
 from actors.node import quorum_queues as qq
 from actors.messages.node import (
     ApplyPolicy, AutoDeleteQueue, BindExchange, BindQueue, CloseConnections, ConnectionClosed, CreateQueue,
@@ -124,9 +124,11 @@ class Startup:
 
 @dataclass(frozen=True, slots=True)
 class HostRestarted:
-    """An internal operation: connection host `host` restarted; its connections' exclusive queues go."""
+    """An internal operation: connection host `host` restarted (now as `incarnation`); its
+    connections' exclusive queues go, and quorum queues give back what its channels held."""
 
     host: str
+    incarnation: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +401,7 @@ class NodeCore:
         self._out.append(Send(sender, MetadataChanged(self.registry.snapshot())))
         if sender.name == ROUTER_NAME and before is not None and not again:
             # a connection host restarted: its connections are gone, and their exclusive queues
-            self._work.append((None, HostRestarted(sender.host)))
+            self._work.append((None, HostRestarted(sender.host, incarnation)))
             self._pump()
         if sender.name != QUEUE_ROUTER_NAME or again:
             return
@@ -495,6 +497,9 @@ class NodeCore:
         return result
 
     def _host_restarted(self, x: HostRestarted) -> Op:
+        gone = HostChannelsGone(x.host, f"{x.incarnation:x}")
+        for node in sorted(self.cluster - self.down):
+            self._out.append(Send(qq.manager(node), gone))
         yield Apply(RemoveOwnedQueues(f"{x.host}:", prefix=True), RETRY_LATER)
 
     def _node_down(self, x: NodeDown) -> Op:

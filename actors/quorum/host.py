@@ -34,12 +34,12 @@ import gc
 import os
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import structlog
 
 from actors.messages.calls import Reply
-from actors.messages.quorum import ChannelsGone, DeleteMember, StartMember
+from actors.messages.quorum import ChannelsGone, DeleteMember, HostChannelsGone, StartMember
 from actors.quorum import member_table
 from actors.quorum.config import queue_config
 from actors.placement import node_of
@@ -103,6 +103,10 @@ class QuorumHost:
             for member in self.members.values():
                 member.channels_gone(msg.prefix)
             return
+        elif type(msg) is HostChannelsGone:
+            current = f"{msg.host}/ch:{msg.current}."
+            self._gone(lambda ch: Address.parse(ch).host == msg.host and not ch.startswith(current))
+            return
         else:
             log.warning("quorum.manager_unexpected", kind=type(msg).__name__, sender=str(sender))
             return
@@ -152,10 +156,13 @@ class QuorumHost:
         """The channels of nodes that went down are gone: every member gives back what they held.
         Each is named by its connection host's incarnation, so a restarted node's new channels
         are not taken for gone ones."""
+        self._gone(lambda ch: node_of(Address.parse(ch).host) in nodes)
+
+    def _gone(self, is_gone: Callable[[str], bool]) -> None:
+        """Every member gives back what the channels `is_gone` says are gone held, each channel
+        named by its connection host incarnation's prefix (actors/quorum/names.py)."""
         for member in list(self.members.values()):
-            gone = {channel_incarnation(ch) for ch in channels(member.core.state)
-                    if node_of(Address.parse(ch).host) in nodes}
-            for prefix in sorted(gone):
+            for prefix in sorted({channel_incarnation(ch) for ch in channels(member.core.state) if is_gone(ch)}):
                 member.channels_gone(prefix)
 
     # -- time and inspection ---------------------------------------------------------------------

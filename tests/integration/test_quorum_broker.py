@@ -7,6 +7,7 @@ import threading
 
 import pika
 import pika.exceptions
+import psutil
 import pytest
 
 from tests.integration.cluster import Cluster
@@ -71,6 +72,43 @@ def test_a_quorum_queue_on_one_node_confirms_counts_redelivers_and_is_deleted(on
         ch.queue_declare("q1", passive=True)
     assert e.value.reply_code == 404
     conn.close()
+
+
+def test_what_a_killed_connection_host_held_comes_back_redelivered(one: Cluster) -> None:
+    """kill -9 of the connection hosts: the quorum queue gives back the deliveries their channels
+    held unacked (the node tells every quorum host which channel incarnations are gone)."""
+    conn, ch = connect(one, "n1")
+    ch.queue_declare("held", durable=True, arguments=QUORUM)
+    ch.confirm_delivery()
+    for i in range(10):
+        ch.basic_publish("", "held", b"%d" % i, PERSISTENT)
+    ch.basic_qos(prefetch_count=10)
+    got: list[bytes] = []
+    ch.basic_consume("held", lambda _c, _m, _p, body: got.append(body))
+    until(lambda: conn.process_data_events(0.05) or len(got) == 10, "10 deliveries held unacked")
+    pids = {host: one.control("n1", host, "pid", {}) for host in ("conn0", "conn1")}
+    for pid in pids.values():
+        psutil.Process(pid).kill()
+    until(lambda: all(_pid_of(one, host) not in (None, pid) for host, pid in pids.items()),
+          "both connection hosts restarted")
+    conn2, ch2 = connect(one, "n1")
+    redelivered: list[tuple[bytes, bool]] = []
+
+    def on_message(c, method, _props, body) -> None:
+        redelivered.append((body, method.redelivered))
+        c.basic_ack(method.delivery_tag)
+    ch2.basic_consume("held", on_message)
+    until(lambda: conn2.process_data_events(0.05) or len(redelivered) == 10, "the 10 given back")
+    assert sorted(redelivered) == sorted((b"%d" % i, True) for i in range(10))
+    ch2.queue_delete("held")
+    conn2.close()
+
+
+def _pid_of(cluster: Cluster, host: str) -> int | None:
+    try:
+        return cluster.control("n1", host, "pid", {})
+    except Exception:  # noqa: BLE001 - a host being restarted does not answer yet
+        return None
 
 
 @pytest.mark.parametrize("durable, exclusive, auto_delete, prop", [
