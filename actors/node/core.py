@@ -550,10 +550,11 @@ class NodeCore:
         return QueueDeclared(rec.name, stats.value.messages, stats.value.consumers)
 
     def _start_members(self, rec: QueueRecord) -> Op:
-        """A new quorum queue's members, started on their nodes; declare-ok once one leads."""
+        """A new quorum queue's members, started on their nodes; declare-ok once one leads. The
+        leader's member starts last: it asks for votes at its first tick, when the others exist."""
         started = 0
         start = qq.start_member(rec)
-        for node in rec.members:
+        for node in (*rec.members[1:], rec.members[0]):
             reply = yield Ask(qq.manager(node), start, _queue_down(rec.name))
             started += reply.ok
         error = qq.not_started(rec, self.node, started)
