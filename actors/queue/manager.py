@@ -3,7 +3,8 @@
 It builds each queue's core over the right ready list (in RAM; a durable backing, one per priority
 level; or a non-durable spill list) from the host's storage, which it recovers once, when the
 registry snapshot that names the durable queues has arrived. Its durable queues share the host's
-one group commit (group_commit.py).
+one group commit (group_commit.py), whose syncs run on a worker thread (sync_thread.py) when the
+storage is on a real disk.
 """
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ from actors.queue.group_commit import GroupCommit
 from actors.queue.priority import PriorityReady
 from actors.queue.settings import QueueSettings
 from actors.queue.shell import Backing, Levels, QueueActor, monotonic_ms, now_ms
+from actors.queue.sync_thread import ThreadSyncs
 from actors.runtime.address import Address
 from persist.classic.backed import BackedReady
 from persist.classic.host_storage import HostStorage
+from persist.disk import RealDisk
 
 log = structlog.get_logger("warren.queue")
 
@@ -42,8 +45,10 @@ class QueueManager:
         self.registry = registry
         self.node = node
         self.storage = storage
+        disk = storage.disk if storage is not None else None
         self.commit = GroupCommit(schedule=lambda commit: asyncio.get_running_loop().call_soon(commit),
-                                  clock=monotonic_ms)
+                                  clock=monotonic_ms,
+                                  syncs=ThreadSyncs(disk) if isinstance(disk, RealDisk) else None)
         self.queues: dict[str, QueueActor] = {}
 
     def _deleted(self, name: str) -> None:

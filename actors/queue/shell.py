@@ -16,10 +16,11 @@ only when lazy mode or a RAM target asks. Without a data dir everything stays in
 a queue's backings as one `Backing` (flush, lazy mode, stats).
 
 THE ORDERING RULE of durable queues lives in the core (confirms held until `flushed()`); the shell's
-part is to call `flushed()` only from `flush()`, which the host's group commit
-(actors/queue/group_commit.py) calls after the fdatasync that covers everything this queue wrote in
-the loop turn. A queue that touched its backing in a turn marks itself for that commit; nothing
-here ever syncs per message.
+part is to set the held confirms aside (`sync_started()`) when the host's group commit
+(actors/queue/group_commit.py) asks for the syncs of everything this queue wrote (`flush`), and
+to call `flushed()` only from `synced`, which the group commit calls once those syncs are done. A
+queue that touched its backing in a turn marks itself for the next commit; nothing here ever syncs
+per message.
 """
 from __future__ import annotations
 
@@ -111,9 +112,14 @@ class QueueActor:
         self.run(self.core.start(now_ms=now_ms()))
 
     def flush(self) -> None:
-        """The group commit reached this queue: make its writes durable, THEN confirm them."""
+        """The group commit reached this queue: ask for the syncs that make its writes durable
+        and set aside the confirms they cover (released by `synced`, after them)."""
         assert self.backing is not None and self._durable
         self.backing.flush()
+        self.core.sync_started()
+
+    def synced(self) -> None:
+        """The syncs asked for at the last `flush` are done: confirm what they covered."""
         self.run(self.core.flushed())
 
     def waited(self, start_ms: int, end_ms: int) -> None:

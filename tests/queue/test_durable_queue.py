@@ -208,6 +208,8 @@ def test_non_durable_queues_confirm_at_once_and_durable_priority_queues_after_th
     actor.run(actor.core.publish(CH, [published(7)]))
     assert runtime.sent == []  # held for the group commit
     actor.flush()
+    assert runtime.sent == []  # set aside for the syncs the flush asked for
+    actor.synced()
     assert [m[1] for m in runtime.sent] == [Confirm(7)]
 
 
