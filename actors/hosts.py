@@ -227,7 +227,10 @@ def queue_host(runtime: Any, spec: Any) -> None:
     def node_started() -> None:
         replica.subscribe()
         watch_memory_limit()
-    ClusterView(runtime, me, on_node_started=node_started).start()
+    # channels on down nodes are gone: their queues drop their consumers and requeue their deliveries
+    # (`manager` is made below, before this host's loop can deliver any NodesUp)
+    ClusterView(runtime, me, on_nodes=lambda up, down: manager.nodes(up, down),
+                on_node_started=node_started).start()
     replica.subscribe()
     storage = None
     if cfg.get("data_dir"):

@@ -105,9 +105,12 @@ class RemoveBinding(_Binding):
 
 @dataclass(frozen=True, slots=True)
 class RemoveOwnedQueues:
-    """The connection `owner` closed: its exclusive queues go, with their bindings."""
+    """The connection `owner` closed: its exclusive queues go, with their bindings. With `prefix`,
+    every owner whose name starts with `owner` (the connections of a connection host that
+    restarted: owners are named `HOST:...`)."""
 
     owner: Hashable
+    prefix: bool = False
 
 
 @dataclass(frozen=True, slots=True)

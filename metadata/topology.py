@@ -223,7 +223,9 @@ class Topology:
         return found
 
     def remove_owned_queues(self, cmd: RemoveOwnedQueues, emit: Emit) -> list[QueueRecord]:
-        removed = [q for q in self.queues() if q.exclusive_owner is not None and q.exclusive_owner == cmd.owner]
+        owned = ((lambda owner: str(owner).startswith(str(cmd.owner))) if cmd.prefix
+                 else (lambda owner: owner == cmd.owner))
+        removed = [q for q in self.queues() if q.exclusive_owner is not None and owned(q.exclusive_owner)]
         for q in removed:
             self._delete_queue(self.vhosts[q.vhost], q, emit)
         return removed

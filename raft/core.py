@@ -27,6 +27,8 @@ Ordering rules of the effects (etcd's `Ready` contract, written down here becaus
   goes out: a vote or a term must never be forgotten after someone has acted on it. With the hard
   state a WAL record (persist/wal/member_log.py) the shell holds those Sends until the WAL flush that
   carries it has synced.
+- `ClientReply` for a command comes before the `MachineEffect`s its apply returned, so an answer
+  (a consume-ok) reaches its client before what the command caused (the first deliveries).
 - `WriteSnapshot` is written durably with `log.install_snapshot(index, term, data)`, then the
   shell calls `core.snapshot_written(index, term)`; the core compacts, or (follower) restores
   and acks the leader only then. Snapshot only what is durable: a snapshot of entries the log
@@ -102,8 +104,13 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
             self.configs = [(meta[0], cfg)]
             self.commit = self.applied = self.snapshot_index = meta[0]
         last, _ = log.last_index_term()
-        for e in log.entries(self.snapshot_index + 1, last + 1):
-            self.note_config(e)
+        lo = self.snapshot_index + 1
+        while lo <= last:  # in slices: a long log (a quorum queue's backlog) is not read whole
+            chunk = log.entries(lo, last + 1, settings.max_batch_bytes)
+            for e in chunk:
+                if e.command[0] == commands.CONFIG:
+                    self.note_config(e)
+            lo = chunk[-1].index + 1
 
     # -- public API ---------------------------------------------------------------------------
     @property
@@ -212,10 +219,10 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
                     waiting = pop(e.index, None)
                     self.state, reply, effects = machine_apply(ApplyMeta(e.index, e.term),
                                                                command[1:], self.state)
-                    if effects and leader:
-                        out.extend([MachineEffect(x) for x in effects])
                     if waiting is not None and waiting[0] == e.term:  # same entry (§5.3)
                         out.append(ClientReply(waiting[1], reply))
+                    if effects and leader:
+                        out.extend([MachineEffect(x) for x in effects])
                 else:
                     self.apply_entry(e, out)
                 self.applied = e.index
@@ -231,10 +238,10 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
         if kind == commands.USER:
             self.state, reply, effects = self.machine.apply(
                 ApplyMeta(e.index, e.term), commands.payload(e.command), self.state)
-            if self.role == LEADER:
-                out.extend(MachineEffect(x) for x in effects)
             if mine:
                 out.append(ClientReply(waiting[1], reply))
+            if self.role == LEADER:
+                out.extend(MachineEffect(x) for x in effects)
         elif kind == commands.CONFIG and mine:
             out.append(ClientReply(waiting[1], "ok"))
 

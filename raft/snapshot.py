@@ -43,6 +43,26 @@ class SnapshotMixin:
         out.append(WriteSnapshot(index, term,
                                  encode_snapshot(self.machine, self.config_at(index), self.state)))
 
+    def capture_snapshot(self) -> tuple[int, int, bytes]:
+        """(index, term, bytes) of a snapshot of the applied state as it is now, written by no one
+        yet. A machine whose state refers to log entries below its applied index (a quorum queue's
+        messages) may keep it until nothing below it is live any more and then `write_snapshot`
+        it, so that a snapshot never stands for entries that are still needed (Ra's release
+        cursor): the log is then compacted below it whole, and a follower that installs it needs
+        nothing from below it."""
+        index = self.applied
+        term = self.log.term_at(index)
+        assert term is not None, f"{self.id}: applied index {index} has no term"
+        return index, term, encode_snapshot(self.machine, self.config_at(index), self.state)
+
+    def write_snapshot(self, index: int, term: int, data: bytes) -> list[Effect]:
+        """Write a snapshot `capture_snapshot` took (index <= applied); nothing if one is being
+        written or a newer one exists. Once written the log is compacted below index + 1."""
+        if self.snapshot_pending or index <= self.snapshot_index or index > self.applied:
+            return []
+        self.snapshot_pending = (index, term, index + 1)
+        return [WriteSnapshot(index, term, data)]
+
     def snapshot_written(self, index: int, term: int) -> list[Effect]:
         """The shell has durably stored the snapshot of a WriteSnapshot effect."""
         out: list[Effect] = []

@@ -14,7 +14,9 @@ the monitor logs it and uses the default, as RabbitMQ. The older warren keys are
 `vm_memory_high_watermark = F` is `vm_memory_high_watermark.relative = F` and
 `disk_free_limit = N` is `disk_free_limit.absolute = N`; of two lines for one setting the later
 wins. After loading, `vm_memory_high_watermark` holds the watermark in force as a fraction of the
-RAM, for the paging threshold (paging ratio x watermark x RAM).
+RAM, for the paging threshold (paging ratio x watermark x RAM). `listeners.tcp.default` takes
+rabbitmq.conf's `PORT` or `IP:PORT`; `load` leaves the port there and the address (127.0.0.1
+unless given) in `listeners.tcp.default.ip`.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from flow.alarms import (DEFAULT_DISK_FREE_LIMIT_BYTES, DEFAULT_MEMORY_WATERMARK
 from flow.units import UnitError, conf_size
 
 DEFAULTS: dict[str, Any] = {
-    "listeners.tcp.default": 5672,
+    "listeners.tcp.default": 5672,  # PORT, or IP:PORT to listen on one address (load splits it)
     "node_name": "warren",
     "data_dir": "",
     "frame_max": 131072,
@@ -66,6 +68,7 @@ DEFAULTS: dict[str, Any] = {
     "prometheus.tcp.port": 15692,
     "collect_statistics_interval": 5000,
 }
+LISTENER_IP = "listeners.tcp.default.ip"  # derived by `load`: the address of `listeners.tcp.default`
 ALIASES = {"vm_memory_high_watermark": "vm_memory_high_watermark.relative",
            "disk_free_limit": "disk_free_limit.absolute"}
 _FLOAT = re.compile(r"[+-]?[0-9]+\.[0-9]+([eE][+-]?[0-9]+)?")  # cuttlefish's float datatype (Erlang's)
@@ -88,7 +91,16 @@ def _conf_size(key: str, value: str) -> int | str:
         raise ConfigError(f"{key} invalid, {e}") from None
 
 
+def _conf_listener(key: str, value: str) -> int | tuple[str, int]:
+    """rabbitmq.conf's listener: `PORT` (on 127.0.0.1 here) or `IP:PORT` (`listeners.tcp.default = 10.0.0.5:5672`)."""
+    ip, sep, port = value.rpartition(":")
+    if not port.isdigit() or (sep and not ip):
+        raise ConfigError(f"{key} must be PORT or IP:PORT, got {value!r}")
+    return (ip, int(port)) if sep else int(port)
+
+
 PARSERS: dict[str, Callable[[str, str], Any]] = {
+    "listeners.tcp.default": _conf_listener,
     "vm_memory_high_watermark.relative": _conf_float, "vm_memory_high_watermark.absolute": _conf_size,
     "disk_free_limit.relative": _conf_float, "disk_free_limit.absolute": _conf_size,
 }
@@ -122,9 +134,11 @@ def parse(text: str) -> dict[str, Any]:
 
 
 def load(path: Path | None, overrides: dict[str, Any], *, total_memory_bytes: int | None = None) -> dict[str, Any]:
-    conf = dict(DEFAULTS)
+    conf = dict(DEFAULTS, **{LISTENER_IP: "127.0.0.1"})
     if path is not None:
         conf.update(parse(Path(path).read_text()))
+    if isinstance(conf["listeners.tcp.default"], tuple):  # IP:PORT; a --port flag then changes the port only
+        conf[LISTENER_IP], conf["listeners.tcp.default"] = conf["listeners.tcp.default"]
     conf.update({k: v for k, v in overrides.items() if v is not None})
     watermark, _ = memory_watermark(conf)
     if isinstance(watermark, RelativeLimit):

@@ -9,7 +9,9 @@ listed as silent, and every actor that a reported one sends to on it is shown wi
 tree - state, the credit its sender has left towards it, the share of the last 5 s spent in flow
 (for a store: syncing) - and last the line `bottleneck: <kind> <name> (<why>)` or `bottleneck: none`
 (flow/bottleneck.py's rule). `--once` prints one snapshot; otherwise the view refreshes every
-`--interval` seconds until Ctrl-C; `--formatter json` prints each snapshot as one JSON object.
+`--interval` seconds until Ctrl-C; `--formatter json` prints each snapshot as one JSON object on a
+line (`ts`, `links`, `silent_hosts`, `bottleneck`, `line`): redirected to a file, the flow samples
+pipeline/jobs/bench_report.py plots.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ ROOT_KINDS = ("connection",)
 class Snapshot:
     rows: list[dict]
     silent: list[str] = field(default_factory=list)
+    ts: float = 0.0  # when it was taken (Unix seconds)
 
     def links(self) -> list[Link]:
         """The rows as Links, with the actors on silent hosts that reported ones send to."""
@@ -50,7 +53,7 @@ class Snapshot:
 
     def as_json(self) -> dict:
         verdict = self.bottleneck()
-        return {"links": self.rows, "silent_hosts": self.silent,
+        return {"ts": self.ts, "links": self.rows, "silent_hosts": self.silent,
                 "bottleneck": None if verdict is None else {"kind": verdict.kind, "name": verdict.name,
                                                             "why": verdict.why},
                 "line": line(verdict)}
@@ -97,7 +100,7 @@ def snapshot(hosts: list[str], ask: Ask) -> Snapshot:
             silent.append(host)
         else:
             rows += answer
-    return Snapshot(rows, silent)
+    return Snapshot(rows, silent, time.time())
 
 
 def render(snap: Snapshot, formatter: str) -> str:

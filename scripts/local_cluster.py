@@ -35,10 +35,11 @@ class Node:
     proc: subprocess.Popen
     log_path: Path
     cluster_port: int = 0
+    host: str = "127.0.0.1"  # where its AMQP listener is (listeners.tcp.default)
 
     @property
     def url(self) -> str:
-        return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F"
+        return f"amqp://guest:guest@{self.host}:{self.port}/%2F"
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -89,11 +90,12 @@ class Node:
 
 
 def start_node(data_dir: Path, *extra: str, port: int | None = None, cluster_port: int | None = None,
-               wait: bool = True) -> Node:
+               wait: bool = True, host: str = "127.0.0.1", prefix: tuple[str, ...] = ()) -> Node:
     """Start a node (`wait`: until it serves); `extra` flags go to scripts.node_main. The cluster port
     is a free one unless given (the default, AMQP port + 20000, is out of range for most free ports);
     the management and Prometheus ports are off unless `extra` sets them (several test nodes must
-    not fight over 15672)."""
+    not fight over 15672). `host` is where its AMQP listener will be (the configuration sets it);
+    `prefix` runs the node under another command (`ip netns exec NS`: the fault suite)."""
     port = port or free_port()
     cluster_port = cluster_port or free_port()
     for flag in ("--management-port", "--prometheus-port"):
@@ -102,12 +104,12 @@ def start_node(data_dir: Path, *extra: str, port: int | None = None, cluster_por
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir / "node.log"
     with open(log_path, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "scripts.node_main", "--port", str(port),
+        proc = subprocess.Popen([*prefix, sys.executable, "-m", "scripts.node_main", "--port", str(port),
                                  "--cluster-port", str(cluster_port),
                                  "--data-dir", str(data_dir), "--name", data_dir.name,
                                  "--exit-with", str(os.getpid()), *extra],
                                 cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    node = Node(port, data_dir, proc, log_path, cluster_port)
+    node = Node(port, data_dir, proc, log_path, cluster_port, host)
     if wait:
         wait_serving(node)
     return node
@@ -116,7 +118,7 @@ def start_node(data_dir: Path, *extra: str, port: int | None = None, cluster_por
 def wait_serving(node: Node) -> None:
     data_dir, port, proc = node.data_dir, node.port, node.proc
     deadline = time.monotonic() + start_timeout_s
-    while not ((data_dir / "ready").exists() and port_open(port)):
+    while not ((data_dir / "ready").exists() and port_open(port, node.host)):
         if proc.poll() is not None or time.monotonic() > deadline:
             node.stop()
             raise RuntimeError(f"node did not start; log:\n{node.log()[-4000:]}")

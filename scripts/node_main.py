@@ -26,7 +26,7 @@ from actors.runtime import logs
 from actors.runtime.control import HostSpec
 from actors.runtime.curve import default_cookie_file
 from actors.runtime.node_process import run_node
-from scripts.config import ConfigError, disk_free_limit, load, memory_watermark
+from scripts.config import LISTENER_IP, ConfigError, disk_free_limit, load, memory_watermark
 from actors.runtime.ports import can_listen, free_port
 
 
@@ -45,6 +45,7 @@ def host_specs(conf: dict) -> list[HostSpec]:
     interface = conf["cluster.interface"]
     cookie_file = conf["cluster.cookie_file"] or str(default_cookie_file)
     common = {"node_name": node, "cookie_file": cookie_file, "tcp_bind": f"tcp://{interface}:*",
+              "bind": conf[LISTENER_IP],
               "cluster_port": cluster_port(conf),
               "queue_hosts": conf["queue_hosts"], "data_dir": conf["data_dir_resolved"],
               "consumer_timeout": conf["consumer_timeout"],
@@ -112,11 +113,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warren: cluster port {cluster_port(conf)} (AMQP port + 20000) is out of range: "
               "set --cluster-port or cluster.port", file=sys.stderr)
         return 2
-    taken = [port for port in (conf["listeners.tcp.default"], conf["listeners.ssl.default"], cluster_port(conf),
-                               conf["management.tcp.port"], conf["prometheus.tcp.port"])
-             if port and not can_listen(port)]
+    amqp_ip, mgmt_ip = conf[LISTENER_IP], conf["management.tcp.ip"]
+    taken = [(ip, port) for ip, port in ((amqp_ip, conf["listeners.tcp.default"]), (amqp_ip, conf["listeners.ssl.default"]),
+                                         (conf["cluster.interface"], cluster_port(conf)),
+                                         (mgmt_ip, conf["management.tcp.port"]), (mgmt_ip, conf["prometheus.tcp.port"]))
+             if port and not can_listen(port, ip)]
     if taken:  # as RabbitMQ, which fails to boot on eaddrinuse rather than share the port
-        print(f"warren: cannot listen on 127.0.0.1:{taken[0]}: address in use", file=sys.stderr)
+        print(f"warren: cannot listen on {taken[0][0]}:{taken[0][1]}: address in use", file=sys.stderr)
         return 1
     data_dir = Path(conf["data_dir"] or Path("var") / conf["node_name"]).resolve()
     conf["node_name"] = node_name(conf["node_name"])
@@ -129,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     admin_port = conf["admin_port"] or free_port()
     (data_dir / "admin_port").write_text(str(admin_port))
     specs = host_specs(conf)
-    print(f"warren node {conf['node_name']} starting: amqp 127.0.0.1:{conf['listeners.tcp.default']}, "
+    print(f"warren node {conf['node_name']} starting: amqp {amqp_ip}:{conf['listeners.tcp.default']}, "
           f"cluster {conf['cluster.interface']}:{cluster_port(conf)}, data {data_dir}, admin port {admin_port}",
           flush=True)
     if a.exit_with:

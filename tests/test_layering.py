@@ -41,9 +41,13 @@ CORE_MODULES = [
     "actors/mgmt/auth.py", "actors/mgmt/paths.py", "actors/mgmt/shapes.py", "actors/mgmt/changes.py",
     "actors/mgmt/reads.py", "actors/mgmt/peek.py", "actors/mgmt/metrics.py", "actors/monitor/relay.py",
 ]
+# Shells inside a pure package: actors/quorum's member actor, host entry and test launchers.
+SHELLS_IN_CORE_PACKAGES = ["actors/quorum/member.py", "actors/quorum/host.py", "actors/quorum/launch.py",
+                           "actors/quorum/drive.py"]
 # What a core in actors/ may not import: the runtime's machinery, host entries, shells.
 SHELL_MODULES = ("actors.runtime.mailbox", "actors.runtime.host", "actors.runtime.supervisor",
-                 "actors.runtime.node_process", "actors.runtime.control", "actors.runtime.effects", "actors.hosts")
+                 "actors.runtime.node_process", "actors.runtime.control", "actors.runtime.effects", "actors.hosts",
+                 *(p.removesuffix(".py").replace("/", ".") for p in SHELLS_IN_CORE_PACKAGES))
 
 
 def modules() -> dict[str, Path]:
@@ -96,6 +100,8 @@ def layer_of(module: str) -> int:
 
 def is_core(path: Path) -> bool:
     rel = str(path.relative_to(ROOT))
+    if rel in SHELLS_IN_CORE_PACKAGES:
+        return False
     return rel in CORE_MODULES or any(rel.startswith(pkg + "/") and path.name != "__init__.py" for pkg in CORE_PACKAGES)
 
 

@@ -61,6 +61,9 @@ HARD_CODES = frozenset(
 )
 
 
+REPLY_TEXT_OCTETS_MAX = 255  # a shortstr
+
+
 @dataclass(frozen=True, slots=True)
 class AmqpError:
     """A protocol error: `code` and `detail`, plus the method that caused it (0, 0 when none)."""
@@ -73,8 +76,13 @@ class AmqpError:
 
     @property
     def text(self) -> str:
-        """The reply-text RabbitMQ sends: ``CODE_NAME - detail``."""
-        return f"{CODE_NAMES[self.code]} - {self.detail}"
+        """The reply-text RabbitMQ sends: ``CODE_NAME - detail``, cut as its
+        amqp_exception_explanation cuts it to fit a shortstr: past 255 octets, the first 252 and "..."."""
+        text = f"{CODE_NAMES[self.code]} - {self.detail}"
+        raw = text.encode("utf-8", "surrogateescape")
+        if len(raw) <= REPLY_TEXT_OCTETS_MAX:
+            return text
+        return (raw[:REPLY_TEXT_OCTETS_MAX - 3] + b"...").decode("utf-8", "surrogateescape")
 
     @property
     def hard(self) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -49,6 +50,10 @@ attempt_s = 2.0  # a change asked of another node's leader with no answer this l
 SEED_HOST = "seed"  # the directory's name for the node a new node joins through, until it knows its name
 
 
+def _now_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
 def member_id(node: str) -> str:
     """The metadata group's member on `node` (its Raft id is its actor address as text)."""
     return str(Address(host_of(node, NODE_KIND), "metadata"))
@@ -65,6 +70,7 @@ class ClusterActor:
         self._changes: dict[int, tuple[str, str, bool, asyncio.Future]] = {}  # corr -> (node, endpoint, add, future)
         self._asked: dict[int, Callable[[Reply], None]] = {}  # rid -> what to do with a leader's answer
         self._joined: asyncio.Future | None = None
+        self._ticked_ms: int | None = None  # the clock the core's ticks have reached, once started
         self._run = Interpreter(ActorEffects(runtime, self.address).handlers()).extend(
             {SaveClusterFile: self._save})
 
@@ -74,15 +80,33 @@ class ClusterActor:
                 self._learn(node, endpoint)
         self._run(self.core.start())
         loop = asyncio.get_running_loop()
+        self._ticked_ms = _now_ms()
 
         def tick() -> None:
             loop.call_later(tick_ms / 1000, tick)
-            self._run(self.core.tick())
+            self._catch_up()
         loop.call_later(tick_ms / 1000, tick)
+
+    def _catch_up(self) -> None:
+        """Give the core the ticks the clock says are due: a node that was stopped (SIGSTOP) or
+        stalled for longer than `down_after_ticks` sees its peers down on waking, as the peers saw
+        it, before it hears from them again (so its channels let go of their consumers on the
+        peers' queues, which let go of them: RabbitMQ's nodedown on both sides). Done before every
+        peer's message too, which may be handled before the timer on waking."""
+        if self._ticked_ms is None:
+            return
+        owed = (_now_ms() - self._ticked_ms) // tick_ms
+        if owed <= 0:
+            return
+        self._ticked_ms += owed * tick_ms
+        for _ in range(min(owed, self.core.down_after_ticks + 1)):  # enough to see anyone down
+            self._run(self.core.tick())
 
     # -- inputs ------------------------------------------------------------------------------
     def receive(self, sender: Address, msg: Any) -> None:
         kind = type(msg)
+        if kind is Hello or kind is Ping or kind is Pong:
+            self._catch_up()
         if kind is Hello:
             self._learn(msg.node, msg.endpoint, msg.hosts)
             self._run(self.core.receive(msg))

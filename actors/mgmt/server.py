@@ -135,7 +135,8 @@ class Management:
                          shape: Callable[[Any], Any]) -> changes.Answer:
         """`work` on a connection to this node as the caller; a broker error is RabbitMQ's 400."""
         try:
-            session = await Session.open(self.amqp_port, caller.name, caller.password, vhost)
+            amqp_ip = self.listeners[0]["ip_address"]  # the node's own AMQP listener (listeners.tcp.default)
+            session = await Session.open(self.amqp_port, caller.name, caller.password, vhost, host=amqp_ip)
             try:
                 result = await work(session)
             finally:

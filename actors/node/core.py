@@ -121,6 +121,13 @@ class Startup:
 
 
 @dataclass(frozen=True, slots=True)
+class HostRestarted:
+    """An internal operation: connection host `host` restarted; its connections' exclusive queues go."""
+
+    host: str
+
+
+@dataclass(frozen=True, slots=True)
 class NodeDown:
     """An internal operation: `node` is down; its transient queues go."""
 
@@ -343,9 +350,14 @@ class NodeCore:
     def _subscribe(self, sender: Address, incarnation: int) -> None:
         """A replica's first subscription, a restarted host's, or one asked again after this node host
         restarted (the same incarnation as before: nothing was lost on that host)."""
-        again = self.subscribers.get(sender) == incarnation
+        before = self.subscribers.get(sender)
+        again = before == incarnation
         self.subscribers[sender] = incarnation
         self._out.append(Send(sender, MetadataChanged(self.registry.snapshot())))
+        if sender.name == ROUTER_NAME and before is not None and not again:
+            # a connection host restarted: its connections are gone, and their exclusive queues
+            self._work.append((None, HostRestarted(sender.host)))
+            self._pump()
         if sender.name != QUEUE_ROUTER_NAME or again:
             return
         host = sender.host
@@ -425,6 +437,9 @@ class NodeCore:
     def _startup(self, x: _StartupOp) -> Op:
         result, _ = yield Apply(x.cmd)
         return result
+
+    def _host_restarted(self, x: HostRestarted) -> Op:
+        yield Apply(RemoveOwnedQueues(f"{x.host}:", prefix=True), RETRY_LATER)
 
     def _node_down(self, x: NodeDown) -> Op:
         yield Apply(RemoveNodeTransients(x.node), RETRY_LATER)
@@ -665,7 +680,7 @@ _OPS: dict[type, Callable[[NodeCore, Any], Op]] = {
     DeclareExchange: NodeCore._exchange_declare, DeclareQueue: NodeCore._queue_declare,
     DeleteQueue: NodeCore._queue_delete, AutoDeleteQueue: NodeCore._queue_auto_delete,
     ConnectionClosed: NodeCore._connection_closed, AdminAsk: NodeCore._admin,
-    _StartupOp: NodeCore._startup, NodeDown: NodeCore._node_down,
+    _StartupOp: NodeCore._startup, NodeDown: NodeCore._node_down, HostRestarted: NodeCore._host_restarted,
 }
 
 _ADMIN: dict[str, Callable[[NodeCore, dict], Op]] = {

@@ -22,6 +22,7 @@ from typing import Any
 
 import msgpack
 
+import actors.messages.node  # noqa: F401 - registers the commands and change records this log carries
 from actors.messages import ext_hook, pack_default
 from metadata.commands import Command
 from metadata.registry import Registry

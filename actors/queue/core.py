@@ -37,7 +37,8 @@ Effect order within one call: Deliver sends first (one per consumer, in order of
 first message), then dead-letter Publishes and timers, then Rejected and Confirm (one each per
 publish call; Rejected first, since Confirm's range covers refused seqs too), then AutoDeleteQueue
 and the x-expires timer. ConsumerCancelled only comes from delete. `handle(sender, msg)` takes the
-messages of actors/messages/channel_queue.py and node.py and answers requests with a `Reply`.
+messages of actors/messages/channel_queue.py and node.py and answers requests with a `Reply`; an
+`Undelivered` (what it sent found no actor) means the channel is gone, as `ChannelDown` does.
 
 Confirms (THE ORDERING RULE of durable queues): Confirm means "enqueued", and for a queue made with
 `hold_confirms` (a durable one) "on disk": its confirms are held here, the highest seq per channel;
@@ -70,6 +71,7 @@ from actors.messages.channel_queue import (
     Purge, Rejected, Settle,
 )
 from actors.messages.node import ApplyPolicy, AutoDeleteQueue, Dispose, QueueCounts, QueueStats
+from actors.messages.runtime import Undelivered
 from actors.mgmt.counters import MessageCounters
 from actors.queue import deadletter
 from actors.queue.consumers import Consumer, Consumers
@@ -437,6 +439,10 @@ class ClassicQueue:
                 effects.extend(self._housekeep())
         return effects
 
+    def channels(self) -> set[Hashable]:
+        """The channels this queue knows: those with a consumer here or unacknowledged messages."""
+        return {c.channel for c in self._consumers} | set(self._unacked)
+
     def channel_down(self, channel: Hashable, *, now_ms: int | None = None) -> list[Effect]:
         """The channel closed: drop its consumers and requeue everything it held (redelivered)."""
         self._clock(now_ms)
@@ -645,6 +651,13 @@ def _channel_down(q: ClassicQueue, sender: Hashable, msg: ChannelDown, now: int 
     return q.channel_down(sender, now_ms=now)
 
 
+def _undelivered(q: ClassicQueue, sender: Hashable, msg: Undelivered, now: int | None) -> list[Effect]:
+    """What the queue sent to `sender` (a Deliver, a Confirm ...) found no such actor: the channel
+    is gone and its ChannelDown may never come (it closed while the delivery was on its way, or on
+    a node that went away and came back): requeue what it held, drop its consumers."""
+    return q.channel_down(sender, now_ms=now)
+
+
 def _purge(q: ClassicQueue, sender: Hashable, msg: Purge, now: int | None) -> list[Effect]:
     return [Send(sender, Reply(msg.rid, q.purge()))]
 
@@ -673,4 +686,5 @@ def _dispose(q: ClassicQueue, sender: Hashable, msg: Dispose, now: int | None) -
 _HANDLERS: dict[type, Callable[[ClassicQueue, Hashable, Any, int | None], list[Effect]]] = {
     Publish: _publish, Settle: _settle, Grant: _grant, Consume: _consume, Cancel: _cancel, Get: _get,
     ChannelDown: _channel_down, Purge: _purge, QueueStats: _stats, ApplyPolicy: _apply_policy, Dispose: _dispose,
+    Undelivered: _undelivered,
 }

@@ -110,6 +110,13 @@ class QueueManager:
         host = self.runtime.host
         storage.recover([(q.vhost, q.name) for q in self.registry.queues() if q.durable and q.home == host])
 
+    def nodes(self, up: list[str], down: list[str]) -> None:
+        """The cluster view changed (ClusterView's `on_nodes`): channels on down nodes are gone."""
+        gone = set(down)
+        if gone:
+            for actor in list(self.queues.values()):
+                actor.nodes_down(gone)
+
     def stats(self) -> list[dict]:
         return [a.stats() for a in self.queues.values()]
 

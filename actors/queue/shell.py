@@ -29,7 +29,9 @@ from typing import Any, Callable, Protocol, Sequence
 
 import structlog
 
+from actors.messages.channel_queue import ChannelDown
 from actors.messages.node import ApplyPolicy
+from actors.placement import node_of
 from actors.queue.core import ClassicQueue
 from actors.queue.group_commit import FLOW_TICKS_PER_SECOND, GroupCommit, waited
 from actors.runtime.address import Address
@@ -151,6 +153,14 @@ class QueueActor:
             self._on_deleted(self.name)
         else:
             self._touched()
+
+    def nodes_down(self, nodes: set[str]) -> None:
+        """Every channel on a node that went down is gone, as RabbitMQ's queue sees the DOWN of a
+        channel on a lost node: its consumers are dropped and what it held is requeued. Its
+        ChannelDown would never come."""
+        for channel in self.core.channels():
+            if node_of(channel.host) in nodes and not self.core.deleted:
+                self.receive(channel, ChannelDown())
 
     def _fire(self, name: str) -> None:
         if not self.core.deleted:

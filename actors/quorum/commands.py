@@ -15,7 +15,9 @@ Identities: a channel is a str the shells agree on (its actor address); a consum
 to this queue 1, 2, 3... without gaps (not the channel's confirm seq, which skips the publishes
 routed elsewhere): the machine drops a duplicate seq and refuses a gap, which is how a publisher
 that resends after a leader change gets each message in exactly once (rabbit_fifo's enqueuers).
-`publisher=None` enqueues untracked (seq ignored).
+`publisher=None` enqueues untracked (seq ignored). Settle, Return, Discard and Requeue may leave
+`tag` empty: then each msg id goes to whichever consumer of the channel holds it (msg ids are unique
+over the queue's life), which is all a channel's classic `Settle` message says.
 
 Bodies stay in the log: `published(data)` gives a shell that reads entry bytes back for a delivery
 (exchange, routing key, header, body) of the Enqueue or Requeue they hold.

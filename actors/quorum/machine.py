@@ -370,23 +370,51 @@ def _cancel(index: int, cmd: c.Cancel, s: QueueState) -> Result:
     return s, Reply.OK, _finish(index, s, [])
 
 
+def _holders(s: QueueState, channel: str, tag: str,
+             msg_ids: tuple[int, ...]) -> list[tuple[Key, Consumer, tuple[int, ...]]]:
+    """The consumers a settlement names, each with its msg ids. An empty `tag` means whichever
+    consumer of `channel` holds each id (msg ids are unique over the queue's life): the classic
+    Settle message a channel sends names no consumer."""
+    if tag:
+        key = (channel, tag)
+        con = s.consumers.get(key)
+        return [] if con is None else [(key, con, msg_ids)]
+    mine = [(key, con) for key, con in s.consumers.items() if key[0] == channel]
+    found: dict[Key, list[int]] = {}
+    for msg_id in msg_ids:
+        for key, con in mine:
+            if msg_id in con.checked:
+                found.setdefault(key, []).append(msg_id)
+                break
+    return [(key, con, tuple(found[key])) for key, con in mine if key in found]
+
+
+def _after_settlements(index: int, s: QueueState, held: list[tuple[Key, Consumer, tuple]],
+                       out: list) -> list:
+    for key, con, _ids in held:
+        _update_or_remove(s, key, con)
+    _activate_next(s)
+    return _finish(index, s, out)
+
+
 def _settle(index: int, cmd: c.Settle, s: QueueState) -> Result:
-    key = (cmd.channel, cmd.tag)
-    con = s.consumers.get(key)
-    if con is None:
+    held = _holders(s, cmd.channel, cmd.tag, cmd.msg_ids)
+    if not held:
         return s, Reply.OK, []
-    checked, tracked = con.checked, s.tracked
-    settled = settled_bytes = 0
-    for msg_id in cmd.msg_ids:
-        entry = checked.pop(msg_id, None)
-        if entry is not None:
-            tracked.discard(entry[0])
-            settled += 1
-            settled_bytes += entry[1]
-    s.unacked -= settled
-    s.unacked_bytes -= settled_bytes
-    con.refill(settled)
-    return s, Reply.OK, _after_consumer_change(index, s, key, con, [])
+    tracked = s.tracked
+    for _key, con, msg_ids in held:
+        checked = con.checked
+        settled = settled_bytes = 0
+        for msg_id in msg_ids:
+            entry = checked.pop(msg_id, None)
+            if entry is not None:
+                tracked.discard(entry[0])
+                settled += 1
+                settled_bytes += entry[1]
+        s.unacked -= settled
+        s.unacked_bytes -= settled_bytes
+        con.refill(settled)
+    return s, Reply.OK, _after_settlements(index, s, held, [])
 
 
 def _take_checked(con: Consumer, msg_ids: tuple[int, ...]) -> list[Entry]:
@@ -394,38 +422,40 @@ def _take_checked(con: Consumer, msg_ids: tuple[int, ...]) -> list[Entry]:
 
 
 def _return(index: int, cmd: c.Return, s: QueueState) -> Result:
-    key = (cmd.channel, cmd.tag)
-    con = s.consumers.get(key)
-    if con is None:
+    held = _holders(s, cmd.channel, cmd.tag, cmd.msg_ids)
+    if not held:
         return s, Reply.OK, []
     dead: list[Entry] = []
-    for entry in _take_checked(con, cmd.msg_ids):
-        _return_one(s, con, entry, dead)
+    for _key, con, msg_ids in held:
+        for entry in _take_checked(con, msg_ids):
+            _return_one(s, con, entry, dead)
     out: list = []
     _dead_letter(s, DELIVERY_LIMIT, dead, out)
-    return s, Reply.OK, _after_consumer_change(index, s, key, con, out)
+    return s, Reply.OK, _after_settlements(index, s, held, out)
 
 
 def _discard(index: int, cmd: c.Discard, s: QueueState) -> Result:
-    key = (cmd.channel, cmd.tag)
-    con = s.consumers.get(key)
-    if con is None:
+    held = _holders(s, cmd.channel, cmd.tag, cmd.msg_ids)
+    if not held:
         return s, Reply.OK, []
-    taken = _take_checked(con, cmd.msg_ids)
+    taken: list[Entry] = []
+    for _key, con, msg_ids in held:
+        mine = _take_checked(con, msg_ids)
+        con.refill(len(mine))
+        taken += mine
     s.unacked -= len(taken)
     s.unacked_bytes -= sum(e[1] for e in taken)
-    con.refill(len(taken))
     out: list = []
     _dead_letter(s, REJECTED, [(e[0], e[1], e[2], e[3] + 1) for e in taken], out)
-    return s, Reply.OK, _after_consumer_change(index, s, key, con, out)
+    return s, Reply.OK, _after_settlements(index, s, held, out)
 
 
 def _requeue(index: int, cmd: c.Requeue, s: QueueState) -> Result:
-    key = (cmd.channel, cmd.tag)
-    con = s.consumers.get(key)
-    entry = con.checked.get(cmd.msg_id) if con is not None else None
+    held = _holders(s, cmd.channel, cmd.tag, (cmd.msg_id,))
+    entry = held[0][1].checked.get(cmd.msg_id) if held else None
     if entry is None or entry[0] != cmd.index:
         return s, Reply.OK, []  # settled, returned or its channel went down meanwhile
+    key, con, _ids = held[0]
     del con.checked[cmd.msg_id]
     s.unacked -= 1
     s.unacked_bytes -= entry[1]
@@ -596,13 +626,13 @@ def requeue_plan(state: QueueState, channel: str, tag: str,
                  msg_ids: tuple[int, ...]) -> tuple[tuple[int, int], ...] | None:
     """How to requeue these deliveries: None means propose `Return` (a delivery limit is set:
     back near the head); otherwise (msg_id, raft index) of those still unacked, for the shell to
-    read and propose as `Requeue`s (unlimited: to the back)."""
+    read and propose as `Requeue`s (unlimited: to the back). An empty `tag` means any consumer
+    of `channel` (as in `Settle`)."""
     if state.config.settings.delivery_limit is not None:
         return None
-    con = state.consumers.get((channel, tag))
-    if con is None:
-        return ()
-    return tuple((i, con.checked[i][0]) for i in msg_ids if i in con.checked)
+    index = {i: con.checked[i][0] for _key, con, ids in _holders(state, channel, tag, msg_ids)
+             for i in ids if i in con.checked}
+    return tuple((i, index[i]) for i in msg_ids if i in index)
 
 
 def checked_out(state: QueueState, channel: str, tag: str) -> tuple[Delivered, ...]:

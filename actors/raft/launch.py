@@ -1,10 +1,12 @@
-"""Run Raft nodes as real processes: `python -m actors.raft.launch CONFIG.json` runs one node;
-`RaftCluster` starts, kills (-9) and restarts several of them for tests and benchmarks.
+"""Run nodes of one host kind as real processes: `python -m actors.raft.launch CONFIG.json` runs one
+node; `NodeCluster` starts, kills (-9) and restarts several of them for tests and benchmarks, and
+`RaftCluster` is the one whose host is the Raft test host (actors/raft/hosts.py). Quorum queues have
+theirs (actors/quorum/launch.py).
 
-Each node is its own `run_node` (Thespian admin port, data dir) with one "raft-N" host bound to a
-tcp:// endpoint on 127.0.0.1. Every node's directory names every raft host and the client hosts,
-so replies reach a test or benchmark process that runs its own Runtime as a client host.
-`kill` is a kill -9 of every process of the node at the same moment.
+Each node is its own `run_node` (Thespian admin port, data dir) with one host bound to a tcp://
+endpoint on 127.0.0.1, running the cluster's host `entry`. Every node's directory names every
+node's host and the client hosts, so replies reach a test or benchmark process that runs its own
+Runtime as a client host. `kill` is a kill -9 of every process of the node at the same moment.
 """
 from __future__ import annotations
 
@@ -39,11 +41,8 @@ class NodeProc:
     admin_port: int
     data_dir: Path
     config_path: Path
+    host: str = ""
     proc: subprocess.Popen | None = None
-
-    @property
-    def host(self) -> str:
-        return host_name(self.name)
 
     def log(self) -> str:
         path = self.data_dir / "node.log"
@@ -51,37 +50,37 @@ class NodeProc:
 
 
 @dataclass
-class RaftCluster:
-    """`nodes` node processes under `root`, each with a member of every group."""
+class NodeCluster:
+    """`nodes` node processes under `root`, each running one host of `entry`."""
     root: Path
     nodes: tuple[str, ...] = ("n1", "n2", "n3")
-    groups: int = 1
     clients: tuple[str, ...] = ("client",)
-    host_config: dict = field(default_factory=dict)  # extra raft host config (settings, ...)
+    host_config: dict = field(default_factory=dict)  # extra host config (settings, ...)
     procs: dict[str, NodeProc] = field(default_factory=dict)
     directory: dict[str, str] = field(default_factory=dict)
+    entry = "actors.raft.hosts:raft_host"
+
+    def host_of(self, node: str) -> str:
+        return host_name(node)
+
+    def node_host_config(self, node: str) -> dict:
+        """What every node's host gets, besides `host_config`."""
+        return {}
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
-        hosts = [host_name(n) for n in self.nodes] + list(self.clients)
+        hosts = [self.host_of(n) for n in self.nodes] + list(self.clients)
         self.directory = {h: f"tcp://127.0.0.1:{free_port()}" for h in hosts}
         for name in self.nodes:
             data_dir = self.root / name
             data_dir.mkdir(parents=True, exist_ok=True)
             config = {"node": name, "admin_port": free_port(), "data_dir": str(data_dir),
-                      "directory": self.directory,
-                      "host": {**self.host_config, "node": name, "nodes": list(self.nodes),
-                               "groups": self.groups, "data_dir": str(data_dir)}}
+                      "directory": self.directory, "host_name": self.host_of(name), "entry": self.entry,
+                      "host": {**self.host_config, **self.node_host_config(name), "node": name,
+                               "nodes": list(self.nodes), "data_dir": str(data_dir)}}
             path = data_dir / "node.json"
             path.write_text(json.dumps(config))
-            self.procs[name] = NodeProc(name, config["admin_port"], data_dir, path)
-
-    # -- group naming ----------------------------------------------------------------------------
-    def group_names(self) -> list[str]:
-        return group_names(self.groups)
-
-    def members(self) -> dict[str, list[str]]:
-        return {g: [member_id(n, g) for n in self.nodes] for g in self.group_names()}
+            self.procs[name] = NodeProc(name, config["admin_port"], data_dir, path, host=self.host_of(name))
 
     # -- processes -------------------------------------------------------------------------------
     def start(self, *names: str) -> None:
@@ -142,15 +141,30 @@ class RaftCluster:
             self.kill(node.name)
 
     # -- control ---------------------------------------------------------------------------------
-    def ask(self, name: str, op: str, args: dict | None = None) -> Any:
+    def ask(self, name: str, op: str, args: dict | None = None, timeout: float = 10) -> Any:
         node = self.procs[name]
-        return control(node.admin_port, node.host, op, args or {})
-
-    def status(self, name: str, groups: list[str] | None = None) -> dict:
-        return self.ask(name, "status", {"groups": groups})
+        return control(node.admin_port, node.host, op, args or {}, timeout)
 
     def running(self) -> list[str]:
         return [n for n, p in self.procs.items() if p.proc is not None]
+
+
+@dataclass
+class RaftCluster(NodeCluster):
+    """Raft test hosts, each with a member of every group."""
+    groups: int = 1
+
+    def node_host_config(self, node: str) -> dict:
+        return {"groups": self.groups}
+
+    def group_names(self) -> list[str]:
+        return group_names(self.groups)
+
+    def members(self) -> dict[str, list[str]]:
+        return {g: [member_id(n, g) for n in self.nodes] for g in self.group_names()}
+
+    def status(self, name: str, groups: list[str] | None = None) -> dict:
+        return self.ask(name, "status", {"groups": groups})
 
     def leader_of(self, group: str, among: list[str] | None = None) -> str | None:
         """The node whose member leads `group` with the highest term (as reported now)."""
@@ -166,7 +180,7 @@ def main() -> None:
     config = json.loads(Path(sys.argv[1]).read_text())
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
-    spec = HostSpec(host_name(config["node"]), "actors.raft.hosts:raft_host", config["host"])
+    spec = HostSpec(config["host_name"], config["entry"], config["host"])
     run_node(config["node"], [spec], config["directory"], config["admin_port"],
              Path(config["data_dir"]))
 

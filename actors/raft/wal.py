@@ -50,6 +50,11 @@ class WalActor:
         self._members[member] = on_written
         self._upto[member] = written
 
+    def unregister(self, member: str) -> None:
+        """The member is gone (a deleted quorum queue member): no more notifications for it."""
+        self._members.pop(member, None)
+        self._upto.pop(member, None)
+
     def at_turn_end(self, callback: Callable[[], None]) -> None:
         """Call `callback` at the start of the next flush, before anything is written."""
         self._turn_end.append(callback)
@@ -72,7 +77,7 @@ class WalActor:
         for callback in turn_end:
             callback()
         after, self._after = self._after, []
-        if not self.writer.core.pending_bytes():
+        if not self.writer.core.pending_bytes() and not self.writer.rolling:
             for callback in after:  # nothing queued: everything before them is durable
                 callback()
             return
@@ -83,6 +88,8 @@ class WalActor:
         elapsed = time.monotonic() - started
         if elapsed > slow_flush_s:
             log.warning("wal.slow_flush", seconds=round(elapsed, 3), members=len(written))
+        if self.writer.rolling:
+            self.kick()  # the next turn writes the next slice of the rollover
         self.flushes += 1
         for member, upto in written.items():
             # entries newly durable (a truncation-only batch reports less; it adds nothing)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import random
 import time
 from typing import Any, Callable
@@ -299,6 +300,7 @@ class ConnectionHostContext:
         self.resources: set[str] = set()  # what the cluster is short of (resource alarms in force)
         self._owners = 0
         self._channels = 0
+        self._incarnation = os.urandom(3).hex()
 
     @property
     def connections_opened(self) -> int:
@@ -320,12 +322,16 @@ class ConnectionHostContext:
             reader.flush_all()
 
     def next_owner(self) -> str:
+        """A connection's name, unique across this host's restarts (its exclusive queues are
+        owned by it, and must not pass to a connection of the next incarnation)."""
         self._owners += 1
-        return f"{self.runtime.host}:{self._owners}"
+        return f"{self.runtime.host}:{self._incarnation}.{self._owners}"
 
     def next_channel_name(self) -> str:
+        """A channel's actor name, unique across this host's restarts (quorum queue members
+        remember which channels are gone)."""
         self._channels += 1
-        return f"ch:{self._channels}"
+        return f"ch:{self._incarnation}.{self._channels}"
 
     def channels(self):
         for reader in list(self.readers):

@@ -15,9 +15,13 @@ notification must reach the member before its next truncation, because it carrie
 shell delivers it synchronously).
 
 Rollover: once the WAL files written since the last rollover hold `max_size_bytes`, `should_roll()`
-says so. The shell then starts a new WAL file, writes each member's memtable into its segment files,
-syncs them, deletes the old WAL files and calls `rolled()`, which releases the memtables. Because the
-shell does this between batches, a memtable holds exactly the state all old WAL files describe.
+says so. The shell then starts a new WAL file and calls `start_roll()` between batches: the memtables
+become `frozen` (they hold exactly the state all old WAL files describe) and new appends go to fresh
+ones. The shell writes the frozen tables into the members' segment files a slice at a time, across
+loop turns (a 512 MiB WAL written at once would stall every member of the node for seconds),
+deletes the old WAL files once all of them are synced, and calls `roll_done()`, which releases the
+frozen tables. Meanwhile a member reads its log from its memtable, then its frozen table, then its
+segments; a truncation cuts both tables, and a compaction drops from both.
 
 Recovery replays records through `MemberReplay`, which applies Ra's rule that writing index i
 discards everything at and above i, skips what lies below the member's floor (snapshot/compaction),
@@ -99,6 +103,7 @@ class WalCore:
         self.max_size_bytes = max_size_bytes
         self.bytes_since_roll = bytes_since_roll
         self.mem: dict[str, MemTable] = {}
+        self.frozen: dict[str, MemTable] = {}  # the memtables of a rollover in progress
         self._pending: list[bytes] = []
         self._pending_bytes = 0
         self._pending_records = 0
@@ -123,8 +128,11 @@ class WalCore:
         self._last[member] = entries[-1].index
 
     def truncate(self, member: str, index: int) -> None:
-        """Queue the durable record of a truncation and apply it to the memtable now."""
+        """Queue the durable record of a truncation and apply it to the memtables now."""
         self.memtable(member).truncate_from(index)
+        frozen = self.frozen.get(member)
+        if frozen is not None:
+            frozen.truncate_from(index)
         self._queue(encode(TRUNCATE, index, 0, b"", self._mid(member)), 1)
         self._last[member] = index - 1
 
@@ -153,13 +161,18 @@ class WalCore:
         return batch.written
 
     def should_roll(self) -> bool:
-        return self.bytes_since_roll >= self.max_size_bytes and not self._pending
+        return self.bytes_since_roll >= self.max_size_bytes and not self._pending and not self.frozen
 
-    def rolled(self) -> None:
-        """The shell moved every memtable into segments: release them."""
+    def start_roll(self) -> None:
+        """The shell started a new WAL file: the memtables freeze, to be written into segments."""
         assert not self._pending, "roll over only between batches"
-        self.mem.clear()
+        assert not self.frozen, "one rollover at a time"
+        self.frozen, self.mem = self.mem, {}
         self.bytes_since_roll = 0
+
+    def roll_done(self) -> None:
+        """The shell wrote every frozen table into segments and deleted the old WAL files."""
+        self.frozen = {}
 
     def _queue(self, data: bytes, records: int) -> None:
         self._pending.append(data)

@@ -1,7 +1,8 @@
 """`MemberLog`: one Raft member's log (raft.log.Log) over the node's shared WAL.
 
 Where an index lives, low to high: below `floor` nothing (compacted or discarded; the snapshot
-stands in for it); then the member's segment files up to `segments.limit`; then the WAL memtable
+stands in for it); then the member's segment files up to `segments.limit`; then, while a rollover
+is being written, its frozen memtable (`WalCore.frozen[member]`); then the WAL memtable
 (`WalCore.mem[member]`), which holds everything appended since the last rollover, durable or not.
 `last` is the member's last index; `floor - 1` when it holds no entries.
 
@@ -50,6 +51,13 @@ class MemberLog:
     def _mem(self) -> MemTable:
         return self._wal.memtable(self.member)
 
+    @property
+    def _tables(self) -> tuple[MemTable, ...]:
+        """The memtables that hold entries, low to high: a rollover's frozen one, the current one."""
+        frozen = self._wal.frozen.get(self.member)
+        mem = self._mem
+        return (frozen, mem) if frozen is not None and frozen.items else (mem,)
+
     # -- reads -----------------------------------------------------------------------------
     def first_index(self) -> int:
         return self._floor
@@ -65,16 +73,20 @@ class MemberLog:
             return 0
         if index < self._floor or index > self._last:
             return None
-        entry = self._mem.get(index)
-        return entry.term if entry is not None else self.segments.term_at(index)
+        for table in self._tables:
+            entry = table.get(index)
+            if entry is not None:
+                return entry.term
+        return self.segments.term_at(index)
 
     def entries(self, lo: int, hi: int, max_bytes: int | None = None) -> list[Entry]:
         assert lo >= self._floor, f"entries({lo}) below first index {self._floor}"
         hi = min(hi, self._last + 1)
         if lo >= hi:
             return []
-        mem = self._mem
-        split = mem.first if mem.items else hi  # the first index served from memory
+        tables = self._tables
+        first = tables[0]
+        split = first.first if first.items else hi  # the first index served from memory
         out: list[Entry] = []
         if lo < split:
             seg_hi = min(hi, split)
@@ -84,12 +96,13 @@ class MemberLog:
             if max_bytes is not None:
                 max_bytes -= sum(len(e.command) for e in out)
             lo = seg_hi
-        for e in mem.slice(lo, hi):
-            if max_bytes is not None:
-                if len(e.command) > max_bytes and out:
-                    break
-                max_bytes -= len(e.command)
-            out.append(e)
+        for table in tables:
+            for e in table.slice(lo, hi):
+                if max_bytes is not None:
+                    if len(e.command) > max_bytes and out:
+                        return out
+                    max_bytes -= len(e.command)
+                out.append(e)
         return out
 
     def written_index(self) -> int:
@@ -147,16 +160,19 @@ class MemberLog:
         if keep:
             self._snapshots.save(index, term, self._snapshots.floor, data)
             return
-        # Raft §7: the log does not hold the snapshot's last entry, so all of it goes.
+        # Raft §7: the log does not hold the snapshot's last entry, so all of it goes. The view
+        # changes with the snapshot file, before the segment files go: if deleting them fails
+        # (a crash at its directory sync), this log already says what the disk says now.
         self._snapshots.save(index, term, index + 1, data)
         self._floor = index + 1
         if self._last > index:
             self._wal.truncate(self.member, index + 1)
+        for table in self._tables:
+            table.truncate_from(index + 1)
+            table.drop_below(index + 1)
+        self._last = self._synced_upto = self._written = index
         self.segments.limit = min(self.segments.limit, index)
         self.segments.compact_below(index + 1)
-        self._mem.truncate_from(index + 1)
-        self._mem.drop_below(index + 1)
-        self._last = self._synced_upto = self._written = index
 
     def compact_below(self, index: int) -> None:
         snap = self._snapshots.meta
@@ -165,5 +181,6 @@ class MemberLog:
             return
         self._meta.save(*self._hard_durable, index)
         self._floor = index
+        for table in self._tables:
+            table.drop_below(index)
         self.segments.compact_below(index)
-        self._mem.drop_below(index)

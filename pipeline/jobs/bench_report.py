@@ -14,8 +14,9 @@ Inputs
   "event": .., ...}`), as a node writes them to DATA_DIR/log/warren.log (and its rotated
   warren.log.N); the console lines it writes to the terminal ("2026-01-02 03:04:05 [info ] event
   k=v") are read too, and any other line is skipped.
-- flow samples, one JSON object per line (the format `warrenctl flow --formatter json` is to
-  write, one line per link and sample; lines without a `state` are skipped):
+- flow samples, JSON lines: what `warrenctl flow --formatter json` prints, one snapshot a line
+  (`{"ts": .., "links": [{"kind": .., "name": .., "state": .., "flow_share": ..}, ..], ..}`), or one
+  line per link and sample; lines with neither a `state` nor `links` are skipped:
       {"ts": 1732480000.25, "kind": "connection", "name": "127.0.0.1:50312 -> 127.0.0.1:5672",
        "state": "flow", "flow_share": 0.4}
   ts is Unix seconds; kind is connection, channel, queue, store, wal or follower; state is
@@ -35,6 +36,7 @@ from pyspark.sql import functions as F
 LOG_CONSOLE = r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)\S*\s+\[\s*(\w+)\s*\]\s+(\S+)"
 LOG_JSON_DDL = "timestamp string, level string, event string"
 FLOW_DDL = "ts double, kind string, name string, state string, flow_share double"
+FLOW_SNAPSHOT_DDL = "ts double, links array<struct<kind: string, name: string, state: string, flow_share: double>>"
 PERCENTILES = ("50%", "95%", "99%")
 log_bucket_s = 10
 STATE_COLORS = {"running": "tab:green", "flow": "tab:orange", "blocked": "tab:red"}
@@ -61,7 +63,12 @@ def read_logs(spark: Any, paths: list[str]) -> Any | None:
 def read_flow(spark: Any, path: str | None) -> Any | None:
     if not path or not glob.glob(path):
         return None
-    return (spark.read.schema(FLOW_DDL).json(path).where(F.col("state").isNotNull() & F.col("ts").isNotNull())
+    raw = spark.read.text(path)
+    per_link = raw.select(F.from_json("value", FLOW_DDL).alias("r")).select("r.*")
+    snapshots = (raw.select(F.from_json("value", FLOW_SNAPSHOT_DDL).alias("s")).where(F.col("s.links").isNotNull())
+                 .select(F.col("s.ts").alias("ts"), F.explode("s.links").alias("l"))
+                 .select("ts", "l.kind", "l.name", "l.state", "l.flow_share"))
+    return (per_link.unionByName(snapshots).where(F.col("state").isNotNull() & F.col("ts").isNotNull())
             .withColumn("time", F.timestamp_seconds("ts")))
 
 

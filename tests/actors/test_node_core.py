@@ -306,3 +306,13 @@ def test_a_clean_up_that_times_out_is_made_again_after_the_requests_behind_it() 
     out = g.run(c.timer(declare.name))
     assert sends(out, Reply)[-1].msg.error.code == INTERNAL_ERROR
     assert type(g.held[-1].command).__name__ == "RemoveOwnedQueues"  # proposed again
+
+
+def test_a_restarted_connection_host_takes_its_connections_exclusive_queues_with_it() -> None:
+    c, g = node()
+    owner = f"{ME}:conn0:ab12.1"
+    create_reply(g, g.receive(CHANNEL, declare(1, "ex", durable=False, exclusive=True, owner=owner)))
+    assert not sends(g.receive(ROUTER, Subscribe(7)), Dispose)  # the node host asked again: nothing lost
+    out = g.receive(ROUTER, Subscribe(8))  # a new process: its connections are gone
+    assert only_send(out, Dispose).to == Address(home("ex"), "q:/:ex")
+    assert c.registry.queues("/") == []

@@ -182,6 +182,28 @@ def test_a_forgotten_node_leaves_the_cluster_with_its_queues(cluster: Cluster) -
     conn.close()
 
 
+def test_a_queue_requeues_what_a_consumer_on_a_killed_node_held(cluster: Cluster) -> None:
+    """A channel on a node that dies never sends its ChannelDown: the queue must see the node go and
+    requeue the channel's unacknowledged deliveries, as RabbitMQ's queue does on the DOWN of a
+    channel on a lost node (found by the fault suite: they stayed unacknowledged for ever)."""
+    c3, ch3 = connect(cluster, "n3")
+    ch3.queue_declare("home-n3", durable=True)
+    ch3.confirm_delivery()
+    c1, ch1 = connect(cluster, "n1")
+    ch1.basic_qos(prefetch_count=10)
+    held = []
+    ch1.basic_consume("home-n3", lambda ch, method, props, body: held.append(body))
+    for i in range(5):
+        ch3.basic_publish("", "home-n3", b"%d" % i, pika.BasicProperties(delivery_mode=2))
+    until(lambda: c1.process_data_events(0.05) or len(held) == 5, "n1's consumer holding all five")
+    cluster.kill("n1")
+    until(lambda: cluster.node_name("n1") not in running(cluster, "n3"), "n3 seeing n1 down")
+    until(lambda: ch3.queue_declare("home-n3", passive=True).method.message_count == 5, "the five requeued")
+    got = [ch3.basic_get("home-n3", auto_ack=True) for _ in range(5)]
+    assert [(m.redelivered, body) for m, _, body in got] == [(True, b"%d" % i) for i in range(5)]
+    c3.close()
+
+
 def test_a_node_restarted_faster_than_its_silence_is_noticed_reaches_every_node_again(cluster: Cluster) -> None:
     conn, ch = connect(cluster, "n2")
     ch.queue_declare("home-n2", durable=True)
@@ -202,3 +224,25 @@ def test_a_node_restarted_faster_than_its_silence_is_noticed_reaches_every_node_
     assert until(lambda: ch.basic_get("home-n1", auto_ack=True)[2], "a queue on n1 used from n2") == \
         b"to the restarted node"
     conn.close()
+
+
+def test_a_consumer_on_a_paused_node_is_cancelled_when_its_node_wakes(cluster: Cluster) -> None:
+    """The queue's node saw the paused node down and dropped its consumer (and requeued what it
+    held); on waking, the paused node sees the others down too, as RabbitMQ's nodedown, so the
+    client is told (basic.cancel) and may consume again, rather than wait on a consumer its queue
+    forgot (found by the fault suite)."""
+    c3, ch3 = connect(cluster, "n3")
+    ch3.queue_declare("home-n3", durable=True)
+    ch3.confirm_delivery()
+    c1, ch1 = connect(cluster, "n1")
+    held, cancelled = [], []
+    ch1.add_on_cancel_callback(lambda method: cancelled.append(method.method.consumer_tag))
+    tag = ch1.basic_consume("home-n3", lambda ch, method, props, body: held.append(body))
+    ch3.basic_publish("", "home-n3", b"before", pika.BasicProperties(delivery_mode=2))
+    until(lambda: c1.process_data_events(0.05) or held == [b"before"], "n1's consumer holding one")
+    cluster.pause("n1")
+    until(lambda: cluster.node_name("n1") not in running(cluster, "n3"), "n3 seeing n1 down")
+    until(lambda: ch3.queue_declare("home-n3", passive=True).method.message_count == 1, "the one requeued")
+    cluster.resume("n1")
+    until(lambda: c1.process_data_events(0.05) or cancelled == [tag], "basic.cancel for the forgotten consumer")
+    c3.close()

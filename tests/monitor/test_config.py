@@ -79,3 +79,22 @@ def test_a_size_the_validator_passes_but_the_broker_cannot_read_is_kept_for_the_
     conf = loaded(tmp_path, "vm_memory_high_watermark.absolute = 1.5GB\n")
     assert memory_watermark(conf) == (AbsoluteLimit("1.5GB"), [])
     assert conf["vm_memory_high_watermark"] == str(int(0.4 * RAM) / RAM)  # the monitor falls back to 0.4
+
+
+@pytest.mark.parametrize(("text", "overrides", "ip", "port"), [
+    ("", {}, "127.0.0.1", 5672),
+    ("listeners.tcp.default = 5800\n", {}, "127.0.0.1", 5800),
+    ("listeners.tcp.default = 10.0.0.5:5672\n", {}, "10.0.0.5", 5672),
+    ("listeners.tcp.default = 10.0.0.5:5672\n", {"listeners.tcp.default": 5900}, "10.0.0.5", 5900),  # --port
+])
+def test_the_amqp_listener_is_a_port_or_an_address_and_a_port(tmp_path, text, overrides, ip, port):
+    path = tmp_path / "warren.conf"
+    path.write_text(text)
+    conf = load(path, overrides, total_memory_bytes=RAM)
+    assert (conf["listeners.tcp.default.ip"], conf["listeners.tcp.default"]) == (ip, port)
+
+
+@pytest.mark.parametrize("value", ["", "x", ":5672", "10.0.0.5:", "10.0.0.5:port"])
+def test_a_listener_that_is_not_a_port_is_refused(value):
+    with pytest.raises(ConfigError, match="listeners.tcp.default must be PORT or IP:PORT"):
+        parse(f"listeners.tcp.default = {value}\n")

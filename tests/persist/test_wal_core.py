@@ -71,7 +71,7 @@ def test_memtable_serves_entries_before_they_are_written():
     assert core.memtable("a").slice(2, 10) == es(2, 3)
 
 
-def test_rollover_is_decided_once_the_files_hold_max_size_and_releases_memtables():
+def test_rollover_is_decided_once_the_files_hold_max_size_and_freezes_the_memtables():
     core = WalCore(max_size_bytes=200)
     core.submit("a", es(1, 3))
     core.written(core.take_batch())
@@ -80,8 +80,14 @@ def test_rollover_is_decided_once_the_files_hold_max_size_and_releases_memtables
     assert not core.should_roll()  # pending records are not on disk yet
     core.written(core.take_batch())
     assert core.should_roll()
-    core.rolled()
+    core.start_roll()  # the tables freeze for the rollover; appends go on into fresh ones
     assert core.memtable("a").items == [] and core.bytes_since_roll == 0
+    assert core.frozen["a"].slice(1, 11) == es(1, 10) and not core.should_roll()
+    core.submit("a", es(11, 11))
+    core.truncate("a", 9)  # a truncation cuts the frozen table too
+    assert core.frozen["a"].last == 8 and core.memtable("a").items == []
+    core.roll_done()
+    assert core.frozen == {}
 
 
 def test_memtable_truncate_and_drop_below_keep_byte_count():

@@ -303,3 +303,64 @@ def test_hard_state_is_a_wal_record_durable_with_the_next_flush_and_across_rollo
     assert writer.rollovers == 1
     disk.crash()
     assert open_writer(disk, wal_max_size_bytes=300).logs["q"].hard_state() == (4, "n3")
+
+
+def spread_writer(disk) -> WalWriter:
+    """A WAL that rolls over at 400 bytes (about 14 entries) and writes 3 entries of segments
+    per flush."""
+    writer = open_writer(disk, wal_max_size_bytes=400, segment_max_entries=4)
+    writer.roll_step_bytes = 3 * 8
+    return writer
+
+
+def test_a_rollover_spreads_over_flushes_while_appends_and_reads_go_on(disk):
+    writer = spread_writer(disk)
+    a = writer.member("a")
+    a.append(es(1, 20))
+    writer.flush()
+    assert writer.rolling and writer.rollovers == 0 and a.segments.limit == 3
+    assert len(disk.listdir("wal")) == 2  # the old file stays until every table is in segments
+    a.append(es(21, 22))
+    writer.flush()
+    assert a.segments.limit == 6
+    assert a.entries(1, 23) == es(1, 22) and [a.term_at(i) for i in (3, 4, 21)] == [1, 1, 1]
+    while writer.rolling:
+        writer.flush()
+    assert writer.rollovers == 1 and a.segments.limit == 20 and len(disk.listdir("wal")) == 1
+    assert a.entries(1, 23) == es(1, 22) and a.entries(2, 23, max_bytes=20) == es(2, 3)
+
+
+def test_a_crash_in_the_middle_of_a_spread_rollover_loses_nothing_written():
+    disk = SimDisk(random.Random(3))
+    writer = spread_writer(disk)
+    a, b = writer.member("a"), writer.member("b")
+    a.append(es(1, 20))
+    b.append(es(1, 4))
+    writer.flush()
+    a.append(es(21, 22))
+    writer.flush()
+    assert writer.rolling
+    disk.crash(torn=True)
+    logs = open_writer(disk, wal_max_size_bytes=400, segment_max_entries=4).logs
+    assert logs["a"].entries(1, 30) == es(1, 22) and logs["b"].entries(1, 30) == es(1, 4)
+
+
+def test_truncation_and_compaction_during_a_spread_rollover(disk):
+    writer = spread_writer(disk)
+    a = writer.member("a")
+    a.append(es(1, 20))
+    writer.flush()
+    writer.flush()
+    assert writer.rolling and a.segments.limit == 6  # the frozen table holds 1..20
+    a.truncate_from(5)  # a follower's conflict: 5.. go, from the segments and the frozen table
+    a.append(es(5, 7, term=2))
+    writer.flush()
+    expected = es(1, 4) + es(5, 7, term=2)
+    assert a.entries(1, 10) == expected
+    a.install_snapshot(2, 1, b"state")
+    a.compact_below(3)
+    while writer.rolling:
+        writer.flush()
+    assert a.entries(3, 10) == expected[2:] and writer.rollovers == 1
+    recovered = open_writer(disk, wal_max_size_bytes=400, segment_max_entries=4).logs["a"]
+    assert recovered.first_index() == 3 and recovered.entries(3, 10) == expected[2:]

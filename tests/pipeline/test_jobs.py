@@ -93,12 +93,16 @@ def test_bench_report_reads_logs_flow_and_locust_and_draws_them(spark, tmp_path)
         {"ts": 1795553542.0, "kind": "queue", "name": "q1", "state": "flow", "flow_share": 0.5},
         {"ts": 1795553543.0, "kind": "connection", "name": "c1", "state": "flow", "flow_share": 0.25},
         {"ts": 1795553543.0, "kind": "queue", "name": "q1", "state": "flow", "flow_share": 0.75},
+        # a snapshot line as `warrenctl flow --formatter json` prints it
+        {"ts": 1795553544.0, "links": [{"kind": "queue", "name": "q1", "state": "flow", "flow_share": 1.0,
+                                        "downstream": [], "blocked_on": []}],
+         "silent_hosts": [], "bottleneck": None, "line": "bottleneck: none"},
         {"ts": 1795553543.0, "bottleneck": "queue q1"},  # no state: not a link sample
     ]))
     out = tmp_path / "report"
     text = bench_report.report(spark, out, str(tmp_path / "run"), [str(log)], str(flow)).read_text()
     assert "| publish | steady | 7247 | 3 | 1.28 | 1 | 3 | 5 | 1448.7 |" in text
-    assert "| queue | flow | 2 | 100.0% | 0.62 |" in text
+    assert "| queue | flow | 3 | 100.0% | 0.75 |" in text
     assert "| connection | flow | 1 | 50.0% | 0.25 |" in text
     assert "| info | 2 |" in text and "| warning | 1 |" in text
     assert "memory.alarm_set" in text

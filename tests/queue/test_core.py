@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from actors.messages.channel_queue import Confirm, ConsumerCancelled, Deliver
 from actors.messages.node import AutoDeleteQueue
+from actors.messages.runtime import Undelivered
 from actors.queue.core import ClassicQueue
 from effects import Send
 from wire.errors import AmqpError
@@ -283,3 +284,16 @@ def test_stats_name_the_exclusive_consumer():
     assert (q.stats()["exclusive_consumer_pid"], q.stats()["exclusive_consumer_tag"]) == ("C", "only")
     q.cancel("C", "only")
     assert q.stats()["exclusive_consumer_tag"] is None
+
+
+def test_a_delivery_to_a_channel_that_is_gone_comes_back_undelivered_and_is_requeued():
+    """The channel closed (or its node went away) while the Deliver was on its way: the runtime
+    answers Undelivered, which is the channel's ChannelDown (found by the fault suite: the queue
+    crashed on it and its actor was gone until the node restarted)."""
+    q = queue_with(2)
+    q.consume("C", "t", ack_required=True, credit=2)
+    q.consume("D", "u", ack_required=True, credit=0)
+    q.grant("D", "u", 5)
+    back = Undelivered(Deliver("t", [msg(1, b"m1"), msg(2, b"m2")]))
+    assert q.handle("C", back) == [Send("D", Deliver("u", [msg(1, b"m1", True), msg(2, b"m2", True)]))]
+    assert q.consumer_count == 1

@@ -133,6 +133,22 @@ def test_reconsuming_a_cancelled_tag_takes_its_unacked_into_account():
     assert run(c.Settle(0, "ch", "t", (0,))) == (Reply.OK, [Deliver("ch", "t", 2, ((2, 3, 0),))])
 
 
+def test_settlements_without_a_tag_find_the_channels_consumer_of_each_msg_id():
+    """A channel's classic Settle names msg ids only; they are unique over the queue's life."""
+    run = Run({"x-delivery-limit": -1})
+    run.publish(b"a", b"b", b"c", b"d")
+    consume(run, 2, tag="t1")
+    consume(run, 2, tag="t2")
+    consume(run, 2, channel="other", tag="t1")
+    assert requeue_plan(run.state, "ch", "", (3, 0, 9)) == ((3, 4), (0, 1))  # t2 holds 3, t1 holds 0
+    assert run(c.Settle(0, "ch", "", (0, 3)))[0] is Reply.OK
+    assert sorted(run.state.consumers[("ch", "t1")].checked) == [1]
+    assert sorted(run.state.consumers[("ch", "t2")].checked) == [2]
+    assert run(c.Discard(0, "other", "", (1, 2)))[1] == []  # another channel's ids: untouched
+    # the returned message goes to the consumer waiting with credit, redelivered
+    assert run(c.Return(0, "ch", "", (1,)))[1] == [Deliver("other", "t1", 0, ((4, 2, 1),))]
+
+
 # -- returns, delivery limit -------------------------------------------------------------------------
 
 def test_a_return_goes_near_the_head_when_a_delivery_limit_is_set():

@@ -1,6 +1,10 @@
 """Deliberately broken cores and disks: the simulator must catch each of them for some seed."""
 from __future__ import annotations
 
+from actors.messages.channel_queue import Confirm
+from actors.messages.quorum import ConsumerResync
+from actors.quorum.client import QuorumClient
+from actors.quorum.front import PUBLISH, QueueFront
 from raft import RaftCore
 from effects import Send
 from raft.messages import AppendReply
@@ -47,3 +51,22 @@ class SyncIgnoringDisk(SimDisk):
             return
         self._sync_point()
         self.syncs += 1
+
+
+class ConfirmsOnPropose(QueueFront):
+    """Confirms a publish once its leader has proposed it, not once a majority has it on disk."""
+
+    def take_proposals(self):
+        proposals = super().take_proposals()
+        for _command, corr in proposals:
+            if corr is not None and corr[0] == PUBLISH:
+                self.out.append(Send(corr[1], Confirm(corr[2])))
+        return proposals
+
+
+class NeverResyncs(QuorumClient):
+    """Switches leaders without telling the new one what its consumers hold."""
+
+    def take(self):
+        out, up = super().take()
+        return [s for s in out if type(s.msg) is not ConsumerResync], up

@@ -69,6 +69,7 @@ class SimOptions:
     append_per_turn: bool | None = None  # None: seeds with seed // 2 odd
     wal_max_size_bytes: tuple[int, ...] = (600, 2000, 8000)   # each node picks one
     segment_max_entries: tuple[int, ...] = (3, 16, 64)        # each node picks one
+    roll_step_bytes: tuple[int, ...] = (48, 400, 1 << 23)    # a rollover's segment bytes per flush
     faults: NetFaults = field(default_factory=NetFaults)
 
 
@@ -86,6 +87,8 @@ class Node:
 
 
 class Simulation:
+    base_settings = SETTINGS  # the cores' settings (append_per_turn is chosen per seed)
+
     def __init__(self, seed: int, options: SimOptions = SimOptions(),
                  core_class: Callable[..., RaftCore] = RaftCore,
                  disk_class: type[SimDisk] = SimDisk) -> None:
@@ -101,7 +104,7 @@ class Simulation:
         per_turn = options.append_per_turn
         if per_turn is None:
             per_turn = seed // 2 % 2 == 1
-        self.settings = replace(SETTINGS, append_per_turn=per_turn)
+        self.settings = replace(self.base_settings, append_per_turn=per_turn)
         self.nodes = {i: Node(i, self.new_storage(i)) for i in ids}
         self.crashes = 0
         self.now = 0
@@ -117,11 +120,12 @@ class Simulation:
             return MemoryStorage(node_id)
         assert o.log == "wal", f"unknown log mode {o.log!r}"
         return WalStorage(node_id, self.rng, self.rng.choice(o.wal_max_size_bytes),
-                          self.rng.choice(o.segment_max_entries), self.disk_class)
+                          self.rng.choice(o.segment_max_entries), self.disk_class,
+                          self.rng.choice(o.roll_step_bytes))
 
     def start(self, node: Node) -> None:
-        def on_apply(meta, cmd, state, node_id=node.id):
-            self.checker.applied(self.now, node_id, meta.index, meta.term, cmd, state["digest"])
+        """Start or restart: recover the log from the disk, check it kept its promises, build the
+        member on it."""
         try:
             node.log = node.storage.open()
         except SimCrash:  # an armed crash inside recovery: the node stays down
@@ -130,12 +134,18 @@ class Simulation:
         if node.promised is not None:
             self.checker.recovered(self.now, node.id, node.promised, node.log)
             node.promised = None
+        self.build(node)
+        node.sync_at = None
+
+    def build(self, node: Node) -> None:
+        """The member over the recovered log: a core with the key-value machine, and its driver."""
+        def on_apply(meta, cmd, state, node_id=node.id):
+            self.checker.applied(self.now, node_id, meta.index, meta.term, cmd, state["digest"])
         node.core = self.core_class(node.id, self.config, node.log,
                                     kvmachine.KvMachine(on_apply),
                                     random.Random(self.rng.getrandbits(32)), self.settings)
         node.driver = RaftDriver(node.core, SimPorts(self, node), hard_state_in_wal=node.storage.hard_state_in_wal,
                                  defer_snapshots=self.options.defer_snapshots)
-        node.sync_at = None
 
     def crash(self, node: Node) -> None:
         if node.log is not None and node.promised is None:
@@ -293,15 +303,23 @@ class Simulation:
             if marker is not None and marker in self.checker.acked:
                 index = self.checker.acked[marker][0]
                 top = max([index] + [i for i, _ in self.checker.acked.values()])
-                if all(n.core is not None and n.core.applied >= top
-                       for n in self.nodes.values()):
-                    self.checker.final(self.now, {n.id: n.core.applied
-                                                  for n in self.nodes.values()})
+                expected = self.expected_members()
+                if all(n.core is not None and n.core.applied >= top for n in expected):
+                    self.checker.final(self.now, {n.id: n.core.applied for n in expected})
+                    self.finished()
                     return
             if marker is not None and marker not in self.checker.acked and self.now % 50 == 0:
                 marker = None  # the leader it went to was deposed; propose a new one
         self.checker.violation(self.now, f"no progress within {self.options.liveness_ticks} "
                                          "ticks after healing (liveness)")
+
+    def expected_members(self) -> list[Node]:
+        """The nodes that must have applied everything by the end (all of them, unless a
+        simulation changes the membership)."""
+        return list(self.nodes.values())
+
+    def finished(self) -> None:
+        """The liveness phase succeeded: a subclass's last checks."""
 
     def propose_marker(self) -> int | None:
         leaders = [n for n in self.live() if n.core.role == LEADER]

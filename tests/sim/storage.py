@@ -47,8 +47,10 @@ class DurableView:
 class WalStorage:
     hard_state_in_wal = True  # PersistHardState is durable only with the next flush
     def __init__(self, member: str, rng: random.Random, wal_max_size_bytes: int,
-                 segment_max_entries: int, disk_class: type[SimDisk] = SimDisk) -> None:
+                 segment_max_entries: int, disk_class: type[SimDisk] = SimDisk,
+                 roll_step_bytes: int = 1 << 23) -> None:
         self.member = member
+        self.roll_step_bytes = roll_step_bytes  # small: rollovers spread over many flushes
         self.disk = disk_class(random.Random(rng.getrandbits(32)))
         self.wal_max_size_bytes = wal_max_size_bytes
         self.segment_max_entries = segment_max_entries
@@ -61,11 +63,12 @@ class WalStorage:
         self.torn_tails += sum(scan(self.disk.read(f"wal/{name}")).cut is not None
                                for name in self.disk.listdir("wal") if name.endswith(".wal"))
         self.writer = WalWriter(self.disk, self.wal_max_size_bytes, self.segment_max_entries)
+        self.writer.roll_step_bytes = self.roll_step_bytes
         recovered = self.writer.recover().get(self.member)
         return recovered if recovered is not None else self.writer.member(self.member)
 
     def pending(self) -> bool:
-        return self.writer is not None and self.writer.core.pending_bytes() > 0
+        return self.writer is not None and (self.writer.core.pending_bytes() > 0 or self.writer.rolling)
 
     def flush(self) -> dict[str, int]:
         assert self.writer is not None

@@ -1,0 +1,240 @@
+"""QuorumMember: one node's member of a quorum queue, a thin shell around RaftCore, its RaftDriver
+and the queue's front (actors/quorum/front.py).
+
+Inputs and what they become:
+    a peer's Raft message (raft/messages.py)  -> core.step(message)
+    a channel's or the node's message         -> front.handle; what it asks is proposed at the
+                                                 end of the turn, with everything else of the turn
+    tick() from the host's ticker             -> core.tick(); an idle drained queue snapshots
+    written(upto) from the WalActor           -> driver.written(upto): commits, applies, replies
+    a machine timer (effects.Timer) firing    -> front.timer: the leader proposes a Tick
+    end of the loop turn                      -> the turn's proposals as one batch, then
+                                                 core.replicate() (append_per_turn)
+Every input that did something ends the same way (`_end_input`): the front's end-of-run work (a
+new leader's announcement, deferred resyncs), its proposals, the release cursor
+(actors/quorum/release.py: stash the applied state, write a snapshot once nothing below it is
+live), then everything the front produced goes out in order, confirms last, through one
+Interpreter. An idle tick or a heartbeat that changed nothing skips it (`_busy`): a node holds
+hundreds of members, and most of them are idle most of the time.
+
+The Raft effects go to raft/driver.py, which keeps the ordering rules (hard state synced before
+the sends after it, snapshots only of what the WAL has written); this actor is its ports: a reply
+goes to the front as `committed`, NotLeader as `not_leader`, LeaderChanged as `leader_changed`,
+machine effects as `machine_effect`, after_flush/kick to the WalActor.
+
+Time: the wall clock in milliseconds stamps every command (the machine decides TTLs from it);
+timers are the event loop's (ActorEffects, 1 ms ticks).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import structlog
+
+from actors.quorum.front import DeadLettered, QueueFront
+from actors.quorum.machine import stats
+from actors.quorum.release import QueueView, ReleaseCursor
+from actors.raft.wal import WalActor
+from actors.runtime.address import Address
+from actors.runtime.effects import ActorEffects
+from effects import Send
+from effects.interpreter import Interpreter
+from raft import messages as peer
+from raft.core import RaftCore
+from raft.driver import RaftDriver
+
+log = structlog.get_logger("warren.quorum.member")
+
+PEER_MESSAGES = (peer.PreVote, peer.PreVoteReply, peer.RequestVote, peer.RequestVoteReply,
+                 peer.AppendEntries, peer.AppendReply, peer.Heartbeat, peer.HeartbeatReply,
+                 peer.InstallSnapshot, peer.InstallSnapshotReply, peer.TimeoutNow)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class QuorumMember:
+    def __init__(self, runtime: Any, me: Address, core: RaftCore, wal: WalActor, front: QueueFront,
+                 wal_key: str, *, dead_letter: Callable[[DeadLettered], None] | None = None) -> None:
+        self.runtime = runtime
+        self.me = me
+        self.core = core
+        self.wal = wal
+        self.front = front
+        self.wal_key = wal_key
+        self.dead_letter = dead_letter
+        self.release = ReleaseCursor(core.snapshot_index)
+        self.recovered = core.log.last_index_term()[0]
+        self.leader_since: float | None = None
+        self.stopped = False
+        self._applied_seen = -1
+        self._addresses: dict[str, Address] = {}
+        self._turn_scheduled = False
+        self._per_turn = core.settings.append_per_turn
+        self._actor_effects = ActorEffects(runtime, me, on_timer=self._timer)
+        self._out = Interpreter({**self._actor_effects.handlers(), Send: self._send_out,
+                                 DeadLettered: self._dead_lettered})
+        wal.register(wal_key, self.written, core.log.written_index())
+        self.driver = RaftDriver(core, self)
+
+    # -- inputs --------------------------------------------------------------------------------
+    def receive(self, sender: Address, msg: Any) -> None:
+        if isinstance(msg, PEER_MESSAGES):
+            self.run(self.core.step(msg))
+            if self._busy():
+                self._end_input()
+            else:
+                self.wal.kick()  # a follower's appended entries: written in this turn's flush
+            return
+        # channels' messages of one loop turn become ONE proposal batch, proposed at the turn's
+        # end (before the WAL writes the turn), so a burst of publishes and acks costs one log
+        # append, one WAL record run and one AppendEntries per follower
+        self.front.now_ms = now_ms()
+        self.front.handle(str(sender), msg)
+        if not self._turn_scheduled:
+            self._turn_scheduled = True
+            self.wal.at_turn_end(self._end_turn)
+
+    def tick(self) -> None:
+        """Cheap when idle (a node holds hundreds of members): the core's tick, and the end of
+        input only when something happened."""
+        core = self.core
+        effects = core.tick()
+        if effects:
+            self.front.now_ms = now_ms()
+            self.run(effects)
+        if not core.snapshot_pending and core.applied > self.release.snapshot_index:
+            snapshot = self.release.on_tick(self._view(), core.capture_snapshot)
+            if snapshot is not None:
+                self.run(core.write_snapshot(*snapshot))
+        if self._busy():
+            self._end_input()
+
+    def written(self, upto: int) -> None:
+        self.front.now_ms = now_ms()
+        self.driver.written(upto)
+        self._end_input()
+
+    def _timer(self, name: str) -> None:
+        if self.stopped:
+            return
+        self.front.now_ms = now_ms()
+        self.front.timer(name)
+        self._end_input()
+
+    def channels_gone(self, prefix: str) -> None:
+        """The host heard that channels under `prefix` are gone (actors/messages/quorum.py)."""
+        self.front.now_ms = now_ms()
+        self.front.channels_gone(prefix)
+        self._end_input()
+
+    def stop(self) -> None:
+        """The member is being deleted: no timer or turn may touch it again."""
+        self.stopped = True
+        self._actor_effects.cancel_all()
+        self.wal.unregister(self.wal_key)
+
+    # -- the end of every input ------------------------------------------------------------------
+    def _busy(self) -> bool:
+        """Whether an input left work for its end: applied entries (the release cursor), the
+        front's output or proposals, or followers due an AppendEntries this turn."""
+        core = self.core
+        return core.append_due or core.applied != self._applied_seen or self.front.pending()
+
+    def _end_input(self) -> None:
+        self._finish_input()
+        if not self._turn_scheduled:
+            self._turn_scheduled = True
+            self.wal.at_turn_end(self._end_turn)  # also kicks the WAL's flush for this turn
+
+    def _end_turn(self) -> None:
+        """The start of the WAL's flush for this loop turn, before it writes."""
+        self._turn_scheduled = False
+        if self.stopped:
+            return
+        self._finish_input()
+        if self._per_turn:
+            self.run(self.core.replicate())
+
+    def _finish_input(self) -> None:
+        front = self.front
+        self._applied_seen = self.core.applied
+        front.after_run()
+        proposals = front.take_proposals()
+        if proposals:
+            self.run(self.core.propose_batch(proposals))
+        core = self.core
+        if core.snapshot_index > self.release.snapshot_index:  # installed a leader's snapshot
+            self.release.restored(core.snapshot_index)
+        if not core.snapshot_pending:
+            snapshot = self.release.after_apply(self._view(), core.capture_snapshot)
+            if snapshot is not None:
+                self.run(core.write_snapshot(*snapshot))
+        self._out(front.flush())
+
+    def _view(self) -> QueueView:
+        state = self.core.state
+        ready = state.ready.count
+        return QueueView(self.core.applied, not ready and not state.tracked, state.released_upto,
+                         ready + state.unacked + len(state.dlx))
+
+    # -- effects: this actor is the driver's ports -----------------------------------------------
+    def run(self, effects: list) -> None:
+        self.driver.run(effects)
+
+    def send(self, to: str, msg: Any) -> None:
+        self.runtime.send(self._address(to), msg, sender=self.me)
+
+    def reply(self, corr: Any, reply: Any) -> None:
+        self.front.committed(corr, reply)
+
+    def not_leader(self, corr: Any, leader: str | None) -> None:
+        self.front.not_leader(corr, leader)
+
+    def change_refused(self, corr: Any, reason: str) -> None:
+        log.warning("quorum.member_change_refused", member=self.core.id, reason=reason)
+
+    def leader_changed(self, leader: str | None) -> None:
+        if leader == self.core.id:
+            self.leader_since = time.monotonic()
+        log.info("quorum.leader_changed", member=self.core.id, leader=leader, term=self.core.term)
+        self.front.leader_changed(leader)
+
+    def machine_effect(self, effect: Any) -> None:
+        self.front.machine_effect(effect)
+
+    def after_flush(self, callback: Callable[[], None]) -> None:
+        self.wal.after_flush(callback)
+
+    def kick(self) -> None:
+        self.wal.kick()
+
+    def _send_out(self, e: Send) -> None:
+        to = e.to if isinstance(e.to, Address) else self._address(e.to)
+        self.runtime.send(to, e.msg, sender=self.me, credit=e.credit)
+
+    def _dead_lettered(self, e: DeadLettered) -> None:
+        if self.dead_letter is not None:
+            self.dead_letter(e)
+        else:
+            log.warning("quorum.dead_letter_not_wired", member=self.core.id, reason=e.reason,
+                        dropped=len(e.messages))
+
+    def _address(self, text: str) -> Address:
+        address = self._addresses.get(text)
+        if address is None:
+            address = self._addresses[text] = Address.parse(text)
+        return address
+
+    def status(self) -> dict:
+        core = self.core
+        last, _ = core.log.last_index_term()
+        config = core.state.config
+        return {"id": core.id, "vhost": config.vhost, "queue": config.name, "role": core.role,
+                "term": core.term, "leader": core.leader_id, "commit": core.commit,
+                "applied": core.applied, "last": last, "first": core.log.first_index(),
+                "written": core.log.written_index(), "snapshot_index": core.snapshot_index,
+                "recovered": self.recovered, "leader_since": self.leader_since,
+                "members": sorted(core.config.voters), **stats(core.state)}

@@ -1,0 +1,294 @@
+"""The member's front: classic channel messages in, machine commands and channel answers out, exactly.
+
+A `Member` here is the front over a real QuorumMachine whose log is a list (tests/quorum/harness.py):
+`propose()` applies what the front asked, in order, and hands each reply and machine effect back
+the way the Raft core does (the reply first). Only the Raft part is missing, on purpose.
+"""
+from __future__ import annotations
+
+from actors.messages.calls import Reply
+from actors.messages.channel_queue import (
+    Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, GetResult, Grant, Publish, Published,
+    Purge, Rejected, Settle,
+)
+from actors.messages.node import Dispose, QueueCounts, QueueStats
+from actors.messages.quorum import ChannelsGone, ConsumerResync, FindLeader, NotQueueLeader, QueueLeader, ResendFrom
+from actors.quorum import commands as c
+from actors.quorum.effects import EXPIRE_MSGS
+from actors.quorum.front import DELIVERY_COUNT_HEADER, QueueFront, with_delivery_count
+from effects import Send, StartTimer
+from persist.classic.message import Message
+from raft.log import Entry
+from tests.quorum.harness import H, Run, header
+from wire.errors import PRECONDITION_FAILED, AmqpError
+from wire.properties import HEADER_PROPS_OFFSET, BasicProperties
+
+CH, CH2, ME, OTHER = "conn0/ch:1", "conn0/ch:2", "n1:quorum/qq:u", "n2:quorum/qq:u"
+
+
+class Member:
+    """A front over a machine whose log is a list; `leading` and `caught` play the Raft role."""
+
+    def __init__(self, arguments: dict | None = None) -> None:
+        self.run = Run(arguments)
+        self.id = ME
+        self.leading = True
+        self.caught = True
+        self.current_term = 3
+        self.first = 1  # entries below were compacted into a snapshot
+        self.front = QueueFront(self, self.run.machine, arguments or {}, node="node/meta")
+        self.front.now_ms = 1000
+
+    # MemberView
+    def is_leader(self) -> bool:
+        return self.leading
+
+    def leader(self) -> str | None:
+        return None if self.leading else OTHER
+
+    def term(self) -> int:
+        return self.current_term
+
+    def caught_up(self) -> bool:
+        return self.leading and self.caught
+
+    def state(self):
+        return self.run.state
+
+    def entries(self, lo: int, hi: int) -> list[Entry]:
+        assert lo >= self.first
+        return [Entry(i, 1, b"u" + self.run.log[i - 1]) for i in range(lo, min(hi, len(self.run.log) + 1))]
+
+    def first_index(self) -> int:
+        return self.first
+
+    # driving
+    def handle(self, sender: str, msg) -> list:
+        self.front.handle(sender, msg)
+        return self.propose()
+
+    def propose(self) -> list:
+        """Apply everything proposed, as the core would once committed; the flushed output."""
+        self.front.after_run()
+        for command, corr in self.front.take_proposals():
+            reply, effects = self.run(c.decode(command))
+            self.front.committed(corr, reply)
+            for effect in effects:
+                self.front.machine_effect(effect)
+            self.front.after_run()
+        return self.front.flush()
+
+
+def pub(*seqs: int, body: bytes = b"m") -> Publish:
+    return Publish([Published(seq, "x", "rk", H, body + str(seq).encode()) for seq in seqs])
+
+
+def msg(msg_id: int, seq: int, redelivered: bool = False, hdr: bytes = H) -> Message:
+    return Message(msg_id, redelivered, "x", "rk", hdr, b"m" + str(seq).encode())
+
+
+# -- publishing and confirms -------------------------------------------------------------------------
+
+def test_a_publish_batch_is_one_proposal_per_message_and_one_confirm_per_channel():
+    m = Member()
+    m.front.handle(CH, pub(1, 2, 3))
+    proposals = m.front.take_proposals()
+    assert [c.decode(p) for p, _ in proposals] == [
+        c.Enqueue(1000, CH, seq, "x", "rk", H, b"m" + str(seq).encode()) for seq in (1, 2, 3)]
+    assert [corr for _, corr in proposals] == [("publish", CH, 1), ("publish", CH, 2), ("publish", CH, 3)]
+    for command, corr in proposals:
+        m.front.committed(corr, m.run(c.decode(command))[0])
+    assert m.front.flush() == [Send(CH, Confirm(3))]  # committed and applied: confirmed, once
+
+
+def test_untracked_publishes_are_enqueued_without_a_confirm():
+    m = Member()
+    assert m.handle(CH, pub(0, 0)) == []
+    assert m.run.stats["messages_ready"] == 2 and m.run.stats["publishers"] == 0
+
+
+def test_a_resend_is_confirmed_again_and_enqueued_once():
+    m = Member()
+    assert m.handle(CH, pub(1, 2)) == [Send(CH, Confirm(2))]
+    assert m.handle(CH, pub(1, 2, 3)) == [Send(CH, Confirm(3))]
+    assert m.run.stats["messages_ready"] == 3
+
+
+def test_a_gap_in_the_publisher_sequence_asks_for_a_resend():
+    m = Member()
+    assert m.handle(CH, pub(1)) == [Send(CH, Confirm(1))]
+    assert m.handle(CH, pub(3, 4)) == [Send(CH, ResendFrom(2))]
+
+
+def test_reject_publish_refuses_and_still_confirms_the_range():
+    m = Member({"x-max-length": 1, "x-overflow": "reject-publish"})
+    # blocked after going over the limit (the guide's overshoot by one), refused from then on
+    assert m.handle(CH, pub(1, 2, 3)) == [Send(CH, Rejected([3])), Send(CH, Confirm(3))]
+
+
+def test_a_member_that_does_not_lead_redirects_and_does_not_echo_a_publish():
+    m = Member()
+    m.leading = False
+    assert m.handle(CH, pub(1)) == [Send(CH, NotQueueLeader(OTHER, 3, None))]
+    settle = Settle([1], [], [])
+    assert m.handle(CH, settle) == [Send(CH, NotQueueLeader(OTHER, 3, settle))]
+    assert m.run.index == 0
+
+
+def test_who_leads_is_answered_by_every_member():
+    m = Member()
+    assert m.handle(CH, FindLeader()) == [Send(CH, QueueLeader(ME, 3))]
+    m.leading = False
+    assert m.handle(CH, FindLeader()) == [Send(CH, NotQueueLeader(OTHER, 3, None))]
+
+
+def test_a_deposed_leader_tells_the_channels_whose_proposals_it_dropped():
+    m = Member()
+    m.front.handle(CH, pub(1))
+    m.front.handle(CH2, Consume(7, "t", True, 10, False, {}))
+    m.front.take_proposals()  # proposed; then a higher term deposes us before they commit
+    m.leading = False
+    m.front.leader_changed(OTHER)
+    assert m.front.flush() == [Send(CH, NotQueueLeader(OTHER, 3, None)),
+                               Send(CH2, NotQueueLeader(OTHER, 3, None))]
+
+
+# -- consuming -------------------------------------------------------------------------------------
+
+def test_consume_ok_comes_before_the_first_delivery_and_bodies_come_from_the_log():
+    m = Member()
+    m.handle(CH, pub(1, 2))
+    out = m.handle(CH2, Consume(5, "t", True, 10, False, {"x-priority": 2}))
+    assert out == [Send(CH2, Reply(5)), Send(CH2, Deliver("t", [msg(0, 1), msg(1, 2)]))]
+    assert m.run.state.consumers[(CH2, "t")].priority == 2
+
+
+def test_deliveries_of_compacted_entries_are_stale_and_not_sent():
+    """A member that installed a snapshot and applies, as leader, entries after it meets deliveries
+    of messages below it: an earlier leader delivered them, and they were settled before the
+    snapshot was released (actors/quorum/release.py)."""
+    m = Member()
+    m.handle(CH, pub(1, 2))
+    m.first = 2  # message 1 (index 1) is below the log now
+    assert m.handle(CH2, Consume(5, "t", True, 10, False, {})) == [
+        Send(CH2, Reply(5)), Send(CH2, Deliver("t", [msg(1, 2)]))]
+
+
+def test_settle_by_msg_id_acks_requeues_and_discards_for_the_channel():
+    m = Member()
+    m.handle(CH, pub(1, 2, 3))
+    m.handle(CH2, Consume(1, "t", True, 10, False, {}))
+    out = m.handle(CH2, Settle([0], [1], [2]))
+    # the returned message comes straight back, redelivered, with its delivery count
+    redelivered = msg(3, 2, True, with_delivery_count(H, 1))
+    assert out == [Send(CH2, Deliver("t", [redelivered]))]
+    assert m.run.stats["messages_unacknowledged"] == 1 and m.run.stats["messages_ready"] == 0
+
+
+def test_requeue_with_an_unlimited_delivery_limit_reappends_the_message_at_the_back():
+    m = Member({"x-delivery-limit": -1})
+    m.handle(CH, pub(1, 2))
+    m.handle(CH2, Consume(1, "t", True, 1, False, {}))
+    out = m.handle(CH2, Settle([], [0], []))
+    assert out == [Send(CH2, Deliver("t", [msg(1, 2)]))]  # the requeued one went behind m2
+    assert c.decode(m.run.log[-1]) == c.Requeue(1000, CH2, "", 0, 1, "x", "rk", H, b"m1")
+
+
+def test_grants_become_credit_for_no_ack_consumers_only():
+    m = Member()
+    m.handle(CH, pub(1, 2, 3))
+    assert m.handle(CH2, Consume(1, "na", False, 1, False, {})) == [
+        Send(CH2, Reply(1)), Send(CH2, Deliver("na", [msg(0, 1)]))]
+    assert m.handle(CH2, Grant("na", 1)) == [Send(CH2, Deliver("na", [msg(1, 2)]))]
+    m.handle(CH2, Consume(2, "a", True, 1, False, {}))
+    index = m.run.index
+    assert m.handle(CH2, Grant("a", 5)) == [] and m.run.index == index  # the machine refills on ack
+
+
+def test_cancel_and_channel_down():
+    m = Member()
+    m.handle(CH, pub(1))
+    m.handle(CH2, Consume(1, "t", True, 10, False, {}))
+    assert m.handle(CH2, Cancel(2, "t")) == [Send(CH2, Reply(2))]
+    assert m.handle(CH2, Cancel(3, "nope")) == [Send(CH2, Reply(3))]  # cancel-ok, as RabbitMQ
+    assert m.handle(CH2, ChannelDown()) == []
+    assert m.run.stats["messages_ready"] == 1 and m.run.stats["consumers"] == 0
+
+
+def test_get_reads_the_body_and_an_empty_queue_says_so():
+    m = Member()
+    m.handle(CH, pub(1))
+    assert m.handle(CH2, Get(4, True)) == [Send(CH2, Reply(4, GetResult(msg(0, 1), 0)))]
+    assert m.handle(CH2, Get(5, False)) == [Send(CH2, Reply(5, GetResult(None, 0)))]
+    assert m.handle(CH2, Settle([0], [], [])) == []
+    assert m.run.stats["messages"] == 0
+
+
+def test_purge_answers_the_count():
+    m = Member()
+    m.handle(CH, pub(1, 2))
+    assert m.handle(CH2, Purge(9)) == [Send(CH2, Reply(9, 2))]
+
+
+# -- leader changes ------------------------------------------------------------------------------------
+
+def test_a_new_leader_announces_itself_once_caught_up_and_rearms_the_machine_timers():
+    m = Member({"x-message-ttl": 5000})
+    m.handle(CH, pub(1))
+    m.handle(CH2, Consume(1, "t", True, 0, False, {}))
+    m.caught = False
+    m.front.leader_changed(ME)
+    assert m.propose() == []  # still applying what the old leader committed
+    m.caught = True
+    assert m.propose() == [Send(CH2, QueueLeader(ME, 3)), Send(CH, QueueLeader(ME, 3)),
+                           StartTimer(EXPIRE_MSGS, 5000)]
+
+
+def test_a_consumer_resync_settles_what_was_acked_and_returns_what_never_arrived():
+    m = Member()
+    m.handle(CH, pub(1, 2, 3, 4))
+    m.handle(CH2, Consume(1, "t", True, 10, False, {}))  # msg ids 0..3 delivered (maybe lost)
+    m.caught = False
+    m.front.handle(CH2, ConsumerResync("t", [1], [0], [2]))
+    assert m.front.take_proposals() == []  # deferred until the new leader has caught up
+    m.caught = True
+    out = m.propose()
+    # 0 acked, 2 discarded (dropped: no dead-letter exchange), 3 never arrived: back, count 1
+    assert out == [Send(CH2, Deliver("t", [msg(4, 4, True, with_delivery_count(H, 1))]))]
+    assert sorted(m.run.state.consumers[(CH2, "t")].checked) == [1, 4]
+
+
+def test_channels_gone_brings_their_messages_back_now_and_when_a_later_leader_takes_over():
+    m = Member()
+    m.handle(CH, pub(1, 2))
+    m.handle("n2:conn0/ch:1", Consume(1, "t", True, 10, False, {}))
+    assert m.handle("x", ChannelsGone("n2:")) == []
+    assert m.run.stats["messages_ready"] == 2 and m.run.stats["consumers"] == 0
+    m.handle("n3:conn0/ch:1", Consume(2, "t", True, 10, False, {}))
+    m.leading = False
+    assert m.handle("x", ChannelsGone("n3:")) == []  # a follower remembers, and says nothing
+    m.leading = True
+    m.front.leader_changed(ME)
+    m.propose()
+    assert m.run.stats["messages_ready"] == 2 and m.run.stats["consumers"] == 0
+
+
+# -- the node's requests ---------------------------------------------------------------------------
+
+def test_stats_and_dispose_are_answered_from_the_leader_state():
+    m = Member()
+    m.handle(CH, pub(1, 2))
+    m.handle(CH2, Consume(1, "t", True, 1, False, {}))
+    assert m.handle("node/meta", QueueStats(3)) == [Send("node/meta", Reply(3, QueueCounts(1, 1)))]
+    refused = AmqpError(PRECONDITION_FAILED, "queue 'q' in vhost '/' not empty")
+    assert m.handle("node/meta", Dispose(4, False, True)) == [Send("node/meta", Reply(4, error=refused))]
+    assert m.handle("node/meta", Dispose(5, False, False)) == [Send(CH2, ConsumerCancelled("t")),
+                                                               Send("node/meta", Reply(5, 1))]
+
+
+def test_the_delivery_count_header_keeps_the_other_properties():
+    hdr = header(priority=7)
+    counted = with_delivery_count(hdr, 2)
+    props = BasicProperties.decode(counted, HEADER_PROPS_OFFSET)
+    assert props.priority == 7 and props.headers == {DELIVERY_COUNT_HEADER: 2}
+    assert counted[:HEADER_PROPS_OFFSET] == hdr[:HEADER_PROPS_OFFSET]
