@@ -21,22 +21,30 @@ part is to set the held confirms aside (`sync_started()`) when the host's group 
 to call `flushed()` only from `synced`, which the group commit calls once those syncs are done. A
 queue that touched its backing in a turn marks itself for the next commit; nothing here ever syncs
 per message.
+
+Pacing (flow/intake.py): the queue is a `manual_credit` actor. After each message it counts what it
+took in and delivered and asks its `IntakePace` whether to hold its publishers' credit; if not,
+everything received so far is granted (`processed_all`). A hold is let go by the next message that
+finds the queue short again, or by its timer after `hold_max_ms`.
 """
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, Callable, Protocol, Sequence
 
 import structlog
 
-from actors.messages.channel_queue import ChannelDown
+from actors.messages.channel_queue import ChannelDown, Deliver, Publish
 from actors.messages.node import ApplyPolicy
 from actors.placement import node_of
 from actors.queue.core import ClassicQueue
 from actors.queue.group_commit import FLOW_TICKS_PER_SECOND, GroupCommit, waited
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
+from effects import Send
 from effects.interpreter import Interpreter
+from flow.intake import IntakePace
 from flow.state import FlowState, waiting_state
 from persist.classic.durable_queue import BackingStats, DurableBacking
 from persist.classic.host_storage import HostStorage
@@ -94,7 +102,7 @@ class Levels:
 class QueueActor:
     def __init__(self, runtime: Any, core: ClassicQueue, on_deleted: Callable[[str], None],
                  storage: HostStorage | None = None, backing: Backing | None = None,
-                 commit: GroupCommit | None = None) -> None:
+                 commit: GroupCommit | None = None, pace: IntakePace | None = None) -> None:
         self.runtime = runtime
         self.core = core
         self.name = f"q:{core.vhost}:{core.name}"
@@ -109,6 +117,9 @@ class QueueActor:
         self.store_wait = FlowState(FLOW_TICKS_PER_SECOND, changed_at=monotonic_ms())  # on the group commit
         self._actor_effects = ActorEffects(runtime, self.address, on_timer=self._fire)
         self.run = Interpreter(self._actor_effects.handlers())
+        self._pace = pace
+        self.manual_credit = pace is not None  # the runtime leaves the publishers' grants to `_pace_intake`
+        self._hold_timer: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
         self.run(self.core.start(now_ms=now_ms()))
@@ -150,9 +161,12 @@ class QueueActor:
         self.run(effects)
         if core.deleted:
             self._actor_effects.cancel_all()
+            self._release_credit()
             self._on_deleted(self.name)
         else:
             self._touched()
+            if self._pace is not None:
+                self._pace_intake(len(msg.messages) if type(msg) is Publish else 0, effects)
 
     def nodes_down(self, nodes: set[str]) -> None:
         """Every channel on a node that went down is gone, as RabbitMQ's queue sees the DOWN of a
@@ -166,6 +180,34 @@ class QueueActor:
         if not self.core.deleted:
             self.run(self.core.on_timer(name, now_ms=now_ms()))
             self._touched()
+
+    def _pace_intake(self, taken: int, effects: Sequence[Any]) -> None:
+        """Hold the publishers' credit while the queue is long and its consumers keep up, else
+        let it go (flow/intake.py)."""
+        pace = self._pace
+        assert pace is not None
+        delivered = 0
+        for e in effects:
+            if type(e) is Send and type(e.msg) is Deliver:
+                delivered += len(e.msg.messages)
+        now = monotonic_ms()
+        pace.count(now, taken, delivered)
+        if not pace.hold(now, self.core.messages_ready):
+            self._release_credit()
+        elif self._hold_timer is None:
+            self._hold_timer = asyncio.get_running_loop().call_later(pace.hold_max_ms / 1000, self._hold_ended)
+
+    def _hold_ended(self) -> None:
+        self._hold_timer = None
+        if not self.core.deleted:
+            self._pace_intake(0, ())
+
+    def _release_credit(self) -> None:
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        if self.manual_credit:
+            self.runtime.processed_all(self.address)
 
     def _touched(self) -> None:
         if self._commit is not None:

@@ -241,6 +241,12 @@ class Runtime:
         for link, amount in ledger.processed(sender, n):
             self._send_credit(actor, link, amount)
 
+    def processed_all(self, actor: Address) -> None:
+        """`actor` (a `manual_credit` one) finished everything it has received so far."""
+        pending = self._pending.pop(actor.name, None)
+        for sender, n in (pending or {}).items():
+            self.processed(actor, sender, n)
+
     def flow_states(self) -> dict[str, dict]:
         """Per local actor: running/flow/blocked, timestamps, the links it is blocked on, those it
         sends to with credit (`downstream`) and the credit left on each."""

@@ -169,6 +169,9 @@ class FakeRuntime:
     def spawn(self, name, actor) -> None:
         pass
 
+    def processed_all(self, actor) -> None:  # the queue's publishers' credit: not modelled here
+        pass
+
 
 def test_confirms_leave_only_after_the_group_commit_synced(tmp_path):
     async def scenario() -> None:

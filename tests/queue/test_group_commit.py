@@ -161,6 +161,9 @@ class LoggingRuntime:
     def spawn(self, name, actor) -> None:
         pass
 
+    def processed_all(self, actor) -> None:  # the queues' publishers' credit: not modelled here
+        pass
+
 
 def test_two_durable_queues_in_one_turn_share_one_store_sync_and_confirm_after_all_of_them(tmp_path):
     disk = RecordingDisk(str(tmp_path))
