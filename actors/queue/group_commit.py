@@ -102,6 +102,10 @@ class GroupCommit:
             self._scheduled = True
             self._schedule(self.commit)
 
+    def syncing_for(self, queue: Flushable) -> bool:
+        """Whether a commit in flight covers `queue`: what it takes in now waits for the next."""
+        return self._in_flight is not None and id(queue) in self._in_flight
+
     def forget(self, queue: Flushable) -> None:
         self._dirty.pop(id(queue), None)
         if self._in_flight is not None:

@@ -22,10 +22,14 @@ to call `flushed()` only from `synced`, which the group commit calls once those 
 queue that touched its backing in a turn marks itself for the next commit; nothing here ever syncs
 per message.
 
-Pacing (flow/intake.py): the queue is a `manual_credit` actor. After each message it counts what it
-took in and delivered and asks its `IntakePace` whether to hold its publishers' credit; if not,
-everything received so far is granted (`processed_all`). A hold is let go by the next message that
-finds the queue short again, or by its timer after `hold_max_ms`.
+Pacing: the queue is a `manual_credit` actor, which grants its publishers' credit itself
+(`processed_all`: everything received so far). It holds that credit
+- while the group commit's syncs in flight cover it (`GroupCommit.syncing_for`): what it takes in
+  meanwhile waits for the next sync, and a slow disk pushes back on the publishers through credit
+  (RabbitMQ's queue -> msg_store link) rather than piling up writes; `synced` lets the credit go;
+- while its `IntakePace` (flow/intake.py) says it is long and its consumers keep up: it counts what
+  it took in and delivered after each message and asks; the next message that finds it short again,
+  or the hold's own timer after `hold_max_ms`, lets the credit go.
 """
 from __future__ import annotations
 
@@ -134,6 +138,8 @@ class QueueActor:
     def synced(self) -> None:
         """The syncs asked for at the last `flush` are done: confirm what they covered."""
         self.run(self.core.flushed())
+        if self._pace is not None and not self.core.deleted:
+            self._pace_intake(0, ())  # the store caught up: the publishers may be let go
 
     def waited(self, start_ms: int, end_ms: int) -> None:
         """The group commit that held this queue's confirms and messages took [start_ms, end_ms)."""
@@ -192,7 +198,10 @@ class QueueActor:
                 delivered += len(e.msg.messages)
         now = monotonic_ms()
         pace.count(now, taken, delivered)
-        if not pace.hold(now, self.core.messages_ready):
+        paced = pace.hold(now, self.core.messages_ready)
+        if self._commit is not None and self._commit.syncing_for(self):
+            return  # waiting on the store: at most one sync's worth of credit runs ahead of the disk
+        if not paced:
             self._release_credit()
         elif self._hold_timer is None:
             self._hold_timer = asyncio.get_running_loop().call_later(pace.hold_max_ms / 1000, self._hold_ended)

@@ -1,17 +1,21 @@
 """A queue actor paces its publishers (flow/intake.py through actors/queue/shell.py): the credit of
 what it took in goes back at once while it is short or its consumers lag far behind, is held while
-it is long and they keep up, and goes back when they have caught up or when the hold is too old."""
+it is long and they keep up, and goes back when they have caught up or when the hold is too old;
+and while a sync that covers the queue is in flight, until it is done."""
 from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import nullcontext
 
 from actors.messages.channel_queue import Consume, Grant, Publish
 from actors.queue.core import ClassicQueue
+from actors.queue.group_commit import GroupCommit
 from actors.queue.shell import QueueActor
 from actors.runtime.address import Address
 from flow.intake import IntakePace
-from tests.queue.test_durable_queue import CH, published
+from persist.classic.backed import BackedReady
+from tests.queue.test_durable_queue import CH, published, storage_at
 
 CONSUMER = Address("conn1", "ch1")
 deadline_s = 30.0
@@ -70,4 +74,37 @@ def test_a_hold_ends_by_itself_after_hold_max_ms():
         while runtime.released == 1 and time.monotonic() < until:
             await asyncio.sleep(0.001)
         assert runtime.released == 2  # nothing else happened: the hold's own timer let it go
+    asyncio.run(scenario())
+
+
+class HeldSyncs:
+    """The group commit's syncs, finished when the test says so (as the sync thread's, later)."""
+
+    def __init__(self) -> None:
+        self.running: list = []
+
+    def collect(self):
+        return nullcontext()
+
+    def run(self, collected, done) -> None:
+        self.running.append(done)
+
+
+def test_credit_is_held_while_a_sync_that_covers_the_queue_is_in_flight(tmp_path):
+    async def scenario() -> None:
+        s = storage_at(str(tmp_path))
+        backing, _ = s.open_queue("/", "q", lazy=False)
+        runtime = CreditRuntime()
+        turns: list = []
+        syncs = HeldSyncs()
+        commit = GroupCommit(schedule=turns.append, syncs=syncs)
+        actor = QueueActor(runtime, ClassicQueue("/", "q", ready=BackedReady(backing), hold_confirms=True),
+                           lambda name: None, s, backing, commit, IntakePace())
+        actor.receive(CH, Publish([published(1)]))
+        assert runtime.released == 1  # no sync in flight: the credit goes back at once
+        turns.pop()()  # the commit starts; its syncs are running
+        actor.receive(CH, Publish([published(2)]))
+        assert runtime.released == 1  # taken while the store syncs: held
+        syncs.running.pop()()  # the syncs are done
+        assert runtime.released == 2
     asyncio.run(scenario())
