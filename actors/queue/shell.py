@@ -24,9 +24,10 @@ per message.
 
 Pacing: the queue is a `manual_credit` actor, which grants its publishers' credit itself
 (`processed_all`: everything received so far). It holds that credit
-- while the group commit's syncs in flight cover it (`GroupCommit.syncing_for`): what it takes in
-  meanwhile waits for the next sync, and a slow disk pushes back on the publishers through credit
-  (RabbitMQ's queue -> msg_store link) rather than piling up writes; `synced` lets the credit go;
+- while the group commit's syncs in flight cover it (`GroupCommit.syncing_for`) and it has taken in
+  more than `ahead_of_sync_max` messages since they started: a slow disk pushes back on the
+  publishers through credit (RabbitMQ's queue -> msg_store link) rather than piling up writes, and
+  a disk that keeps up never holds anyone; `synced` lets the credit go;
 - while its `IntakePace` (flow/intake.py) says it is long and its consumers keep up: it counts what
   it took in and delivered after each message and asks; the next message that finds it short again,
   or the hold's own timer after `hold_max_ms`, lets the credit go.
@@ -56,6 +57,9 @@ from persist.classic.spill import SpillReady
 
 log = structlog.get_logger("warren.queue")
 
+# messages a queue takes in while a sync covers it before it holds its publishers until the sync is
+# done: RabbitMQ's queue -> msg_store credit (400)
+ahead_of_sync_max = 400
 INDEX_ENTRY_RAM_BYTES = 200  # rough cost of one message's index entry kept in RAM, for `memory`
 
 
@@ -124,6 +128,7 @@ class QueueActor:
         self._pace = pace
         self.manual_credit = pace is not None  # the runtime leaves the publishers' grants to `_pace_intake`
         self._hold_timer: asyncio.TimerHandle | None = None
+        self._taken_while_syncing = 0  # messages taken in since a sync in flight started covering this queue
 
     def start(self) -> None:
         self.run(self.core.start(now_ms=now_ms()))
@@ -138,6 +143,7 @@ class QueueActor:
     def synced(self) -> None:
         """The syncs asked for at the last `flush` are done: confirm what they covered."""
         self.run(self.core.flushed())
+        self._taken_while_syncing = 0
         if self._pace is not None and not self.core.deleted:
             self._pace_intake(0, ())  # the store caught up: the publishers may be let go
 
@@ -200,7 +206,9 @@ class QueueActor:
         pace.count(now, taken, delivered)
         paced = pace.hold(now, self.core.messages_ready)
         if self._commit is not None and self._commit.syncing_for(self):
-            return  # waiting on the store: at most one sync's worth of credit runs ahead of the disk
+            self._taken_while_syncing += taken
+            if self._taken_while_syncing > ahead_of_sync_max:
+                return  # the store is behind: held until the sync is done (`synced`)
         if not paced:
             self._release_credit()
         elif self._hold_timer is None:

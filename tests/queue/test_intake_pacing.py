@@ -1,7 +1,7 @@
 """A queue actor paces its publishers (flow/intake.py through actors/queue/shell.py): the credit of
 what it took in goes back at once while it is short or its consumers lag far behind, is held while
 it is long and they keep up, and goes back when they have caught up or when the hold is too old;
-and while a sync that covers the queue is in flight, until it is done."""
+and once it took in too much while a sync that covers it is in flight, until that sync is done."""
 from __future__ import annotations
 
 import asyncio
@@ -11,7 +11,7 @@ from contextlib import nullcontext
 from actors.messages.channel_queue import Consume, Grant, Publish
 from actors.queue.core import ClassicQueue
 from actors.queue.group_commit import GroupCommit
-from actors.queue.shell import QueueActor
+from actors.queue.shell import QueueActor, ahead_of_sync_max
 from actors.runtime.address import Address
 from flow.intake import IntakePace
 from persist.classic.backed import BackedReady
@@ -90,7 +90,7 @@ class HeldSyncs:
         self.running.append(done)
 
 
-def test_credit_is_held_while_a_sync_that_covers_the_queue_is_in_flight(tmp_path):
+def test_credit_is_held_once_the_queue_is_too_far_ahead_of_a_sync_in_flight(tmp_path):
     async def scenario() -> None:
         s = storage_at(str(tmp_path))
         backing, _ = s.open_queue("/", "q", lazy=False)
@@ -103,8 +103,10 @@ def test_credit_is_held_while_a_sync_that_covers_the_queue_is_in_flight(tmp_path
         actor.receive(CH, Publish([published(1)]))
         assert runtime.released == 1  # no sync in flight: the credit goes back at once
         turns.pop()()  # the commit starts; its syncs are running
-        actor.receive(CH, Publish([published(2)]))
-        assert runtime.released == 1  # taken while the store syncs: held
+        actor.receive(CH, Publish([published(i) for i in range(2, 2 + ahead_of_sync_max)]))
+        assert runtime.released == 2  # the store may be that far behind
+        actor.receive(CH, Publish([published(2 + ahead_of_sync_max)]))
+        assert runtime.released == 2  # one more while the store syncs: held
         syncs.running.pop()()  # the syncs are done
-        assert runtime.released == 2
+        assert runtime.released == 3
     asyncio.run(scenario())
