@@ -96,12 +96,16 @@ class HeldSyncs:
         self.running.append(done)
 
 
-def test_queues_marked_while_a_commit_syncs_wait_for_the_next_which_starts_when_it_is_done():
+def held_commit() -> tuple[list[Callable[[], None]], list[str], HeldSyncs, GroupCommit, Recorder, Recorder]:
+    """A group commit whose turns and syncs run when the test says so, and two queues."""
     turns: list[Callable[[], None]] = []
     log: list[str] = []
     syncs = HeldSyncs()
-    commit = GroupCommit(schedule=turns.append, syncs=syncs)
-    a, b = Recorder("a", log), Recorder("b", log)
+    return turns, log, syncs, GroupCommit(schedule=turns.append, syncs=syncs), Recorder("a", log), Recorder("b", log)
+
+
+def test_queues_marked_while_a_commit_syncs_wait_for_the_next_which_starts_when_it_is_done():
+    turns, log, syncs, commit, a, b = held_commit()
     commit.mark(a)
     turns.pop()()
     assert log == ["a"] and len(syncs.running) == 1  # flushed; its syncs are running
@@ -118,11 +122,7 @@ def test_queues_marked_while_a_commit_syncs_wait_for_the_next_which_starts_when_
 
 
 def test_a_queue_forgotten_while_its_commit_syncs_is_not_told_synced():
-    turns: list[Callable[[], None]] = []
-    log: list[str] = []
-    syncs = HeldSyncs()
-    commit = GroupCommit(schedule=turns.append, syncs=syncs)
-    a, b = Recorder("a", log), Recorder("b", log)
+    turns, log, syncs, commit, a, b = held_commit()
     commit.mark(a)
     commit.mark(b)
     turns.pop()()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from contextlib import nullcontext
 
 from actors.messages.channel_queue import Consume, Grant, Publish
 from actors.queue.core import ClassicQueue
@@ -16,6 +15,7 @@ from actors.runtime.address import Address
 from flow.intake import IntakePace
 from persist.classic.backed import BackedReady
 from tests.queue.test_durable_queue import CH, published, storage_at
+from tests.queue.test_group_commit import HeldSyncs
 
 CONSUMER = Address("conn1", "ch1")
 deadline_s = 30.0
@@ -75,19 +75,6 @@ def test_a_hold_ends_by_itself_after_hold_max_ms():
             await asyncio.sleep(0.001)
         assert runtime.released == 2  # nothing else happened: the hold's own timer let it go
     asyncio.run(scenario())
-
-
-class HeldSyncs:
-    """The group commit's syncs, finished when the test says so (as the sync thread's, later)."""
-
-    def __init__(self) -> None:
-        self.running: list = []
-
-    def collect(self):
-        return nullcontext()
-
-    def run(self, collected, done) -> None:
-        self.running.append(done)
 
 
 def test_credit_is_held_once_the_queue_is_too_far_ahead_of_a_sync_in_flight(tmp_path):
