@@ -224,7 +224,8 @@ class QueueFront:
             return
         self._announce = False
         self._resyncs.clear()
-        self.out.append(DeadLetterWorkerStopped())
+        if self.view.state().dlx.worker == self.view.id:  # its worker's books are the next leader's now
+            self.out.append(DeadLetterWorkerStopped())
         term = self.view.term()
         for channel in self._pending:
             self.out.append(Send(channel, NotQueueLeader(leader, term, None)))
@@ -256,8 +257,8 @@ class QueueFront:
             pass  # the member's release cursor reads the state (actors/quorum/release.py)
         elif kind is qe.DeadLetterDeliver:
             found = self._read([index for _msg_id, _reason, index, _count in effect.messages])
-            items = tuple((msg_id, reason, Message(msg_id, count > 0, *found[index]))
-                          for msg_id, reason, index, count in effect.messages if index in found)
+            items = tuple((msg_id, reason, Message(msg_id, False, *found[index]))  # a copy: as published
+                          for msg_id, reason, index, _count in effect.messages if index in found)
             settings = self.view.state().config.settings
             if items:
                 self.out.append(DeadLetterHanded(settings.dead_letter_exchange or "",
