@@ -221,8 +221,9 @@ def test_at_most_once_dead_letters_poison_rejected_and_expired_messages(conns, n
 
 def test_at_least_once_holds_messages_until_a_target_confirms_them(conns, name):
     # x-dead-letter-strategy at-least-once needs overflow reject-publish; the target here is a
-    # quorum queue declared only after the message was dead-lettered: until then it routes nowhere
-    # and the source queue keeps it (the worker publishes it again)
+    # classic queue (test_clients.py has a quorum one) declared only after the message was
+    # dead-lettered: until then it routes nowhere and the source queue keeps it (the worker
+    # publishes it again)
     decl, pub, con = conns
     d = decl.channel()
     declare(d, name, **{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": name + "-dead",
@@ -234,7 +235,8 @@ def test_at_least_once_holds_messages_until_a_target_confirms_them(conns, name):
     method, _p, _b = get.basic_get(name)
     get.basic_nack(method.delivery_tag, requeue=True)  # over a delivery limit of 0
     assert get.basic_get(name)[0] is None
-    declare(d, name + "-dead")
+    assert count(get, name) == 0  # not ready: held for the dead-letter worker
+    d.queue_declare(name + "-dead", durable=True)
     until(lambda: count(get, name + "-dead") == 1, "the held message reached its target", 30)
     (body, headers), = get_all(get, name + "-dead")
     assert body == b"keep-me" and death(headers) == ("delivery_limit", name, 1, "delivery_limit")
