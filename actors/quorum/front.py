@@ -191,6 +191,11 @@ class QueueFront:
             refused = None if type(msg) in (Publish, FindLeader) else msg
             self.out.append(Send(sender, NotQueueLeader(self.view.leader(), self.view.term(), refused)))
             return
+        if type(msg) in _READS_STATE and not self.view.caught_up():
+            # a new leader may not have applied all that was committed (and confirmed) before it:
+            # the node asks again a moment later, as during an election
+            self.out.append(Send(sender, NotQueueLeader(None, self.view.term(), msg)))
+            return
         handler = _HANDLERS.get(type(msg))
         if handler is None:
             self.out.append(Log("quorum.unexpected_message", "warning", (("kind", type(msg).__name__),)))
@@ -527,6 +532,8 @@ def channels(state: QueueState) -> list[str]:
     seen.update(dict.fromkeys(state.enqueuers))
     return list(seen)
 
+
+_READS_STATE = (QueueStats, Dispose)  # node calls answered from the leader's applied state
 
 _HANDLERS: dict[type, Callable[[QueueFront, str, Any], None]] = {
     Publish: QueueFront._publish, Settle: QueueFront._settle, Grant: QueueFront._grant,

@@ -287,6 +287,16 @@ def test_stats_and_dispose_are_answered_from_the_leader_state():
                                                                Send("node/meta", Reply(5, 1))]
 
 
+
+def test_a_leader_that_has_not_caught_up_has_the_node_ask_again_for_what_reads_its_state():
+    m = Member()
+    m.handle(CH, pub(1))
+    m.caught = False  # elected, not yet applied an entry of its own term
+    assert m.handle("node/meta", QueueStats(3)) == [Send("node/meta", NotQueueLeader(None, 3, QueueStats(3)))]
+    assert m.handle("node/meta", Dispose(4, False, False)) == [
+        Send("node/meta", NotQueueLeader(None, 3, Dispose(4, False, False)))]
+
+
 def test_the_delivery_count_header_keeps_the_other_properties():
     hdr = header(priority=7)
     counted = with_delivery_count(hdr, 2)
