@@ -219,7 +219,12 @@ async def _forget(cluster: ClusterActor, node: NodeActor, gone: str) -> dict:
 def quorum_host(runtime: Any, spec: Any) -> None:
     """A node's quorum host (actors/quorum/host.py) with its window on the cluster: the directory
     of the other nodes' hosts, and the channels of nodes that went down given back."""
-    host = quorum.quorum_host(runtime, spec)
+    # a registry replica, kept current by the node as a queue host's, routes dead-lettered messages
+    me = spec.config["node_name"]
+    replica = RegistryReplica(runtime, QUEUE_ROUTER_NAME, Registry(), node_address(me))
+    runtime.spawn(QUEUE_ROUTER_NAME, replica)
+    replica.subscribe()
+    host = quorum.quorum_host(runtime, spec, replica.registry)
     seen_down: set[str] = set()
 
     def on_nodes(_up: list[str], down: list[str]) -> None:
@@ -228,7 +233,7 @@ def quorum_host(runtime: Any, spec: Any) -> None:
         seen_down.update(down)
         if newly:
             host.nodes_down(newly)
-    ClusterView(runtime, spec.config["node_name"], on_nodes=on_nodes).start()
+    ClusterView(runtime, me, on_nodes=on_nodes, on_node_started=replica.subscribe).start()
 
 
 def queue_host(runtime: Any, spec: Any) -> None:

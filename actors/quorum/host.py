@@ -41,6 +41,7 @@ import structlog
 from actors.messages.calls import Reply
 from actors.messages.quorum import ChannelsGone, DeleteMember, HostChannelsGone, StartMember
 from actors.quorum import member_table
+from actors.quorum.dead_letter_shell import DEAD_LETTERS_NAME, DeadLetterActor
 from actors.quorum.config import queue_config
 from actors.placement import node_of
 from actors.quorum.front import QueueFront, RaftView, channels
@@ -74,7 +75,8 @@ def load_table(disk: Disk) -> list[MemberSpec]:
 class QuorumHost:
     """The node's quorum members, their WAL, their ticker; the manager actor is this object."""
 
-    def __init__(self, runtime: Any, disk: Disk, loop: asyncio.AbstractEventLoop, cfg: dict) -> None:
+    def __init__(self, runtime: Any, disk: Disk, loop: asyncio.AbstractEventLoop, cfg: dict,
+                 registry: Any = None) -> None:
         self.runtime = runtime
         self.node = cfg["node"]
         self.disk = disk
@@ -88,6 +90,11 @@ class QuorumHost:
         self.writer.recover(keep=keys.__contains__)
         self.wal = WalActor(self.writer, loop)
         self.members: dict[str, QuorumMember] = {}
+        self.by_id: dict[str, QuorumMember] = {}  # by member id (where dead-letter settlements go)
+        # without a registry (the quorum-only test launchers) dead-lettered messages are dropped
+        self.dead_letters = None if registry is None else DeadLetterActor(runtime, registry, self._settled)
+        if self.dead_letters is not None:
+            runtime.spawn(DEAD_LETTERS_NAME, self.dead_letters)
         for spec in self.table:
             self._start(spec)
         log.info("quorum.host_started", host=runtime.host, members=len(self.members))
@@ -128,6 +135,9 @@ class QuorumHost:
         """Stop the member, durably drop it from the table, then delete its files."""
         member = self.members.pop(uid, None)
         if member is not None:
+            self.by_id.pop(str(member.me), None)
+            if self.dead_letters is not None:
+                self.dead_letters.worker.forget(str(member.me))
             member.stop()
             self.runtime.remove(member.me.name)
         if any(spec.uid == uid for spec in self.table):
@@ -147,8 +157,12 @@ class QuorumHost:
                                              created_ms=spec.created_ms))
         core = RaftCore(str(me), config, self.writer.member(name), machine, random.Random(), self.settings)
         front = QueueFront(RaftView(core), machine, spec.arguments, node=self.node_address)
-        member = QuorumMember(self.runtime, me, core, self.wal, front, name)
+        dead_letters = self.dead_letters
+        dead_letter = None if dead_letters is None else (
+            lambda e: dead_letters.from_member(str(me), spec.vhost, spec.name, e))
+        member = QuorumMember(self.runtime, me, core, self.wal, front, name, dead_letter=dead_letter)
         self.members[spec.uid] = member
+        self.by_id[str(me)] = member
         self.runtime.spawn(name, member)
         return member
 
@@ -165,10 +179,17 @@ class QuorumHost:
             for prefix in sorted({channel_incarnation(ch) for ch in channels(member.core.state) if is_gone(ch)}):
                 member.channels_gone(prefix)
 
+    def _settled(self, member_id: str, msg_ids: list[int]) -> None:
+        member = self.by_id.get(member_id)
+        if member is not None:
+            member.dead_letters_settled(msg_ids)
+
     # -- time and inspection ---------------------------------------------------------------------
     def tick(self) -> None:
         for member in list(self.members.values()):
             member.tick()
+        if self.dead_letters is not None:
+            self.dead_letters.tick()
 
     def status(self, queue: str | None = None, uid: str | None = None) -> dict[str, dict]:
         return {u: m.status() for u, m in self.members.items()
@@ -184,12 +205,13 @@ class QuorumHost:
         return out
 
 
-def quorum_host(runtime: Any, spec: Any) -> QuorumHost:
+def quorum_host(runtime: Any, spec: Any, registry: Any = None) -> QuorumHost:
+    """`registry`: a registry replica's, which dead-lettered messages are routed with."""
     cfg = spec.config
     gc.set_threshold(*cfg.get("gc_threshold", gc_threshold))
     loop = asyncio.get_running_loop()
     disk = RealDisk(str(Path(cfg["data_dir"]) / "quorum"), cfg.get("sync_method", "fdatasync"))
-    host = QuorumHost(runtime, disk, loop, cfg)
+    host = QuorumHost(runtime, disk, loop, cfg, registry)
     runtime.spawn(MANAGER_NAME, host)
     tick_s = cfg.get("tick_ms", tick_ms_default) / 1000
     profiler = Profiler()
