@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import traceback
 from collections import deque
-from collections.abc import Callable, Generator, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -55,7 +55,9 @@ from actors.messages.calls import Reply
 from actors.messages.channel_queue import Purge
 from actors.messages.cluster import ForgetNode
 from actors.messages.quorum import NotQueueLeader
+from actors.node import quorum_membership as qm
 from actors.node import quorum_queues as qq
+from actors.node.steps import Apply, Ask, Op
 from actors.messages.node import (
     ApplyPolicy, AutoDeleteQueue, BindExchange, BindQueue, CloseConnections, ConnectionClosed, CreateQueue,
     DeclareExchange, DeclareQueue, DeleteExchange, DeleteQueue, Dispose, MetadataChanged, QueueDeclared,
@@ -81,26 +83,6 @@ from wire.errors import CONNECTION_FORCED, INTERNAL_ERROR, NOT_FOUND, AmqpError
 
 CONNECTION_ADMIN_NAME = "conn-admin"  # the actor in each connection host that closes connections
 TIMEOUT_MS_DEFAULT = 30_000  # RabbitMQ's khepri_default_timeout
-
-
-@dataclass(frozen=True, slots=True)
-class Apply:
-    """An operation's step: propose `cmd`; resumes with (result, changes) once applied here, or
-    ends the operation with `timeout_error` (None: propose again) when that takes too long."""
-
-    cmd: Command
-    timeout_error: AmqpError | AdminError | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Ask:
-    """An operation's step: send `request(rid)` to `to`; resumes with the Reply, or with a Reply
-    carrying `missing` when the target does not exist, or `down` when its node is down."""
-
-    to: Address
-    request: Callable[[int], Any]
-    missing: AmqpError
-    down: AmqpError | None = None  # None: the same as `missing`
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +118,6 @@ class NodeDown:
     node: str
 
 
-Op = Generator[Apply | Ask, Any, Any]
 Origin = Address | None  # who sent a request (None for an admin ask or an internal operation)
 
 
@@ -386,6 +367,7 @@ class NodeCore:
     def _serve(self) -> None:
         self.serving = True
         self._out.append(Log("node.serving", fields=(("node", self.node),)))
+        self._out += qm.reconcile(self.node, self.registry.queues())
         held, self._held_subscribers = self._held_subscribers, []
         for sub, incarnation in held:
             self._subscribe(sub, incarnation)
@@ -803,6 +785,7 @@ _ADMIN.update({
     "bind": lambda core, a: core._binding_admin(AddBinding, a),
     "unbind": lambda core, a: core._binding_admin(RemoveBinding, a),
     "import_definitions": NodeCore._import_definitions,
+    **qm.ADMIN_OPS,
 })
 ADMIN_OPS = frozenset(_ADMIN)
 
