@@ -40,6 +40,7 @@ from actors.cluster.membership import Membership
 from actors.cluster.shell import ClusterActor, read_members
 from actors.cluster.view import ClusterView, tell_local_hosts
 from actors.quorum import host as quorum
+from actors.quorum.names import QUORUM_KIND
 from actors.node.core import ADMIN_OPS, CONNECTION_ADMIN_NAME, TIMEOUT_MS_DEFAULT, Startup
 from actors.node.listings import LISTING_OPS
 from actors.node.metadata_machine import MetadataMachine
@@ -58,7 +59,7 @@ from metadata.quorum import CLUSTER_SIZE_DEFAULT
 from metadata.registry import Registry
 from actors.messages.stats import REPORTER_NAME
 from actors.mgmt.collector import StatsCollector
-from actors.mgmt.reporters import ConnectionHostReporter, QueueHostReporter
+from actors.mgmt.reporters import ConnectionHostReporter, QueueHostReporter, QuorumHostReporter
 from actors.queue.housekeeping import Housekeeping, NodeMemory
 from actors.queue.manager import QueueManager
 from persist.classic.host_storage import HostStorage
@@ -126,7 +127,8 @@ async def node_host(runtime: Any, spec: Any) -> None:
     node.start(Startup(bootstrap, cfg.get("default_user", "guest"), cfg.get("default_pass", "guest"), imported))
     if known is None:
         asyncio.ensure_future(_first_serve(node, cluster, data_dir))
-    queue_stats = StatsCollector(runtime, lambda: sorted(h for h in runtime.directory if kind_of(h).startswith("queue")),
+    queue_stats = StatsCollector(runtime, lambda: sorted(h for h in runtime.directory
+                                                         if kind_of(h).startswith("queue") or kind_of(h) == QUORUM_KIND),
                                  control_stats_wait_ms, name="ctl-stats")
     runtime.spawn(queue_stats.name, queue_stats)
 
@@ -220,6 +222,7 @@ def quorum_host(runtime: Any, spec: Any) -> None:
     """A node's quorum host (actors/quorum/host.py) with its window on the cluster: the directory
     of the other nodes' hosts, and the channels of nodes that went down given back."""
     host = quorum.quorum_host(runtime, spec)
+    runtime.spawn(REPORTER_NAME, QuorumHostReporter(runtime, host, spec.config["node_name"]))
     seen_down: set[str] = set()
 
     def on_nodes(_up: list[str], down: list[str]) -> None:
