@@ -57,13 +57,19 @@ def status(cluster: Cluster, node: str = "n1") -> dict[str, dict]:
 
 def in_step(cluster: Cluster, members: list[str]) -> dict[str, dict]:
     """quorum_status once every member of `members` is a voter at the leader's commit index."""
+    seen: list[dict] = []
+
     def check():
         st = status(cluster)
+        seen[:] = [st]
         leaders = [r for r in st.values() if r["Raft State"] == "leader"]
         return (sorted(st) == sorted(members) and len(leaders) == 1
                 and all(r["Membership"] == "voter" and r["Commit Index"] == leaders[0]["Commit Index"]
                         for r in st.values()) and st)
-    return until(check, f"members {members} in step", timeout_s=30)
+    try:
+        return until(check, f"members {members} in step", timeout_s=30)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; last quorum_status: {seen}") from None
 
 
 def test_replica_management(cluster: Cluster) -> None:
