@@ -129,7 +129,8 @@ class NodeCore:
     def __init__(self, registry: Registry, node: str, queue_hosts: int, *, salt: Callable[[int], bytes],
                  incarnation: int, timeout_ms: int = TIMEOUT_MS_DEFAULT,
                  now_ms: Callable[[], int] = lambda: 0,
-                 quorum_cluster_size: int = quorum.CLUSTER_SIZE_DEFAULT) -> None:
+                 quorum_cluster_size: int = quorum.CLUSTER_SIZE_DEFAULT,
+                 reconciliation: qm.Reconciliation = qm.Reconciliation()) -> None:
         self.registry = registry
         self.node = node
         self.queue_hosts = queue_hosts
@@ -141,6 +142,8 @@ class NodeCore:
         self.serving = False
         self.down: set[str] = set()  # nodes the cluster sees down
         self.cluster: set[str] = {node}  # every node the cluster view has named, up or down
+        self.cluster_now: set[str] = {node}  # the nodes the cluster view names now (forgotten ones go)
+        self.reconciliation = reconciliation  # quorum queues' continuous membership reconciliation
         self._leaders = qq.Leaders()  # the quorum queue members seen leading
         self._redirects: dict[int, int] = {}  # rid -> times a call was refused while no member led
         self._retries: dict[int, tuple[Address, Any]] = {}  # rid -> (member, request) to send again
@@ -228,6 +231,11 @@ class NodeCore:
         return self._flush()
 
     def timer(self, name: str) -> list[Effect]:
+        if name == qm.CMR_TIMER:
+            self._work.append((None, qm.Reconcile()))
+            self._out += qm.schedule(self.reconciliation, triggered=False)
+            self._pump()
+            return self._flush()
         if name.startswith(_RETRY_TIMER):
             self._retry_call(int(name[len(_RETRY_TIMER):]))
             return self._flush()
@@ -252,7 +260,11 @@ class NodeCore:
         started counts as down for calls, but only one seen up and then lost loses its transient
         queues: a node that has just started has not heard from anyone yet."""
         gone = set(down) & self._seen_up
-        self.cluster |= set(up) | set(down)
+        named = set(up) | set(down) | {self.node}
+        if self.serving and named != self.cluster_now:  # a node joined or was forgotten
+            self._out += qm.schedule(self.reconciliation, triggered=True)
+        self.cluster |= named
+        self.cluster_now = named
         self._seen_up = (self._seen_up | set(up)) - set(down)
         self.down = set(down) - {self.node}
         for node in sorted(self.down):
@@ -368,6 +380,7 @@ class NodeCore:
         self.serving = True
         self._out.append(Log("node.serving", fields=(("node", self.node),)))
         self._out += qm.reconcile(self.node, self.registry.queues())
+        self._out += qm.schedule(self.reconciliation, triggered=False)
         held, self._held_subscribers = self._held_subscribers, []
         for sub, incarnation in held:
             self._subscribe(sub, incarnation)
@@ -427,6 +440,8 @@ class NodeCore:
                                                            f"vhost '{change.vhost}' is deleted")))
             elif kind is PolicySet or kind is PolicyCleared:
                 policies.add(change.vhost)
+        if policies:  # a policy change triggers quorum membership reconciliation (RabbitMQ 4.0's CMR)
+            self._out += qm.schedule(self.reconciliation, triggered=True)
         if type(cmd) is RemoveVhost and isinstance(result, list):  # its queues went with the vhost
             for rec in result:
                 self._queue_settings.pop((rec.vhost, rec.name), None)
@@ -758,6 +773,7 @@ _OPS: dict[type, Callable[[NodeCore, Any], Op]] = {
     DeleteQueue: NodeCore._queue_delete, AutoDeleteQueue: NodeCore._queue_auto_delete,
     ConnectionClosed: NodeCore._connection_closed, AdminAsk: NodeCore._admin,
     _StartupOp: NodeCore._startup, NodeDown: NodeCore._node_down, HostRestarted: NodeCore._host_restarted,
+    qm.Reconcile: qm.reconcile_members,
 }
 
 _ADMIN: dict[str, Callable[[NodeCore, dict], Op]] = {

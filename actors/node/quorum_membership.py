@@ -22,12 +22,21 @@ functions below; the operations are generator steps of the core's serial order.
 Reconciliation on serve: this node's quorum host gets `StartMember` for every queue whose record
 names this node (a member missed while it was down at declare, say) and `KeepMembers` with those
 queues, so a member of a queue deleted while this node was down goes.
+
+Continuous membership reconciliation (RabbitMQ 4.0's CMR, off by default: `Reconciliation`): every
+`interval_ms`, and once `trigger_interval_ms` after a trigger (a node joined or left the cluster, a
+policy changed), each node reconciles the queues whose member on it leads: a queue with fewer
+members than its target group size (x-quorum-target-group-size, else the configured
+target_group_size; none: no growth) gets members on running nodes that have none, those holding
+the fewest members first; with `auto_remove`, members on nodes no longer in the cluster go (never
+the last). A node or member failure is not a trigger, as in RabbitMQ.
 """
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from actors.messages.quorum import (ChangeQueueMembers, KeepMembers, MemberStatus,
@@ -35,7 +44,7 @@ from actors.messages.quorum import (ChangeQueueMembers, KeepMembers, MemberStatu
 from actors.node import quorum_queues as qq
 from actors.node.steps import Apply, Ask, Op
 from actors.quorum.names import member_id
-from effects import Effect, Send
+from effects import Effect, Send, StartTimer
 from metadata.admin_errors import EX_SOFTWARE, EX_UNAVAILABLE, AdminError, no_vhost
 from metadata.commands import SetQueueMembers
 from metadata.records import QueueRecord
@@ -148,18 +157,18 @@ def quorum_status(core: NodeCore, a: dict) -> Op:
 
 
 def add_member(core: NodeCore, a: dict) -> Op:
-    rec = _queue(core, a)
-    if isinstance(rec, AdminError):
-        return rec
-    result = yield from _add(core, rec, a["node"])
-    return result if isinstance(result, AdminError) else {"ok": True}
+    return (yield from _one(core, a, _add))
 
 
 def delete_member(core: NodeCore, a: dict) -> Op:
+    return (yield from _one(core, a, _delete))
+
+
+def _one(core: NodeCore, a: dict, change: Callable[[NodeCore, QueueRecord, str], Op]) -> Op:
     rec = _queue(core, a)
     if isinstance(rec, AdminError):
         return rec
-    result = yield from _delete(core, rec, a["node"])
+    result = yield from change(core, rec, a["node"])
     return result if isinstance(result, AdminError) else {"ok": True}
 
 
@@ -194,7 +203,8 @@ def _delete(core: NodeCore, rec: QueueRecord, node: str) -> Op:
         return AdminError(reply.error.detail, EX_UNAVAILABLE)
     core._leaders.forget(rec)  # it may have led: the next call asks a member that is left
     size = yield from _record(rec, tuple(n for n in rec.members if n != node))
-    yield Ask(qq.manager(node), qq.delete_member(rec), _NOPROC)  # a node that is down: on serve
+    if node in core.cluster_now or node == core.node:  # a node that is down deletes it when it serves
+        yield Ask(qq.manager(node), qq.delete_member(rec), _NOPROC)
     return size
 
 
@@ -275,3 +285,75 @@ def quorum_critical(core: NodeCore, a: dict) -> Op:
 
 ADMIN_OPS = {"quorum_status": quorum_status, "add_member": add_member, "delete_member": delete_member,
              "grow": grow, "shrink": shrink, "rebalance_quorum": rebalance, "quorum_critical": quorum_critical}
+
+
+# ---------------------------------------------------------------- continuous membership reconciliation
+CMR_TIMER = "quorum-membership-reconciliation"
+TARGET_ARGUMENT = "x-quorum-target-group-size"
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciliation:
+    """quorum_queue.continuous_membership_reconciliation.* (RabbitMQ 4.0's names and defaults)."""
+
+    enabled: bool = False
+    target_group_size: int | None = None
+    auto_remove: bool = False
+    interval_ms: int = 3_600_000
+    trigger_interval_ms: int = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Reconcile:
+    """An internal operation of the node's serial order: one round of reconciliation."""
+
+
+def schedule(settings: Reconciliation, *, triggered: bool) -> list[Effect]:
+    """The next round: after the interval, or (a trigger) after the trigger interval."""
+    if not settings.enabled:
+        return []
+    return [StartTimer(CMR_TIMER, settings.trigger_interval_ms if triggered else settings.interval_ms)]
+
+
+def target_size(rec: QueueRecord, settings: Reconciliation) -> int | None:
+    value = rec.arguments.get(TARGET_ARGUMENT)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return settings.target_group_size
+
+
+def plan_growth(rec: QueueRecord, target: int | None, up: set[str], load: Counter[str]) -> list[str]:
+    """The nodes to add members on, fewest members held first (then by name)."""
+    if target is None or len(rec.members) >= target:
+        return []
+    free = sorted((n for n in up if n not in rec.members), key=lambda n: (load[n], n))
+    return free[:target - len(rec.members)]
+
+
+def reconcile_members(core: NodeCore, _op: Reconcile) -> Op:
+    settings: Reconciliation = core.reconciliation
+    reply = yield Ask(qq.manager(core.node), lambda rid: MemberStatus(rid, ""), _NOPROC)
+    leading = {uid for uid, st in (reply.value or {}).items() if st["role"] == "leader"} if reply.ok else set()
+    present = core.cluster_now | {core.node}
+    up = present - core.down
+    for first in [r for r in matching(core.registry.queues()) if qq.uid_of(r) in leading]:
+        key = (first.vhost, first.name, first.home)
+        for node in [n for n in first.members if n not in present] if settings.auto_remove else []:
+            rec = _current(core, key)
+            if rec is not None and len(rec.members) > 1:
+                yield from _delete(core, rec, node)
+        rec = _current(core, key)
+        if rec is None:
+            continue
+        load = Counter(n for r in core.registry.queues() if r.quorum for n in r.members)
+        for node in plan_growth(rec, target_size(rec, settings), up, load):
+            rec = _current(core, key)
+            if rec is not None:
+                yield from _add(core, rec, node)
+    return None
+
+
+def _current(core: NodeCore, key: tuple[str, str, str]) -> QueueRecord | None:
+    """The queue's record now (an operation's earlier steps changed it), if still that incarnation."""
+    rec = core.registry.queue(key[0], key[1])
+    return rec if rec is not None and rec.home == key[2] else None

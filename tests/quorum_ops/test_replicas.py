@@ -22,7 +22,9 @@ Q = "ops.q"
 def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("qqops")
     conf = root / "warren.conf"
-    conf.write_text("raft.tick_ms = 50\n")  # elections within a second
+    conf.write_text("raft.tick_ms = 50\n"  # elections within a second
+                    "quorum_queue.continuous_membership_reconciliation.enabled = true\n"
+                    "quorum_queue.continuous_membership_reconciliation.trigger_interval = 300\n")
     c = Cluster(root, 3, "--config", str(conf)).start()
     yield c
     c.stop()
@@ -45,10 +47,10 @@ def fails(cluster: Cluster, node: str, code: int, *args: str) -> str:
     return r.stderr
 
 
-def queue_row(cluster: Cluster, node: str = "n1") -> dict:
+def queue_row(cluster: Cluster, node: str = "n1", name: str = Q) -> dict:
     rows = json.loads(ok(cluster, node, "list_queues", "name", "type", "leader", "members", "online", "messages",
                          "consumers", "--formatter", "json"))
-    return next(r for r in rows if r["name"] == Q)
+    return next(r for r in rows if r["name"] == name)
 
 
 def status(cluster: Cluster, node: str = "n1") -> dict[str, dict]:
@@ -151,6 +153,18 @@ def test_errors_as_rabbitmq_queues_gives_them(cluster: Cluster) -> None:
     err = fails(cluster, "n1", 64, "grow", n3, "some")
     assert err == "Error (argument validation): \"strategy 'some' is not recognised.\"\n"
     assert fails(cluster, "n1", 69, "delete_member", "ops.single", n3) == "Error: not_found\n"
+
+
+def test_reconciliation_grows_a_queue_to_its_target_after_a_trigger(cluster: Cluster) -> None:
+    """CMR (enabled, no configured target): x-quorum-target-group-size 3 on a one-member queue; a
+    policy change triggers a round trigger_interval later, and the queue's leader grows it."""
+    conn = pika.BlockingConnection(pika.URLParameters(cluster.url("n2")))
+    conn.channel().queue_declare("ops.cmr", durable=True, arguments={
+        "x-queue-type": "quorum", "x-quorum-initial-group-size": 1, "x-quorum-target-group-size": 3})
+    conn.close()
+    assert queue_row(cluster, "n2", "ops.cmr")["members"] == [cluster.node_name("n2")]
+    ok(cluster, "n1", "set_policy", "cmr-trigger", "^no-such-queue$", '{"max-length": 5}')
+    until(lambda: len(queue_row(cluster, "n3", "ops.cmr")["members"]) == 3, "ops.cmr grown to 3 members")
 
 
 def test_a_member_left_on_a_node_that_was_down_is_deleted_when_it_serves(cluster: Cluster) -> None:
