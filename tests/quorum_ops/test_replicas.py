@@ -4,6 +4,8 @@ check_if_node_is_quorum_critical, list_queues' quorum columns, and the members a
 when it serves again. Texts and exit codes are the oracle's (Debian's RabbitMQ 3.10)."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import sys
 import pika
 import pytest
 
+from scripts import warrenctl
 from tests.integration.cluster import Cluster
 from tests.waiting import until
 
@@ -31,8 +34,12 @@ def cluster(tmp_path_factory):
 
 
 def ctl(cluster: Cluster, node: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "scripts.warrenctl", "-n", str(cluster.nodes[node].data_dir), *args],
-                          capture_output=True, text=True, timeout=60)
+    """warrenctl's main in this process (a subprocess costs seconds of start-up on a loaded machine;
+    test_the_command_line runs the real one)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = warrenctl.main(["-n", str(cluster.nodes[node].data_dir), *args], out=lambda t: print(t, file=out))
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def ok(cluster: Cluster, node: str, *args: str) -> str:
@@ -137,6 +144,13 @@ def test_replica_management(cluster: Cluster) -> None:
     assert out[0] == "Re-balancing leaders of quorum queues..."
     assert out[1] == "Node name\tNumber of quorum queues\tNumber of replicated classic queues"
     assert sum(int(line.split("\t")[1]) for line in out[2:]) == 1
+
+
+def test_the_command_line(cluster: Cluster) -> None:
+    r = subprocess.run([sys.executable, "-m", "scripts.warrenctl", "-n", str(cluster.nodes["n1"].data_dir),
+                        "quorum_status", "nope"], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout, r.stderr) == (
+        69, f"Status of quorum queue nope on node {cluster.node_name('n1')} ...\n", "Error: not_found\n")
 
 
 def test_errors_as_rabbitmq_queues_gives_them(cluster: Cluster) -> None:
