@@ -55,6 +55,7 @@ class QuorumHostReporter:
             if status["role"] == "leader":
                 queues.append({**{k: v for k, v in status.items() if k.startswith(("message", "consumers"))},
                                "vhost": status["vhost"], "name": status["queue"], "leader": self.node,
+                               "pid": status["id"],  # RabbitMQ's pid of a quorum queue: its leader's
                                "state": "running", "flow": "running"})
         self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, queues, [], [], [], [], {})),
                           sender=self.address)
