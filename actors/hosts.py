@@ -40,9 +40,11 @@ from actors.cluster.membership import Membership
 from actors.cluster.shell import ClusterActor, read_members
 from actors.cluster.view import ClusterView, tell_local_hosts
 from actors.quorum import host as quorum
+from actors.quorum.names import QUORUM_KIND
 from actors.node.core import ADMIN_OPS, CONNECTION_ADMIN_NAME, TIMEOUT_MS_DEFAULT, Startup
 from actors.node.listings import LISTING_OPS
 from actors.node.metadata_machine import MetadataMachine
+from actors.node.quorum_membership import Reconciliation
 from actors.node.metadata_member import MEMBER_NAME, start_member
 from actors.node.shell import NodeActor
 from actors.messages.alarms import WatchMemoryLimit
@@ -58,7 +60,7 @@ from metadata.quorum import CLUSTER_SIZE_DEFAULT
 from metadata.registry import Registry
 from actors.messages.stats import REPORTER_NAME
 from actors.mgmt.collector import StatsCollector
-from actors.mgmt.reporters import ConnectionHostReporter, QueueHostReporter
+from actors.mgmt.reporters import ConnectionHostReporter, QueueHostReporter, QuorumHostReporter
 from actors.queue.housekeeping import Housekeeping, NodeMemory
 from actors.queue.manager import QueueManager
 from persist.classic.host_storage import HostStorage
@@ -98,7 +100,8 @@ async def node_host(runtime: Any, spec: Any) -> None:
     node = NodeActor(runtime, META_NAME, registry, me, cfg["queue_hosts"],
                      timeout_ms=cfg.get("metadata_timeout_ms", TIMEOUT_MS_DEFAULT),
                      member=Address(runtime.host, MEMBER_NAME),
-                     quorum_cluster_size=cfg.get("quorum_cluster_size", CLUSTER_SIZE_DEFAULT))
+                     quorum_cluster_size=cfg.get("quorum_cluster_size", CLUSTER_SIZE_DEFAULT),
+                     reconciliation=Reconciliation(**cfg.get("reconciliation", {})))
     runtime.spawn(META_NAME, node)
     known = read_members(data_dir)  # None: this node has never served
     joining = known is None and bool(cfg.get("join"))
@@ -126,7 +129,8 @@ async def node_host(runtime: Any, spec: Any) -> None:
     node.start(Startup(bootstrap, cfg.get("default_user", "guest"), cfg.get("default_pass", "guest"), imported))
     if known is None:
         asyncio.ensure_future(_first_serve(node, cluster, data_dir))
-    queue_stats = StatsCollector(runtime, lambda: sorted(h for h in runtime.directory if kind_of(h).startswith("queue")),
+    queue_stats = StatsCollector(runtime, lambda: sorted(h for h in runtime.directory
+                                                         if kind_of(h).startswith("queue") or kind_of(h) == QUORUM_KIND),
                                  control_stats_wait_ms, name="ctl-stats")
     runtime.spawn(queue_stats.name, queue_stats)
 
@@ -225,6 +229,7 @@ def quorum_host(runtime: Any, spec: Any) -> None:
     runtime.spawn(QUEUE_ROUTER_NAME, replica)
     replica.subscribe()
     host = quorum.quorum_host(runtime, spec, replica.registry)
+    runtime.spawn(REPORTER_NAME, QuorumHostReporter(runtime, host, spec.config["node_name"]))
     seen_down: set[str] = set()
 
     def on_nodes(_up: list[str], down: list[str]) -> None:

@@ -7,7 +7,8 @@ appends of a loop turn go out in one write and one fdatasync (actors/raft/wal.py
 
 Members come and go at run time: the manager actor (`members`, actors/quorum/names.py) takes
 `StartMember` and `DeleteMember` (actors/messages/quorum.py) and answers each with a `Reply` once it
-is durable; a `ChannelsGone` sent to it reaches every member on the node (no answer). Which members exist is the host's member table (actors/quorum/member_table.py),
+is durable; `MemberStatus` with a member's status; `KeepMembers` (from the node once it serves)
+deletes the members of queues its metadata no longer has; a `ChannelsGone` sent to it reaches every member on the node (no answer). Which members exist is the host's member table (actors/quorum/member_table.py),
 rewritten atomically BEFORE a member is started and BEFORE a deleted member's files go, so a crash
 at any point leaves either the old or the new set, never files without a row or a row whose files
 were half deleted. Start-up (also after kill -9): load the table, recover the WAL keeping only its
@@ -39,7 +40,7 @@ from typing import Any, Callable
 import structlog
 
 from actors.messages.calls import Reply
-from actors.messages.quorum import ChannelsGone, DeleteMember, HostChannelsGone, StartMember
+from actors.messages.quorum import ChannelsGone, DeleteMember, HostChannelsGone, KeepMembers, MemberStatus, StartMember
 from actors.quorum import member_table
 from actors.quorum.dead_letter_shell import DEAD_LETTERS_NAME, DeadLetterActor
 from actors.quorum.config import queue_config
@@ -106,6 +107,14 @@ class QuorumHost:
                                            dict(msg.arguments), msg.created_ms)], msg.leader)
         elif type(msg) is DeleteMember:
             self.delete_member(msg.uid)
+        elif type(msg) is MemberStatus:  # uid "": every member's, by uid
+            member = self.members.get(msg.uid)
+            status = self.status() if not msg.uid else member.status() if member is not None else None
+            self.runtime.send(sender, Reply(msg.rid, status), sender=Address(self.runtime.host, MANAGER_NAME))
+            return
+        elif type(msg) is KeepMembers:
+            self.keep_members(set(msg.uids))
+            return
         elif type(msg) is ChannelsGone:  # every member here gives back what those channels held
             for member in self.members.values():
                 member.channels_gone(msg.prefix)
@@ -144,6 +153,14 @@ class QuorumHost:
             self._save([spec for spec in self.table if spec.uid != uid])
         self.writer.forget(member_name(uid))
         log.info("quorum.member_deleted", uid=uid)
+
+    def keep_members(self, uids: set[str]) -> None:
+        """Delete every member of a queue not in `uids` (the node's metadata: a queue deleted
+        while this node was down leaves its member here)."""
+        for spec in list(self.table):
+            if spec.uid not in uids:
+                log.info("quorum.orphan_member", uid=spec.uid, vhost=spec.vhost, queue=spec.name)
+                self.delete_member(spec.uid)
 
     def _save(self, table: list[MemberSpec]) -> None:
         write_atomic(self.disk, TABLE_PATH, member_table.encode(table))

@@ -3,6 +3,8 @@ and the queue's front (actors/quorum/front.py).
 
 Inputs and what they become:
     a peer's Raft message (raft/messages.py)  -> core.step(message)
+    a node's ChangeQueueMembers / TransferQueueLeader -> core.add_member / remove_member /
+                                                 transfer_leadership (actors/quorum/member_changes.py)
     a channel's or the node's message         -> front.handle; what it asks is proposed at the
                                                  end of the turn, with everything else of the turn
     tick() from the host's ticker             -> core.tick(); an idle drained queue snapshots
@@ -32,7 +34,10 @@ from typing import Any, Callable
 
 import structlog
 
+from actors.messages.calls import Reply
+from actors.messages.quorum import ChangeQueueMembers, NotQueueLeader, TransferQueueLeader
 from actors.quorum.front import DeadLetterHanded, DeadLettered, DeadLetterWorkerStopped, QueueFront
+from actors.quorum.member_changes import MemberChanges, is_change
 from actors.quorum.machine import stats
 from actors.quorum.release import QueueView, ReleaseCursor
 from actors.raft.wal import WalActor
@@ -43,6 +48,7 @@ from effects.interpreter import Interpreter
 from raft import messages as peer
 from raft.core import RaftCore
 from raft.driver import RaftDriver
+from raft.roles import LEADER
 
 log = structlog.get_logger("warren.quorum.member")
 
@@ -73,6 +79,7 @@ class QuorumMember:
         self._addresses: dict[str, Address] = {}
         self._turn_scheduled = False
         self._per_turn = core.settings.append_per_turn
+        self.changes = MemberChanges()
         self._actor_effects = ActorEffects(runtime, me, on_timer=self._timer)
         self._out = Interpreter({**self._actor_effects.handlers(), Send: self._send_out,
                                  DeadLettered: self._dead_lettered, DeadLetterHanded: self._dead_lettered,
@@ -89,6 +96,9 @@ class QuorumMember:
             else:
                 self.wal.kick()  # a follower's appended entries: written in this turn's flush
             return
+        if type(msg) in (ChangeQueueMembers, TransferQueueLeader):
+            self._membership(str(sender), msg)
+            return
         # channels' messages of one loop turn become ONE proposal batch, proposed at the turn's
         # end (before the WAL writes the turn), so a burst of publishes and acks costs one log
         # append, one WAL record run and one AppendEntries per follower
@@ -103,6 +113,8 @@ class QuorumMember:
         input only when something happened."""
         core = self.core
         effects = core.tick()
+        if self.changes.pending:
+            self._membership_tick()
         if effects:
             self.front.now_ms = now_ms()
             self.run(effects)
@@ -124,6 +136,29 @@ class QuorumMember:
         self.front.now_ms = now_ms()
         self.front.timer(name)
         self._end_input()
+
+    def _membership(self, sender: str, msg: ChangeQueueMembers | TransferQueueLeader) -> None:
+        core = self.core
+        if core.role != LEADER:
+            leader = core.leader_id if core.leader_id != core.id else None
+            self.send(sender, NotQueueLeader(leader, core.term, msg))
+            return
+        if type(msg) is TransferQueueLeader:
+            self.run(core.transfer_leadership(msg.member))
+            self.send(sender, Reply(msg.rid))
+        else:
+            change = core.add_member if msg.add else core.remove_member
+            self.run(change(msg.member, self.changes.ask(sender, msg, now_ms())))
+        self._end_input()
+
+    def _membership_tick(self) -> None:
+        for corr, msg in self.changes.retries():
+            self.run((self.core.add_member if msg.add else self.core.remove_member)(msg.member, corr))
+        self._answer_changes(self.changes.expire(now_ms()))
+
+    def _answer_changes(self, out: list[tuple[str, Any]]) -> None:
+        for to, msg in out:
+            self.send(to, msg)
 
     def channels_gone(self, prefix: str) -> None:
         """The host heard that channels under `prefix` are gone (actors/messages/quorum.py)."""
@@ -197,13 +232,22 @@ class QuorumMember:
         self.runtime.send(self._address(to), msg, sender=self.me)
 
     def reply(self, corr: Any, reply: Any) -> None:
-        self.front.committed(corr, reply)
+        if is_change(corr):
+            self._answer_changes(self.changes.committed(corr))
+        else:
+            self.front.committed(corr, reply)
 
     def not_leader(self, corr: Any, leader: str | None) -> None:
-        self.front.not_leader(corr, leader)
+        if is_change(corr):
+            self._answer_changes(self.changes.not_leader(corr, leader, self.core.term))
+        else:
+            self.front.not_leader(corr, leader)
 
     def change_refused(self, corr: Any, reason: str) -> None:
-        log.warning("quorum.member_change_refused", member=self.core.id, reason=reason)
+        if is_change(corr):
+            self._answer_changes(self.changes.refused(corr, reason))
+        else:
+            log.warning("quorum.member_change_refused", member=self.core.id, reason=reason)
 
     def leader_changed(self, leader: str | None) -> None:
         if leader == self.core.id:
@@ -245,4 +289,6 @@ class QuorumMember:
                 "applied": core.applied, "last": last, "first": core.log.first_index(),
                 "written": core.log.written_index(), "snapshot_index": core.snapshot_index,
                 "recovered": self.recovered, "leader_since": self.leader_since,
-                "members": sorted(core.config.voters), **stats(core.state)}
+                "members": sorted(core.config.voters), "learners": sorted(core.config.learners),
+                "match": {m: pr.match for m, pr in core.progress.items()} if core.role == LEADER else {},
+                **stats(core.state)}
