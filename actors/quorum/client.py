@@ -30,7 +30,9 @@ leads (`take()[0]`: Sends to member ids). The channel sees one queue, whichever 
   those again, which is harmless, and returns the rest, redelivered with a higher delivery count;
   a switch may well be to a member that turns out not to lead, so nothing is forgotten), the call
   in progress, every unconfirmed message (one batch), then whatever a non-leader refused that
-  is not tracked otherwise (settles, grants, a channel's goodbye).
+  is not tracked otherwise (settles, grants, a channel's goodbye). A consumer whose Consume is
+  still unanswered is not resynced (its Consume is re-sent): a leader cancels a consumer it is
+  resynced and does not know (one removed while its channel was out of reach), and says so.
 
 Ordering rule: after a switch nothing new reaches the new leader before the re-sends above, so a
 publisher's sequence arrives there in order. Duplicates are possible (a resend of what the old
@@ -165,8 +167,9 @@ class QuorumClient:
             self._replied(msg)
             self._up.append(msg)
         elif kind is ConsumerCancelled:
-            self.consumers.pop(msg.consumer_tag, None)
-            self._up.append(msg)
+            con = self.consumers.pop(msg.consumer_tag, None)
+            if con is None or not con.cancelled:  # the channel cancelled it already: nothing to say
+                self._up.append(msg)
         elif kind is QueueLeader:
             if (msg.term > self.term or (msg.term == self.term and msg.leader != self.target)
                     or self.refused_by_target):
@@ -280,9 +283,11 @@ class QuorumClient:
         self.idle_ticks = 0
         self.switches += 1
         out = self._out
+        consuming = {call.consumer_tag for call in self.calls.values() if type(call) is Consume}
         for tag, con in self.consumers.items():  # the settled ids stay: the target may not lead
-            out.append(Send(leader, ConsumerResync(tag, list(con.held), list(con.acked),
-                                                   list(con.discarded))))
+            if tag not in consuming:  # a leader that does not know it yet would cancel it
+                out.append(Send(leader, ConsumerResync(tag, list(con.held), list(con.acked),
+                                                       list(con.discarded))))
         for rid in sorted(self.calls):
             out.append(Send(leader, self.calls[rid]))
         self._publish_all([numbered for _seq, numbered in self.unconfirmed.values()])

@@ -33,6 +33,20 @@ Consumer credit: an acking consumer is a machine consumer with prefetch = the cr
 carries, refilled by the machine as deliveries are settled, so the channel's later `Grant`s for
 it are ignored; a no-ack consumer's Grants become machine `Credit`.
 
+Channels out of reach. A node's quorum host that sees another node go down cannot tell a crash
+from a partition or a pause, so its members treat that node's channels as suspects
+(`channels_gone`, by connection host incarnation): the leader removes their consumers and gives
+back what they held (`ConsumersDown`; their publisher sequences stay, so a channel that was only
+out of reach publishes on without a gap), and remembers which consumers it removed. When the node
+is seen again (`channels_back`) the suspicion is lifted (a later leader no longer removes that
+incarnation's channels, old or new) and the leader tells each consumer it removed that it is
+cancelled (`ConsumerCancelled`, the client's basic.cancel), and reminds every other channel of the
+node who leads (`QueueLeader`). A channel that is dead after all answers neither: the runtime
+hands back `Undelivered`, and the leader takes the channel down for good (`ChannelDown`, its
+publisher sequence too); so does any delivery to a channel that is gone. A consumer a new leader
+no longer knows (its `ConsumerResync` names it) is told it is cancelled too, so a channel that
+missed the word is not left waiting for deliveries that will never come.
+
 Left out: at-least-once dead-letter workers (the effects are logged), consumer timeouts (the
 channel's), policies beyond handing the definition to `config.resolve_settings`.
 """
@@ -49,6 +63,7 @@ from actors.messages.channel_queue import (
 from actors.messages.node import ApplyPolicy, AutoDeleteQueue, Dispose, QueueCounts, QueueStats
 from actors.messages.quorum import (ChannelsGone, ConsumerResync, FindLeader, NotQueueLeader, QueueLeader,
                                     ResendFrom)
+from actors.messages.runtime import Undelivered
 from actors.quorum import commands as c
 from actors.quorum import effects as qe
 from actors.quorum.config import resolve_settings
@@ -157,13 +172,17 @@ class QueueFront:
         self._pending: dict[str, int] = {}  # channel -> proposals it waits for
         self._resyncs: list[tuple[str, ConsumerResync]] = []  # until caught up
         self._announce = False
-        self.gone: set[str] = set()  # address prefixes of channels known gone (ChannelsGone)
+        self.gone: set[str] = set()  # address prefixes of channels suspected gone (channels_gone)
+        self.downed: dict[str, set[str]] = {}  # channel -> the consumer tags ConsumersDown removed
 
     # -- inputs --------------------------------------------------------------------------------
     def handle(self, sender: str, msg: Any) -> None:
         """A message from a channel or the node."""
         if type(msg) is ChannelsGone:
             self.channels_gone(msg.prefix)
+            return
+        if type(msg) is Undelivered:
+            self._undelivered(sender)
             return
         if not self.view.is_leader():
             refused = None if type(msg) in (Publish, FindLeader) else msg
@@ -354,7 +373,8 @@ class QueueFront:
         if msg.discarded:
             self.proposals.append((c.encode(c.Discard(now, channel, tag, tuple(msg.discarded))), None))
         con = self.view.state().consumers.get((channel, tag))
-        if con is None:
+        if con is None:  # removed while its channel was out of reach (or cancelled meanwhile)
+            self.out.append(Send(channel, ConsumerCancelled(tag)))
             return
         known = set(msg.held) | set(msg.acked) | set(msg.discarded)
         missing = tuple(i for i in con.checked if i not in known)
@@ -365,17 +385,43 @@ class QueueFront:
         self.out.append(Send(channel, QueueLeader(self.view.id, self.view.term())))
 
     def channels_gone(self, prefix: str) -> None:
-        """Every channel whose address starts with `prefix` is gone (its node or host died). Every
-        member remembers it, so a leader elected later also gives their messages back."""
+        """Every channel whose address starts with `prefix` may be gone (its node was seen down).
+        Every member remembers it, so a leader elected later also gives their messages back."""
         self.gone.add(prefix)
         if self.view.caught_up():
             self._down_gone()
 
+    def channels_back(self, prefix: str) -> None:
+        """The node whose channels' addresses start with `prefix` is seen again: its channels are no
+        longer suspect; the leader tells those whose consumers it removed, and probes the rest."""
+        self.gone = {p for p in self.gone if not p.startswith(prefix)}
+        back = [ch for ch in self.downed if ch.startswith(prefix)]
+        if not self.view.is_leader():
+            return
+        for channel in back:
+            for tag in sorted(self.downed.pop(channel)):
+                self.out.append(Send(channel, ConsumerCancelled(tag)))
+        me, term = self.view.id, self.view.term()
+        for channel in channels(self.view.state()):
+            if channel.startswith(prefix):
+                self.out.append(Send(channel, QueueLeader(me, term)))
+
     def _down_gone(self) -> None:
         gone = tuple(self.gone)
-        for channel in channels(self.view.state()):
+        state = self.view.state()
+        for channel in channels(state):
             if channel.startswith(gone):
-                self.proposals.append((c.encode(c.ChannelDown(self.now_ms, channel)), None))
+                tags = {tag for ch, tag in state.consumers if ch == channel}
+                tags.update(tag for (ch, tag), _con in state.waiting if ch == channel)
+                if tags:
+                    self.downed.setdefault(channel, set()).update(tags)
+                    self.proposals.append((c.encode(c.ConsumersDown(self.now_ms, channel)), None))
+
+    def _undelivered(self, channel: str) -> None:
+        """The runtime could not deliver to `channel`: it is dead, whatever was suspected."""
+        self.downed.pop(channel, None)
+        if self.view.is_leader() and channel in channels(self.view.state()):
+            self.proposals.append((c.encode(c.ChannelDown(self.now_ms, channel)), None))
 
     # -- node messages (answered from the leader's state) ---------------------------------------
     def _stats(self, sender: str, msg: QueueStats) -> None:

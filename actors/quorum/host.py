@@ -158,6 +158,13 @@ class QuorumHost:
             for prefix in sorted(gone):
                 member.channels_gone(prefix)
 
+    def nodes_back(self, nodes: set[str]) -> None:
+        """Nodes seen down are seen again: their channels are no longer suspect (a partition or a
+        pause ended; the channels of a node that restarted are dead and never answer)."""
+        for member in list(self.members.values()):
+            for node in sorted(nodes):
+                member.channels_back(f"{node}:")
+
     # -- time and inspection ---------------------------------------------------------------------
     def tick(self) -> None:
         for member in list(self.members.values()):

@@ -130,6 +130,12 @@ class QuorumMember:
         self.front.channels_gone(prefix)
         self._end_input()
 
+    def channels_back(self, prefix: str) -> None:
+        """The host saw the node of the channels under `prefix` again."""
+        self.front.now_ms = now_ms()
+        self.front.channels_back(prefix)
+        self._end_input()
+
     def stop(self) -> None:
         """The member is being deleted: no timer or turn may touch it again."""
         self.stopped = True
