@@ -43,7 +43,10 @@ incarnation's channels, old or new) and the leader tells each consumer it remove
 cancelled (`ConsumerCancelled`, the client's basic.cancel), and reminds every other channel of the
 node who leads (`QueueLeader`). A channel that is dead after all answers neither: the runtime
 hands back `Undelivered`, and the leader takes the channel down for good (`ChannelDown`, its
-publisher sequence too); so does any delivery to a channel that is gone. A consumer a new leader
+publisher sequence too); so does any delivery to a channel that is gone. A channel that died with
+its node up (its connection host crashed and came back) and holds unacked deliveries with no
+credit left gets no delivery that could bounce: every `PROBE_MS` the leader reminds each channel
+holding unacked deliveries who leads (`probe`), and a dead one bounces that. A consumer a new leader
 no longer knows (its `ConsumerResync` names it) is told it is cancelled too, so a channel that
 missed the word is not left waiting for deliveries that will never come.
 
@@ -156,6 +159,9 @@ def with_delivery_count(header: bytes, count: int) -> bytes:
     return encode_content_header(class_id, body_size, props)
 
 
+PROBE_MS = 5_000  # how often a leader asks the channels holding unacked deliveries if they are there
+
+
 class QueueFront:
     def __init__(self, view: MemberView, machine: QuorumMachine, arguments: dict[str, Any],
                  node: Hashable | None = None) -> None:
@@ -174,6 +180,7 @@ class QueueFront:
         self._announce = False
         self.gone: set[str] = set()  # address prefixes of channels suspected gone (channels_gone)
         self.downed: dict[str, set[str]] = {}  # channel -> the consumer tags ConsumersDown removed
+        self._next_probe_ms = 0
 
     # -- inputs --------------------------------------------------------------------------------
     def handle(self, sender: str, msg: Any) -> None:
@@ -416,6 +423,17 @@ class QueueFront:
                 if tags:
                     self.downed.setdefault(channel, set()).update(tags)
                     self.proposals.append((c.encode(c.ConsumersDown(self.now_ms, channel)), None))
+
+    def probe(self) -> None:
+        """Every PROBE_MS, a leader's QueueLeader to each channel holding unacked deliveries: a
+        live channel's client takes it as news it has (nothing happens), a dead one bounces it."""
+        if self.now_ms < self._next_probe_ms or not self.view.is_leader():
+            return
+        self._next_probe_ms = self.now_ms + PROBE_MS
+        holding = dict.fromkeys(ch for (ch, _tag), con in self.view.state().consumers.items() if con.checked)
+        me, term = self.view.id, self.view.term()
+        for channel in holding:
+            self.out.append(Send(channel, QueueLeader(me, term)))
 
     def _undelivered(self, channel: str) -> None:
         """The runtime could not deliver to `channel`: it is dead, whatever was suspected."""

@@ -102,9 +102,11 @@ class QuorumMember:
         input only when something happened."""
         core = self.core
         effects = core.tick()
+        front = self.front
+        front.now_ms = now_ms()
         if effects:
-            self.front.now_ms = now_ms()
             self.run(effects)
+        front.probe()
         if not core.snapshot_pending and core.applied > self.release.snapshot_index:
             snapshot = self.release.on_tick(self._view(), core.capture_snapshot)
             if snapshot is not None:

@@ -16,7 +16,7 @@ from actors.messages.quorum import ChannelsGone, ConsumerResync, FindLeader, Not
 from actors.messages.runtime import Undelivered
 from actors.quorum import commands as c
 from actors.quorum.effects import EXPIRE_MSGS
-from actors.quorum.front import DELIVERY_COUNT_HEADER, QueueFront, with_delivery_count
+from actors.quorum.front import DELIVERY_COUNT_HEADER, PROBE_MS, QueueFront, with_delivery_count
 from effects import Send, StartTimer
 from persist.classic.message import Message
 from raft.log import Entry
@@ -315,6 +315,29 @@ def test_a_channel_the_runtime_cannot_reach_is_taken_down_for_good():
     assert CH not in m.run.state.enqueuers
     m.leading = False
     assert m.handle(CH, Undelivered(QueueLeader(OTHER, 3))) == []  # a follower never answers it
+
+
+def test_the_leader_probes_channels_holding_deliveries_and_a_dead_one_gives_them_back():
+    """The fault suite's kill of a connection host: its channels died with their node up, and one
+    whose prefetch was all unacked got no delivery that could bounce (its messages stayed unacked)."""
+    m = Member()
+    m.handle(CH, pub(1, 2))
+    m.handle(CH2, Consume(1, "t", True, 2, False, {}))  # both delivered, no credit left
+    m.handle(CH, Consume(2, "u", True, 2, False, {}))   # holds nothing: not probed
+    m.front.probe()
+    assert m.propose() == [Send(CH2, QueueLeader(ME, 3))]
+    m.front.now_ms += PROBE_MS - 1
+    m.front.probe()
+    assert m.propose() == []  # not due yet
+    m.front.now_ms += 1
+    m.leading = False
+    m.front.probe()
+    assert m.propose() == []  # a follower never probes
+    m.leading = True
+    m.front.probe()
+    assert m.propose() == [Send(CH2, QueueLeader(ME, 3))]
+    assert m.handle(CH2, Undelivered(QueueLeader(ME, 3))) == [Send(CH, Deliver("u", [
+        msg(2, 1, True, with_delivery_count(H, 1)), msg(3, 2, True, with_delivery_count(H, 1))]))]
 
 
 def test_a_resync_of_a_consumer_the_leader_does_not_know_cancels_it():
