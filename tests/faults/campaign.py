@@ -48,7 +48,7 @@ class Options:
     rounds: int | None = None
     fault_s: tuple[float, float] = (10.0, 30.0)
     recovery_s: tuple[float, float] = (10.0, 20.0)
-    queue_type: str = "classic"  # comma-separated: the queues take the types in turn
+    queue_type: str = "quorum,quorum,classic"  # comma-separated: the queues take the types in turn
     queues: int = 3
     publishers: int = 4
     consumers: int = 4
@@ -309,9 +309,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, help="this many windows of each nemesis, whatever --time says")
     p.add_argument("--fault", default="10:30", help="a fault window's length in seconds, MIN:MAX (default 10:30)")
     p.add_argument("--recovery", default="10:20", help="a recovery window's length, MIN:MAX (default 10:20)")
-    p.add_argument("--queue-type", default="classic",
-                   help="classic, quorum, or a comma-separated list the queues take in turn "
-                        "(quorum,quorum,classic: two quorum queues and a durable classic one)")
+    p.add_argument("--queue-type", default="quorum,quorum,classic",
+                   help="classic, quorum, or a comma-separated list the queues take in turn (default "
+                        "quorum,quorum,classic: two quorum queues and a durable classic one)")
     p.add_argument("--queues", type=int, default=3)
     p.add_argument("--publishers", type=int, default=4)
     p.add_argument("--consumers", type=int, default=4)
