@@ -405,11 +405,16 @@ class QueueFront:
         back = [ch for ch in self.downed if ch.startswith(prefix)]
         if not self.view.is_leader():
             return
+        state = self.view.state()
         for channel in back:
             for tag in sorted(self.downed.pop(channel)):
-                self.out.append(Send(channel, ConsumerCancelled(tag)))
+                # one still there was not removed after all (its ConsumersDown is pending or was
+                # dropped with a leader): cancelling it here would leave the queue delivering to a
+                # consumer its channel no longer has; if it goes later, the client's check finds out
+                if (channel, tag) not in state.consumers and not any(k == (channel, tag) for k, _ in state.waiting):
+                    self.out.append(Send(channel, ConsumerCancelled(tag)))
         me, term = self.view.id, self.view.term()
-        for channel in channels(self.view.state()):
+        for channel in channels(state):
             if channel.startswith(prefix):
                 self.out.append(Send(channel, QueueLeader(me, term)))
 

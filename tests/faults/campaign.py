@@ -182,7 +182,7 @@ def queue_leader(cluster: FaultCluster, queue: str) -> str | None:
             continue
         for status in members.values():
             if status.get("leader") and (best is None or status["term"] > best[0]):
-                best = (status["term"], str(status["leader"]).split(":")[0])
+                best = (status["term"], str(status["leader"]).split("@")[0])  # "n1@host:quorum/..."
     return None if best is None else best[1]
 
 
@@ -278,7 +278,7 @@ def queue_states(cluster: FaultCluster, types: dict[str, str]) -> list[str]:
                 members.append({"id": f"{name}:?", "role": "no answer"})
         leader = next((m for m in members if m.get("role") == "leader"), None)
         counts = ", ".join(f"{c} {leader.get(c)}" for c in columns) if leader else "no leader"
-        roles = "; ".join(f"{str(m.get('id')).split(':')[0]} {m.get('role')} term {m.get('term')} "
+        roles = "; ".join(f"{str(m.get('id')).split('@')[0]} {m.get('role')} term {m.get('term')} "
                           f"applied {m.get('applied')}" for m in members)
         lines.append(f"queue {queue} (quorum): {counts} [{roles}]")
     return lines

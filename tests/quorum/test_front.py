@@ -293,6 +293,19 @@ def test_a_channel_out_of_reach_publishes_on_and_hears_its_consumer_went_once_it
     assert m.run.stats["consumers"] == 1 and m.run.state.consumers[(later, "u")].checked
 
 
+def test_a_consumer_still_there_when_its_node_is_back_is_not_cancelled():
+    """Its ConsumersDown was dropped with a deposed leader: the queue still delivers to it, so its
+    channel must keep it (a cancel would make every delivery bounce back and forth)."""
+    far = "n2:conn0/ch:7.1"
+    m = Member()
+    m.handle(far, Consume(1, "t", True, 10, False, {}))
+    m.front.channels_gone("n2:conn0/ch:7.")
+    m.front.take_proposals()  # proposed, never committed
+    m.front.channels_back("n2:")
+    assert m.propose() == [Send(far, QueueLeader(ME, 3))]  # a probe, no cancel
+    assert m.run.stats["consumers"] == 1 and m.front.downed == {}
+
+
 def test_a_follower_lifts_the_suspicion_too_and_only_the_leader_speaks():
     m = Member()
     m.handle("n2:conn0/ch:7.1", Consume(1, "t", True, 10, False, {}))
