@@ -233,11 +233,13 @@ def quorum_host(runtime: Any, spec: Any) -> None:
     seen_down: set[str] = set()
 
     def on_nodes(_up: list[str], down: list[str]) -> None:
-        newly = set(down) - seen_down
+        newly, back = set(down) - seen_down, seen_down - set(down)
         seen_down.clear()
         seen_down.update(down)
         if newly:
             host.nodes_down(newly)
+        if back:
+            host.nodes_back(back)
     ClusterView(runtime, me, on_nodes=on_nodes, on_node_started=replica.subscribe).start()
 
 

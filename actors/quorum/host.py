@@ -15,6 +15,12 @@ were half deleted. Start-up (also after kill -9): load the table, recover the WA
 members (snapshot + segments + WAL replay, torn tails cut and logged; a deleted member's leftover
 WAL records are skipped), then start every member from what was recovered.
 
+A member whose `receive` raised is removed by the runtime (actors/runtime/mailbox.py), yet the
+host still holds it, ticks it and hands it WAL notices: a member half there, deaf to its peers and
+channels, for good. The host checks at every tick and, finding one, exits (as a host whose loop
+crashed does): its supervisor starts it again and every member recovers from the WAL, the one
+recovery path that kill -9 exercises.
+
 Time: one ticker per host calls every member's `tick` each `tick_ms`. The defaults are slow on
 purpose: a node holds hundreds of members and every leader heartbeats its followers; a 250 ms tick
 with heartbeats every 2 ticks (500 ms) and elections after 8-16 ticks (2-4 s) keeps 1,000 idle
@@ -201,12 +207,27 @@ class QuorumHost:
         if member is not None:
             member.dead_letters_settled(msg_ids)
 
+    def nodes_back(self, nodes: set[str]) -> None:
+        """Nodes seen down are seen again: their channels are no longer suspect (a partition or a
+        pause ended; the channels of a node that restarted are dead and never answer)."""
+        for member in list(self.members.values()):
+            for node in sorted(nodes):
+                member.channels_back(f"{node}:")
+
     # -- time and inspection ---------------------------------------------------------------------
     def tick(self) -> None:
+        actor = self.runtime.actor
         for member in list(self.members.values()):
+            if actor(member.me.name) is not member:
+                self._member_crashed(member)
             member.tick()
         if self.dead_letters is not None:
             self.dead_letters.tick()
+
+    def _member_crashed(self, member: QuorumMember) -> None:
+        log.error("quorum.member_crashed", member=str(member.me), queue=member.core.state.config.name,
+                  action="host exits; its supervisor restarts it and every member recovers from the WAL")
+        os._exit(1)
 
     def status(self, queue: str | None = None, uid: str | None = None) -> dict[str, dict]:
         return {u: m.status() for u, m in self.members.items()

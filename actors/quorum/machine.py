@@ -467,8 +467,12 @@ def _requeue(index: int, cmd: c.Requeue, s: QueueState) -> Result:
 
 
 def _channel_down(index: int, cmd: c.ChannelDown, s: QueueState) -> Result:
+    s.enqueuers.pop(cmd.channel, None)
+    return _consumers_down(index, cmd, s)
+
+
+def _consumers_down(index: int, cmd: c.ConsumersDown | c.ChannelDown, s: QueueState) -> Result:
     channel = cmd.channel
-    s.enqueuers.pop(channel, None)
     s.waiting = [item for item in s.waiting if item[0][0] != channel]
     dead: list[Entry] = []
     for key in [k for k in s.consumers if k[0] == channel]:
@@ -563,7 +567,7 @@ _HANDLERS: dict[type, Callable[[int, Any, QueueState], Result]] = {
     c.Settle: _settle, c.Return: _return, c.Discard: _discard, c.Requeue: _requeue,
     c.ChannelDown: _channel_down, c.Purge: _purge, c.Get: _get, c.UpdateSettings: _update_settings,
     c.Tick: _tick, c.DeadLetterCheckout: _dead_letter_checkout,
-    c.DeadLetterSettle: _dead_letter_settle,
+    c.DeadLetterSettle: _dead_letter_settle, c.ConsumersDown: _consumers_down,
 }
 
 

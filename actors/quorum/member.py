@@ -113,11 +113,13 @@ class QuorumMember:
         input only when something happened."""
         core = self.core
         effects = core.tick()
+        front = self.front
+        front.now_ms = now_ms()
         if self.changes.pending:
             self._membership_tick()
         if effects:
-            self.front.now_ms = now_ms()
             self.run(effects)
+        front.probe()
         if not core.snapshot_pending and core.applied > self.release.snapshot_index:
             snapshot = self.release.on_tick(self._view(), core.capture_snapshot)
             if snapshot is not None:
@@ -172,6 +174,12 @@ class QuorumMember:
             return
         self.front.now_ms = now_ms()
         self.front.dead_letters_settled(msg_ids)
+        self._end_input()
+
+    def channels_back(self, prefix: str) -> None:
+        """The host saw the node of the channels under `prefix` again."""
+        self.front.now_ms = now_ms()
+        self.front.channels_back(prefix)
         self._end_input()
 
     def stop(self) -> None:
