@@ -12,14 +12,16 @@ from typing import Any
 
 from actors.mgmt.collector import StatsCollector
 from actors.placement import kind_of
+from actors.quorum.names import QUORUM_KIND
 from actors.mgmt.server import Management
 
 
 async def start_management(runtime: Any, node: Any, cfg: dict, resources: Callable[[], dict]) -> Management:
     """`resources`: the node's memory and disk as the management API names them (the monitor's)."""
     def hosts() -> list[str]:
-        """Every queue and connection host of the cluster: this node's and those the directory names."""
-        return sorted(h for h in runtime.directory if kind_of(h).startswith(("queue", "conn")))
+        """Every queue, quorum and connection host of the cluster: this node's and those the
+        directory names (a quorum host reports the queues whose member there leads)."""
+        return sorted(h for h in runtime.directory if kind_of(h).startswith(("queue", "conn", QUORUM_KIND)))
 
     collector = StatsCollector(runtime, hosts, int(cfg.get("collect_statistics_interval", 5000)), resources=resources)
     collector.start()

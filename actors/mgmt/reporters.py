@@ -56,7 +56,8 @@ class QuorumHostReporter:
                 queues.append({**{k: v for k, v in status.items() if k.startswith(("message", "consumers"))},
                                "vhost": status["vhost"], "name": status["queue"], "leader": self.node,
                                "pid": status["id"],  # RabbitMQ's pid of a quorum queue: its leader's
-                               "state": "running", "flow": "running"})
+                               "state": "running", "flow": "running",
+                               "message_stats": {"publish": status["published"]}})
         self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, queues, [], [], [], [], {})),
                           sender=self.address)
 

@@ -5,8 +5,9 @@ latest sample of the hosts (sample.py, at most one interval old) and the rates b
 two samples (rates.py). Field names, nesting and the `*_details: {"rate": r}` pairs are those of
 RabbitMQ 3.10's management plugin (checked against tests/mgmt/oracle_shapes.json); `message_stats`
 appears once an object has counters, as in RabbitMQ. Values RabbitMQ takes from the Erlang VM
-(reductions, garbage_collection, backing_queue_status) are left out. A quorum queue shows `leader`,
-`members` and `online`; on one node they all name this node.
+(reductions, garbage_collection, backing_queue_status) are left out. A quorum queue shows `leader`
+(as its leading member reports it, else the first leader), `members` (its record's) and `online`
+(the members, as the sample cannot tell which are down).
 
 Everything here is a function of its arguments: `View` carries what a request sees (registry,
 sample, rates, the node's name and facts).
@@ -93,8 +94,10 @@ def queue(view: View, rec: Any, *, detail: bool = False) -> dict:
     if s is not None and s.get("message_stats"):
         out["message_stats"] = message_stats(s["message_stats"], rates, QUEUE_COUNTERS)
     if qtype == "quorum":
-        out.update(leader=node, members=[node], online=[node], messages_dlx=0, message_bytes_dlx=0,
-                   single_active_consumer_ctag=None)
+        leader = (s or {}).get("leader") or (rec.members[0] if rec.members else node)
+        members = list(rec.members) or [node]
+        out.update(node=leader, leader=leader, members=members, online=members, messages_dlx=0,
+                   message_bytes_dlx=0, single_active_consumer_ctag=None)
         for key in ("exclusive_consumer_tag", "single_active_consumer_tag", "recoverable_slaves", "idle_since",
                     "head_message_timestamp"):
             out.pop(key)

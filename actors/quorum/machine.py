@@ -667,6 +667,8 @@ def stats(state: QueueState) -> dict[str, int]:
         "message_bytes_dead_lettered": dlx.bytes,
         "consumers": sum(1 for con in state.consumers.values() if not con.once) + len(state.waiting),
         "publishers": len(state.enqueuers),
+        # what the publishers the state still knows enqueued (their next sequence numbers less one)
+        "published": sum(state.enqueuers.values()) - len(state.enqueuers),
     }
 
 

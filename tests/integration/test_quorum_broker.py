@@ -89,25 +89,24 @@ def test_what_a_killed_connection_host_held_comes_back_redelivered(one: Cluster)
     pids = {host: one.control("n1", host, "pid", {}) for host in ("conn0", "conn1")}
     for pid in pids.values():
         psutil.Process(pid).kill()
-    until(lambda: all(_pid_of(one, host) not in (None, pid) for host, pid in pids.items()),
-          "both connection hosts restarted")
-    conn2, ch2 = connect(one, "n1")
+    until(lambda: not any(psutil.pid_exists(pid) for pid in pids.values()), "both connection hosts dead")
+    conn2, ch2 = until(lambda: _connected(one), "a connection host restarted by the supervisor", timeout_s=60)
     redelivered: list[tuple[bytes, bool]] = []
 
     def on_message(c, method, _props, body) -> None:
         redelivered.append((body, method.redelivered))
         c.basic_ack(method.delivery_tag)
     ch2.basic_consume("held", on_message)
-    until(lambda: conn2.process_data_events(0.05) or len(redelivered) == 10, "the 10 given back")
+    until(lambda: conn2.process_data_events(0.05) or len(redelivered) == 10, "the 10 given back", timeout_s=60)
     assert sorted(redelivered) == sorted((b"%d" % i, True) for i in range(10))
     ch2.queue_delete("held")
     conn2.close()
 
 
-def _pid_of(cluster: Cluster, host: str) -> int | None:
+def _connected(cluster: Cluster):
     try:
-        return cluster.control("n1", host, "pid", {})
-    except Exception:  # noqa: BLE001 - a host being restarted does not answer yet
+        return connect(cluster, "n1")
+    except pika.exceptions.AMQPConnectionError:  # no connection host listens yet
         return None
 
 
