@@ -223,17 +223,24 @@ async def _forget(cluster: ClusterActor, node: NodeActor, gone: str) -> dict:
 def quorum_host(runtime: Any, spec: Any) -> None:
     """A node's quorum host (actors/quorum/host.py) with its window on the cluster: the directory
     of the other nodes' hosts, and the channels of nodes that went down given back."""
-    host = quorum.quorum_host(runtime, spec)
+    # a registry replica, kept current by the node as a queue host's, routes dead-lettered messages
+    me = spec.config["node_name"]
+    replica = RegistryReplica(runtime, QUEUE_ROUTER_NAME, Registry(), node_address(me))
+    runtime.spawn(QUEUE_ROUTER_NAME, replica)
+    replica.subscribe()
+    host = quorum.quorum_host(runtime, spec, replica.registry)
     runtime.spawn(REPORTER_NAME, QuorumHostReporter(runtime, host, spec.config["node_name"]))
     seen_down: set[str] = set()
 
     def on_nodes(_up: list[str], down: list[str]) -> None:
-        newly = set(down) - seen_down
+        newly, back = set(down) - seen_down, seen_down - set(down)
         seen_down.clear()
         seen_down.update(down)
         if newly:
             host.nodes_down(newly)
-    ClusterView(runtime, spec.config["node_name"], on_nodes=on_nodes).start()
+        if back:
+            host.nodes_back(back)
+    ClusterView(runtime, me, on_nodes=on_nodes, on_node_started=replica.subscribe).start()
 
 
 def queue_host(runtime: Any, spec: Any) -> None:
@@ -306,7 +313,7 @@ async def connection_host(runtime: Any, spec: Any) -> None:
         node=node_address(me), consumer_timeout_ms=cfg.get("consumer_timeout", 1800000),
         max_message_size=cfg.get("max_message_size", MAX_MESSAGE_SIZE_DEFAULT))
     replica = RegistryReplica(runtime, ROUTER_NAME, registry, node_address(me), tell_channels(ctx),
-                              tell_channels_host_restarted(ctx))
+                              tell_channels_host_restarted(ctx), incarnation=ctx.incarnation)
     runtime.spawn(ROUTER_NAME, replica)
     watcher = AlarmWatcher(ctx, alarm_relay(me))
     runtime.spawn(WATCHER_NAME, watcher)

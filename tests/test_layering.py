@@ -44,6 +44,7 @@ CORE_MODULES = [
 ]
 # Shells inside a pure package: actors/quorum's member actor, host entry and test launchers.
 SHELLS_IN_CORE_PACKAGES = ["actors/quorum/member.py", "actors/quorum/host.py", "actors/quorum/launch.py",
+                           "actors/quorum/dead_letter_shell.py",
                            "actors/quorum/drive.py"]
 # What a core in actors/ may not import: the runtime's machinery, host entries, shells.
 SHELL_MODULES = ("actors.runtime.mailbox", "actors.runtime.host", "actors.runtime.supervisor",

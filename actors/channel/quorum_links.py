@@ -20,7 +20,7 @@ from actors.messages.quorum import NotQueueLeader
 from actors.messages.runtime import Undelivered
 from actors.placement import QUORUM_HOME_PREFIX, quorum_uid
 from actors.quorum.client import QuorumClient
-from actors.quorum.names import member_id, uid_of_member
+from actors.quorum.names import MEMBER_PREFIX, member_id, uid_of_member
 from actors.runtime.address import Address
 from effects import Send
 
@@ -52,9 +52,13 @@ class QuorumLinks:
     def receive(self, sender: Address, msg: Any) -> tuple[Address, list[Any], list[Send]] | None:
         """(the queue, what it says to the channel, sends to members) for a message from a member;
         None when `sender` is not a member of a queue this channel talks to."""
-        queue = self._queue_of.get(sender) or self._added_member(sender)
+        queue = self._queue_of.get(sender)
         if queue is None:
-            return None
+            if not self._clients or type(sender) is not Address or not sender.name.startswith(MEMBER_PREFIX):
+                return None  # a classic queue's, the node's, another channel's: on every delivery's path
+            queue = self._added_member(sender)
+            if queue is None:
+                return None
         client = self._clients[queue]
         if type(msg) is Undelivered:
             refused = msg.msg

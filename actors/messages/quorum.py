@@ -29,6 +29,8 @@ node -> a member (the leader; any other answers `NotQueueLeader` with `refused` 
   refused or does not commit in time.
 - `TransferQueueLeader(member)`: hand leadership to that member; `Reply` at once (the transfer runs).
 anyone -> a member, or a quorum host's manager (then to every member on that node):
+- `HostChannelsGone(host, current)` (to a quorum host's manager, from the node that saw a
+  connection host restart): the channels of that host's earlier incarnations are gone.
 - `ChannelsGone(prefix)`: every channel whose address starts with `prefix` (a node's or a host's)
   is gone: the leader proposes a ChannelDown for each one it knows, and every member remembers the
   prefix, so a leader elected later does the same when it takes over. No answer. Prefixes must not
@@ -98,6 +100,16 @@ class DeleteMember:
 @message
 class ChannelsGone:
     prefix: str
+
+
+@message
+class HostChannelsGone:
+    """Connection host `host` restarted: its channels named before `current` (its new incarnation,
+    in hex: "HOST/ch:CURRENT.N") are gone. To a quorum host's manager, which gives each member's
+    channels of that host back by their own incarnation prefix (ChannelsGone). No answer."""
+
+    host: str
+    current: str
 
 
 @message

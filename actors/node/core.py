@@ -54,7 +54,7 @@ from typing import Any
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import Purge
 from actors.messages.cluster import ForgetNode
-from actors.messages.quorum import NotQueueLeader
+from actors.messages.quorum import HostChannelsGone, NotQueueLeader
 from actors.node import quorum_membership as qm
 from actors.node import quorum_queues as qq
 from actors.node.steps import Apply, Ask, Op
@@ -106,9 +106,11 @@ class Startup:
 
 @dataclass(frozen=True, slots=True)
 class HostRestarted:
-    """An internal operation: connection host `host` restarted; its connections' exclusive queues go."""
+    """An internal operation: connection host `host` restarted (now as `incarnation`); its
+    connections' exclusive queues go, and quorum queues give back what its channels held."""
 
     host: str
+    incarnation: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,7 +396,7 @@ class NodeCore:
         self._out.append(Send(sender, MetadataChanged(self.registry.snapshot())))
         if sender.name == ROUTER_NAME and before is not None and not again:
             # a connection host restarted: its connections are gone, and their exclusive queues
-            self._work.append((None, HostRestarted(sender.host)))
+            self._work.append((None, HostRestarted(sender.host, incarnation)))
             self._pump()
         if sender.name != QUEUE_ROUTER_NAME or again:
             return
@@ -492,6 +494,9 @@ class NodeCore:
         return result
 
     def _host_restarted(self, x: HostRestarted) -> Op:
+        gone = HostChannelsGone(x.host, f"{x.incarnation:x}")
+        for node in sorted(self.cluster - self.down):
+            self._out.append(Send(qq.manager(node), gone))
         yield Apply(RemoveOwnedQueues(f"{x.host}:", prefix=True), RETRY_LATER)
 
     def _node_down(self, x: NodeDown) -> Op:
@@ -542,10 +547,11 @@ class NodeCore:
         return QueueDeclared(rec.name, stats.value.messages, stats.value.consumers)
 
     def _start_members(self, rec: QueueRecord) -> Op:
-        """A new quorum queue's members, started on their nodes; declare-ok once one leads."""
+        """A new quorum queue's members, started on their nodes; declare-ok once one leads. The
+        leader's member starts last: it asks for votes at its first tick, when the others exist."""
         started = 0
         start = qq.start_member(rec)
-        for node in rec.members:
+        for node in (*rec.members[1:], rec.members[0]):
             reply = yield Ask(qq.manager(node), start, _queue_down(rec.name))
             started += reply.ok
         error = qq.not_started(rec, self.node, started)

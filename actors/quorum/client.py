@@ -30,7 +30,14 @@ leads (`take()[0]`: Sends to member ids). The channel sees one queue, whichever 
   those again, which is harmless, and returns the rest, redelivered with a higher delivery count;
   a switch may well be to a member that turns out not to lead, so nothing is forgotten), the call
   in progress, every unconfirmed message (one batch), then whatever a non-leader refused that
-  is not tracked otherwise (settles, grants, a channel's goodbye).
+  is not tracked otherwise (settles, grants, a channel's goodbye). A consumer whose Consume is
+  still unanswered is not resynced (its Consume is re-sent): a leader cancels a consumer it is
+  resynced and does not know (one removed while its channel was out of reach), and says so.
+- A consumer that holds nothing and was given nothing for `check_ticks` is checked: an empty
+  `ConsumerResync` to the target, which changes nothing for a consumer the leader knows and
+  cancels one it removed (its channel out of reach for a while) whose cancel never arrived, so no
+  consumer waits for ever for deliveries that go to nobody. One small message per idle consumer
+  every `check_ticks`, no log entry.
 
 Ordering rule: after a switch nothing new reaches the new leader before the re-sends above, so a
 publisher's sequence arrives there in order. Duplicates are possible (a resend of what the old
@@ -54,6 +61,7 @@ from actors.quorum.names import get_tag
 from effects import Send
 
 RETRY_TICKS = 20          # ticks without a word from the target before asking who leads
+CHECK_RETRIES = 30        # an idle consumer is checked every this many retry periods
 SETTLED_MEMORY = 10_000   # settled msg ids remembered per consumer for a resync
 RESEND_BATCH_MAX = 1024   # messages per Publish when re-sending
 CALLS = (Consume, Cancel, Get, Purge)
@@ -61,10 +69,11 @@ TRACKED = (*CALLS, ConsumerResync, ChannelDown)  # re-sent by every switch anywa
 
 
 class _Consumer:
-    __slots__ = ("held", "acked", "discarded", "cancelled", "last_msg_id")
+    __slots__ = ("held", "acked", "discarded", "cancelled", "last_msg_id", "quiet")
 
     def __init__(self, settled_memory: int) -> None:
         self.last_msg_id = -1  # msg ids grow with every delivery to a consumer
+        self.quiet = 0  # ticks since its last delivery
         self.held: dict[int, None] = {}  # msg ids delivered and not settled, in order
         self.acked: deque[int] = deque(maxlen=settled_memory)
         self.discarded: deque[int] = deque(maxlen=settled_memory)
@@ -79,6 +88,7 @@ class QuorumClient:
         self.target = leader if leader is not None else self.members[0]
         self.term = 0
         self.retry_ticks = retry_ticks
+        self.check_ticks = retry_ticks * CHECK_RETRIES
         self.settled_memory = settled_memory
         self.next_qseq = 1
         self.unconfirmed: dict[int, tuple[int, Published]] = {}  # qseq -> (channel seq, as sent)
@@ -165,8 +175,9 @@ class QuorumClient:
             self._replied(msg)
             self._up.append(msg)
         elif kind is ConsumerCancelled:
-            self.consumers.pop(msg.consumer_tag, None)
-            self._up.append(msg)
+            con = self.consumers.pop(msg.consumer_tag, None)
+            if con is None or not con.cancelled:  # the channel cancelled it already: nothing to say
+                self._up.append(msg)
         elif kind is QueueLeader:
             if (msg.term > self.term or (msg.term == self.term and msg.leader != self.target)
                     or self.refused_by_target):
@@ -198,6 +209,7 @@ class QuorumClient:
             con.held[m[0]] = None
             self.holder[m[0]] = tag
         con.last_msg_id = messages[-1][0]
+        con.quiet = 0
         return msg
 
     def _confirmed(self, upto: int) -> None:
@@ -265,6 +277,8 @@ class QuorumClient:
 
     # -- time and switching ----------------------------------------------------------------------
     def tick(self) -> None:
+        if self.consumers:
+            self._check_consumers()
         if not self.outstanding():
             self.idle_ticks = 0
             return
@@ -274,15 +288,33 @@ class QuorumClient:
             for member in self.members:
                 self._out.append(Send(member, FindLeader()))
 
+    def _consuming(self) -> set[str]:
+        """The tags of consumers whose Consume is still unanswered."""
+        return {call.consumer_tag for call in self.calls.values() if type(call) is Consume}
+
+    def _check_consumers(self) -> None:
+        consuming = None
+        for tag, con in self.consumers.items():
+            con.quiet += 1
+            if con.quiet < self.check_ticks or con.held or con.cancelled:
+                continue
+            con.quiet = 0
+            if consuming is None:
+                consuming = self._consuming()
+            if tag not in consuming:
+                self._out.append(Send(self.target, ConsumerResync(tag, [], [], [])))
+
     def _switch(self, leader: str, term: int) -> None:
         self.target, self.term = leader, term
         self.refused_by_target = False
         self.idle_ticks = 0
         self.switches += 1
         out = self._out
+        consuming = self._consuming()
         for tag, con in self.consumers.items():  # the settled ids stay: the target may not lead
-            out.append(Send(leader, ConsumerResync(tag, list(con.held), list(con.acked),
-                                                   list(con.discarded))))
+            if tag not in consuming:  # a leader that does not know it yet would cancel it
+                out.append(Send(leader, ConsumerResync(tag, list(con.held), list(con.acked),
+                                                       list(con.discarded))))
         for rid in sorted(self.calls):
             out.append(Send(leader, self.calls[rid]))
         self._publish_all([numbered for _seq, numbered in self.unconfirmed.values()])

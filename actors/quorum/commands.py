@@ -139,6 +139,17 @@ class ChannelDown:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumersDown:
+    """The channel is out of reach (its node was seen down: a partition, a pause or a crash, which
+    no member can tell apart): its consumers are removed and their unacked messages come back, as
+    ChannelDown does, but its publisher sequence stays, so a channel that was only out of reach
+    publishes on where it left off (its next seq is no gap) and a resend is still dropped once."""
+
+    now_ms: int
+    channel: str
+
+
+@dataclass(frozen=True, slots=True)
 class Purge:
     """queue.purge: drop every ready message (not the unacked ones)."""
 
@@ -190,11 +201,11 @@ class DeadLetterSettle:
 
 
 Command = (Enqueue | Checkout | Credit | Cancel | Settle | Return | Discard | Requeue | ChannelDown
-           | Purge | Get | UpdateSettings | Tick | DeadLetterCheckout | DeadLetterSettle)
+           | Purge | Get | UpdateSettings | Tick | DeadLetterCheckout | DeadLetterSettle | ConsumersDown)
 
 _CLASSES: tuple[type, ...] = (Enqueue, Checkout, Credit, Cancel, Settle, Return, Discard, Requeue,
                               ChannelDown, Purge, Get, UpdateSettings, Tick, DeadLetterCheckout,
-                              DeadLetterSettle)
+                              DeadLetterSettle, ConsumersDown)  # append only: codes are in logs
 _CODES = {cls: code for code, cls in enumerate(_CLASSES)}
 _FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _CLASSES}
 _SETTINGS_FIELDS = tuple(f.name for f in fields(QueueSettings))

@@ -33,8 +33,29 @@ Consumer credit: an acking consumer is a machine consumer with prefetch = the cr
 carries, refilled by the machine as deliveries are settled, so the channel's later `Grant`s for
 it are ignored; a no-ack consumer's Grants become machine `Credit`.
 
-Left out: at-least-once dead-letter workers (the effects are logged), consumer timeouts (the
-channel's), policies beyond handing the definition to `config.resolve_settings`.
+Dead-lettering leaves the front as `DeadLettered` (at-most-once) and `DeadLetterHanded`
+(at-least-once: the machine's checkout to this leader's worker, which attaches as the member's
+id); the member hands both to the node's dead-letter worker (actors/quorum/dead_letter_worker.py).
+
+Channels out of reach. A node's quorum host that sees another node go down cannot tell a crash
+from a partition or a pause, so its members treat that node's channels as suspects
+(`channels_gone`, by connection host incarnation): the leader removes their consumers and gives
+back what they held (`ConsumersDown`; their publisher sequences stay, so a channel that was only
+out of reach publishes on without a gap), and remembers which consumers it removed. When the node
+is seen again (`channels_back`) the suspicion is lifted (a later leader no longer removes that
+incarnation's channels, old or new) and the leader tells each consumer it removed that it is
+cancelled (`ConsumerCancelled`, the client's basic.cancel), and reminds every other channel of the
+node who leads (`QueueLeader`). A channel that is dead after all answers neither: the runtime
+hands back `Undelivered`, and the leader takes the channel down for good (`ChannelDown`, its
+publisher sequence too); so does any delivery to a channel that is gone. A channel that died with
+its node up (its connection host crashed and came back) and holds unacked deliveries with no
+credit left gets no delivery that could bounce: every `PROBE_MS` the leader reminds each channel
+holding unacked deliveries who leads (`probe`), and a dead one bounces that. A consumer a new leader
+no longer knows (its `ConsumerResync` names it) is told it is cancelled too, so a channel that
+missed the word is not left waiting for deliveries that will never come.
+
+Left out: consumer timeouts (the channel's), policies beyond handing the definition to
+`config.resolve_settings`.
 """
 from __future__ import annotations
 
@@ -49,9 +70,11 @@ from actors.messages.channel_queue import (
 from actors.messages.node import ApplyPolicy, AutoDeleteQueue, Dispose, QueueCounts, QueueStats
 from actors.messages.quorum import (ChannelsGone, ConsumerResync, FindLeader, NotQueueLeader, QueueLeader,
                                     ResendFrom)
+from actors.messages.runtime import Undelivered
 from actors.quorum import commands as c
 from actors.quorum import effects as qe
 from actors.quorum.config import resolve_settings
+from actors.quorum.deadletter import WORKER_PREFETCH
 from actors.quorum.machine import QuorumMachine, requeue_plan, stats
 from actors.quorum.names import get_tag
 from actors.quorum.state import QueueState
@@ -133,12 +156,32 @@ class DeadLettered:
     messages: tuple[Message, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class DeadLetterHanded:
+    """At-least-once dead-lettering, bodies read: the messages the machine checked out to this
+    leader's worker, (dead-letter msg_id, reason, message), for the member's dead-letter port; the
+    worker settles each once every target queue confirmed it (`QueueFront.dead_letters_settled`)."""
+
+    exchange: str
+    routing_key: str | None
+    items: tuple[tuple[int, str, Message], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterWorkerStopped:
+    """This member's worker holds nothing any more: it stopped leading, or the queue no longer
+    dead-letters at-least-once (a new leader's worker gets everything unsettled again)."""
+
+
 def with_delivery_count(header: bytes, count: int) -> bytes:
     """The content header with `x-delivery-count` set (RabbitMQ 4.0 adds it to redeliveries)."""
     class_id, body_size, offset = parse_content_header(header)
     props = BasicProperties.decode(header, offset)
     props.headers = {**(props.headers or {}), DELIVERY_COUNT_HEADER: count}
     return encode_content_header(class_id, body_size, props)
+
+
+PROBE_MS = 5_000  # how often a leader asks the channels holding unacked deliveries if they are there
 
 
 class QueueFront:
@@ -157,7 +200,9 @@ class QueueFront:
         self._pending: dict[str, int] = {}  # channel -> proposals it waits for
         self._resyncs: list[tuple[str, ConsumerResync]] = []  # until caught up
         self._announce = False
-        self.gone: set[str] = set()  # address prefixes of channels known gone (ChannelsGone)
+        self.gone: set[str] = set()  # address prefixes of channels suspected gone (channels_gone)
+        self.downed: dict[str, set[str]] = {}  # channel -> the consumer tags ConsumersDown removed
+        self._next_probe_ms = 0
 
     # -- inputs --------------------------------------------------------------------------------
     def handle(self, sender: str, msg: Any) -> None:
@@ -165,9 +210,17 @@ class QueueFront:
         if type(msg) is ChannelsGone:
             self.channels_gone(msg.prefix)
             return
+        if type(msg) is Undelivered:
+            self._undelivered(sender)
+            return
         if not self.view.is_leader():
             refused = None if type(msg) in (Publish, FindLeader) else msg
             self.out.append(Send(sender, NotQueueLeader(self.view.leader(), self.view.term(), refused)))
+            return
+        if type(msg) in _READS_STATE and not self.view.caught_up():
+            # a new leader may not have applied all that was committed (and confirmed) before it:
+            # the node asks again a moment later, as during an election
+            self.out.append(Send(sender, NotQueueLeader(None, self.view.term(), msg)))
             return
         handler = _HANDLERS.get(type(msg))
         if handler is None:
@@ -202,6 +255,8 @@ class QueueFront:
             return
         self._announce = False
         self._resyncs.clear()
+        if self.view.state().dlx.worker == self.view.id:  # its worker's books are the next leader's now
+            self.out.append(DeadLetterWorkerStopped())
         term = self.view.term()
         for channel in self._pending:
             self.out.append(Send(channel, NotQueueLeader(leader, term, None)))
@@ -216,7 +271,10 @@ class QueueFront:
         elif kind is qe.Timer:
             self.out.append(StartTimer(effect.name, max(0, effect.at_ms - self.now_ms)))
         elif kind is qe.DeadLetter:
-            bodies = self._messages([(0, index, count) for index, count in effect.messages])
+            # as published: a dead-lettered copy starts a new life (its target counts its own
+            # deliveries), so it carries no x-delivery-count of this queue's
+            found = self._read([index for index, _count in effect.messages])
+            bodies = [Message(0, False, *found[index]) for index, _count in effect.messages if index in found]
             if bodies:
                 self.out.append(DeadLettered(effect.reason, effect.exchange, effect.routing_key, tuple(bodies)))
         elif kind is qe.DeleteQueue:
@@ -228,9 +286,26 @@ class QueueFront:
                                     (("queue", config.name), ("why", "no node to ask"))))
         elif kind is qe.Release:
             pass  # the member's release cursor reads the state (actors/quorum/release.py)
-        else:  # the at-least-once dead-letter worker's effects
-            self.out.append(Log("quorum.dead_letter_worker_not_wired", "warning",
-                                (("effect", kind.__name__),)))
+        elif kind is qe.DeadLetterDeliver:
+            found = self._read([index for _msg_id, _reason, index, _count in effect.messages])
+            items = tuple((msg_id, reason, Message(msg_id, False, *found[index]))  # a copy: as published
+                          for msg_id, reason, index, _count in effect.messages if index in found)
+            settings = self.view.state().config.settings
+            if items:
+                self.out.append(DeadLetterHanded(settings.dead_letter_exchange or "",
+                                                 settings.dead_letter_routing_key, items))
+        elif kind is qe.StartDeadLetterWorker:  # the worker is this member's: it attaches
+            self.proposals.append((c.encode(c.DeadLetterCheckout(self.now_ms, self.view.id, WORKER_PREFETCH)),
+                                   None))
+        elif kind is qe.StopDeadLetterWorker:
+            self.out.append(DeadLetterWorkerStopped())
+        else:
+            self.out.append(Log("quorum.unexpected_effect", "warning", (("effect", kind.__name__),)))
+
+    def dead_letters_settled(self, msg_ids: list[int]) -> None:
+        """Every target queue confirmed these at-least-once dead-lettered messages."""
+        if self.view.is_leader():
+            self.proposals.append((c.encode(c.DeadLetterSettle(self.now_ms, tuple(msg_ids))), None))
 
     def timer(self, name: str) -> None:
         """A machine timer fired (effects.Timer): the leader proposes a Tick."""
@@ -354,7 +429,8 @@ class QueueFront:
         if msg.discarded:
             self.proposals.append((c.encode(c.Discard(now, channel, tag, tuple(msg.discarded))), None))
         con = self.view.state().consumers.get((channel, tag))
-        if con is None:
+        if con is None:  # removed while its channel was out of reach (or cancelled meanwhile)
+            self.out.append(Send(channel, ConsumerCancelled(tag)))
             return
         known = set(msg.held) | set(msg.acked) | set(msg.discarded)
         missing = tuple(i for i in con.checked if i not in known)
@@ -365,17 +441,59 @@ class QueueFront:
         self.out.append(Send(channel, QueueLeader(self.view.id, self.view.term())))
 
     def channels_gone(self, prefix: str) -> None:
-        """Every channel whose address starts with `prefix` is gone (its node or host died). Every
-        member remembers it, so a leader elected later also gives their messages back."""
+        """Every channel whose address starts with `prefix` may be gone (its node was seen down).
+        Every member remembers it, so a leader elected later also gives their messages back."""
         self.gone.add(prefix)
         if self.view.caught_up():
             self._down_gone()
 
+    def channels_back(self, prefix: str) -> None:
+        """The node whose channels' addresses start with `prefix` is seen again: its channels are no
+        longer suspect; the leader tells those whose consumers it removed, and probes the rest."""
+        self.gone = {p for p in self.gone if not p.startswith(prefix)}
+        back = [ch for ch in self.downed if ch.startswith(prefix)]
+        if not self.view.is_leader():
+            return
+        state = self.view.state()
+        for channel in back:
+            for tag in sorted(self.downed.pop(channel)):
+                # one still there was not removed after all (its ConsumersDown is pending or was
+                # dropped with a leader): cancelling it here would leave the queue delivering to a
+                # consumer its channel no longer has; if it goes later, the client's check finds out
+                if (channel, tag) not in state.consumers and not any(k == (channel, tag) for k, _ in state.waiting):
+                    self.out.append(Send(channel, ConsumerCancelled(tag)))
+        me, term = self.view.id, self.view.term()
+        for channel in channels(state):
+            if channel.startswith(prefix):
+                self.out.append(Send(channel, QueueLeader(me, term)))
+
     def _down_gone(self) -> None:
         gone = tuple(self.gone)
-        for channel in channels(self.view.state()):
+        state = self.view.state()
+        for channel in channels(state):
             if channel.startswith(gone):
-                self.proposals.append((c.encode(c.ChannelDown(self.now_ms, channel)), None))
+                tags = {tag for ch, tag in state.consumers if ch == channel}
+                tags.update(tag for (ch, tag), _con in state.waiting if ch == channel)
+                if tags:
+                    self.downed.setdefault(channel, set()).update(tags)
+                    self.proposals.append((c.encode(c.ConsumersDown(self.now_ms, channel)), None))
+
+    def probe(self) -> None:
+        """Every PROBE_MS, a leader's QueueLeader to each channel holding unacked deliveries: a
+        live channel's client takes it as news it has (nothing happens), a dead one bounces it."""
+        if self.now_ms < self._next_probe_ms or not self.view.is_leader():
+            return
+        self._next_probe_ms = self.now_ms + PROBE_MS
+        holding = dict.fromkeys(ch for (ch, _tag), con in self.view.state().consumers.items() if con.checked)
+        me, term = self.view.id, self.view.term()
+        for channel in holding:
+            self.out.append(Send(channel, QueueLeader(me, term)))
+
+    def _undelivered(self, channel: str) -> None:
+        """The runtime could not deliver to `channel`: it is dead, whatever was suspected."""
+        self.downed.pop(channel, None)
+        if self.view.is_leader() and channel in channels(self.view.state()):
+            self.proposals.append((c.encode(c.ChannelDown(self.now_ms, channel)), None))
 
     # -- node messages (answered from the leader's state) ---------------------------------------
     def _stats(self, sender: str, msg: QueueStats) -> None:
@@ -483,6 +601,8 @@ def channels(state: QueueState) -> list[str]:
     seen.update(dict.fromkeys(state.enqueuers))
     return list(seen)
 
+
+_READS_STATE = (QueueStats, Dispose)  # node calls answered from the leader's applied state
 
 _HANDLERS: dict[type, Callable[[QueueFront, str, Any], None]] = {
     Publish: QueueFront._publish, Settle: QueueFront._settle, Grant: QueueFront._grant,

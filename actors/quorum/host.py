@@ -15,6 +15,12 @@ were half deleted. Start-up (also after kill -9): load the table, recover the WA
 members (snapshot + segments + WAL replay, torn tails cut and logged; a deleted member's leftover
 WAL records are skipped), then start every member from what was recovered.
 
+A member whose `receive` raised is removed by the runtime (actors/runtime/mailbox.py), yet the
+host still holds it, ticks it and hands it WAL notices: a member half there, deaf to its peers and
+channels, for good. The host checks at every tick and, finding one, exits (as a host whose loop
+crashed does): its supervisor starts it again and every member recovers from the WAL, the one
+recovery path that kill -9 exercises.
+
 Time: one ticker per host calls every member's `tick` each `tick_ms`. The defaults are slow on
 purpose: a node holds hundreds of members and every leader heartbeats its followers; a 250 ms tick
 with heartbeats every 2 ticks (500 ms) and elections after 8-16 ticks (2-4 s) keeps 1,000 idle
@@ -35,13 +41,14 @@ import gc
 import os
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import structlog
 
 from actors.messages.calls import Reply
-from actors.messages.quorum import ChannelsGone, DeleteMember, KeepMembers, MemberStatus, StartMember
+from actors.messages.quorum import ChannelsGone, DeleteMember, HostChannelsGone, KeepMembers, MemberStatus, StartMember
 from actors.quorum import member_table
+from actors.quorum.dead_letter_shell import DEAD_LETTERS_NAME, DeadLetterActor
 from actors.quorum.config import queue_config
 from actors.placement import node_of
 from actors.quorum.front import QueueFront, RaftView, channels
@@ -75,7 +82,8 @@ def load_table(disk: Disk) -> list[MemberSpec]:
 class QuorumHost:
     """The node's quorum members, their WAL, their ticker; the manager actor is this object."""
 
-    def __init__(self, runtime: Any, disk: Disk, loop: asyncio.AbstractEventLoop, cfg: dict) -> None:
+    def __init__(self, runtime: Any, disk: Disk, loop: asyncio.AbstractEventLoop, cfg: dict,
+                 registry: Any = None) -> None:
         self.runtime = runtime
         self.node = cfg["node"]
         self.disk = disk
@@ -89,6 +97,11 @@ class QuorumHost:
         self.writer.recover(keep=keys.__contains__)
         self.wal = WalActor(self.writer, loop)
         self.members: dict[str, QuorumMember] = {}
+        self.by_id: dict[str, QuorumMember] = {}  # by member id (where dead-letter settlements go)
+        # without a registry (the quorum-only test launchers) dead-lettered messages are dropped
+        self.dead_letters = None if registry is None else DeadLetterActor(runtime, registry, self._settled)
+        if self.dead_letters is not None:
+            runtime.spawn(DEAD_LETTERS_NAME, self.dead_letters)
         for spec in self.table:
             self._start(spec)
         log.info("quorum.host_started", host=runtime.host, members=len(self.members))
@@ -112,6 +125,10 @@ class QuorumHost:
             for member in self.members.values():
                 member.channels_gone(msg.prefix)
             return
+        elif type(msg) is HostChannelsGone:
+            current = f"{msg.host}/ch:{msg.current}."
+            self._gone(lambda ch: Address.parse(ch).host == msg.host and not ch.startswith(current))
+            return
         else:
             log.warning("quorum.manager_unexpected", kind=type(msg).__name__, sender=str(sender))
             return
@@ -133,6 +150,9 @@ class QuorumHost:
         """Stop the member, durably drop it from the table, then delete its files."""
         member = self.members.pop(uid, None)
         if member is not None:
+            self.by_id.pop(str(member.me), None)
+            if self.dead_letters is not None:
+                self.dead_letters.worker.forget(str(member.me))
             member.stop()
             self.runtime.remove(member.me.name)
         if any(spec.uid == uid for spec in self.table):
@@ -160,8 +180,12 @@ class QuorumHost:
                                              created_ms=spec.created_ms))
         core = RaftCore(str(me), config, self.writer.member(name), machine, random.Random(), self.settings)
         front = QueueFront(RaftView(core), machine, spec.arguments, node=self.node_address)
-        member = QuorumMember(self.runtime, me, core, self.wal, front, name)
+        dead_letters = self.dead_letters
+        dead_letter = None if dead_letters is None else (
+            lambda e: dead_letters.from_member(str(me), spec.vhost, spec.name, e))
+        member = QuorumMember(self.runtime, me, core, self.wal, front, name, dead_letter=dead_letter)
         self.members[spec.uid] = member
+        self.by_id[str(me)] = member
         self.runtime.spawn(name, member)
         return member
 
@@ -169,16 +193,41 @@ class QuorumHost:
         """The channels of nodes that went down are gone: every member gives back what they held.
         Each is named by its connection host's incarnation, so a restarted node's new channels
         are not taken for gone ones."""
+        self._gone(lambda ch: node_of(Address.parse(ch).host) in nodes)
+
+    def _gone(self, is_gone: Callable[[str], bool]) -> None:
+        """Every member gives back what the channels `is_gone` says are gone held, each channel
+        named by its connection host incarnation's prefix (actors/quorum/names.py)."""
         for member in list(self.members.values()):
-            gone = {channel_incarnation(ch) for ch in channels(member.core.state)
-                    if node_of(Address.parse(ch).host) in nodes}
-            for prefix in sorted(gone):
+            for prefix in sorted({channel_incarnation(ch) for ch in channels(member.core.state) if is_gone(ch)}):
                 member.channels_gone(prefix)
+
+    def _settled(self, member_id: str, msg_ids: list[int]) -> None:
+        member = self.by_id.get(member_id)
+        if member is not None:
+            member.dead_letters_settled(msg_ids)
+
+    def nodes_back(self, nodes: set[str]) -> None:
+        """Nodes seen down are seen again: their channels are no longer suspect (a partition or a
+        pause ended; the channels of a node that restarted are dead and never answer)."""
+        for member in list(self.members.values()):
+            for node in sorted(nodes):
+                member.channels_back(f"{node}:")
 
     # -- time and inspection ---------------------------------------------------------------------
     def tick(self) -> None:
+        actor = self.runtime.actor
         for member in list(self.members.values()):
+            if actor(member.me.name) is not member:
+                self._member_crashed(member)
             member.tick()
+        if self.dead_letters is not None:
+            self.dead_letters.tick()
+
+    def _member_crashed(self, member: QuorumMember) -> None:
+        log.error("quorum.member_crashed", member=str(member.me), queue=member.core.state.config.name,
+                  action="host exits; its supervisor restarts it and every member recovers from the WAL")
+        os._exit(1)
 
     def status(self, queue: str | None = None, uid: str | None = None) -> dict[str, dict]:
         return {u: m.status() for u, m in self.members.items()
@@ -194,12 +243,13 @@ class QuorumHost:
         return out
 
 
-def quorum_host(runtime: Any, spec: Any) -> QuorumHost:
+def quorum_host(runtime: Any, spec: Any, registry: Any = None) -> QuorumHost:
+    """`registry`: a registry replica's, which dead-lettered messages are routed with."""
     cfg = spec.config
     gc.set_threshold(*cfg.get("gc_threshold", gc_threshold))
     loop = asyncio.get_running_loop()
     disk = RealDisk(str(Path(cfg["data_dir"]) / "quorum"), cfg.get("sync_method", "fdatasync"))
-    host = QuorumHost(runtime, disk, loop, cfg)
+    host = QuorumHost(runtime, disk, loop, cfg, registry)
     runtime.spawn(MANAGER_NAME, host)
     tick_s = cfg.get("tick_ms", tick_ms_default) / 1000
     profiler = Profiler()

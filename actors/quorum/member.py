@@ -36,7 +36,7 @@ import structlog
 
 from actors.messages.calls import Reply
 from actors.messages.quorum import ChangeQueueMembers, NotQueueLeader, TransferQueueLeader
-from actors.quorum.front import DeadLettered, QueueFront
+from actors.quorum.front import DeadLetterHanded, DeadLettered, DeadLetterWorkerStopped, QueueFront
 from actors.quorum.member_changes import MemberChanges, is_change
 from actors.quorum.machine import stats
 from actors.quorum.release import QueueView, ReleaseCursor
@@ -63,7 +63,7 @@ def now_ms() -> int:
 
 class QuorumMember:
     def __init__(self, runtime: Any, me: Address, core: RaftCore, wal: WalActor, front: QueueFront,
-                 wal_key: str, *, dead_letter: Callable[[DeadLettered], None] | None = None) -> None:
+                 wal_key: str, *, dead_letter: Callable[[Any], None] | None = None) -> None:
         self.runtime = runtime
         self.me = me
         self.core = core
@@ -82,7 +82,8 @@ class QuorumMember:
         self.changes = MemberChanges()
         self._actor_effects = ActorEffects(runtime, me, on_timer=self._timer)
         self._out = Interpreter({**self._actor_effects.handlers(), Send: self._send_out,
-                                 DeadLettered: self._dead_lettered})
+                                 DeadLettered: self._dead_lettered, DeadLetterHanded: self._dead_lettered,
+                                 DeadLetterWorkerStopped: self._dead_lettered})
         wal.register(wal_key, self.written, core.log.written_index())
         self.driver = RaftDriver(core, self)
 
@@ -112,11 +113,13 @@ class QuorumMember:
         input only when something happened."""
         core = self.core
         effects = core.tick()
+        front = self.front
+        front.now_ms = now_ms()
         if self.changes.pending:
             self._membership_tick()
         if effects:
-            self.front.now_ms = now_ms()
             self.run(effects)
+        front.probe()
         if not core.snapshot_pending and core.applied > self.release.snapshot_index:
             snapshot = self.release.on_tick(self._view(), core.capture_snapshot)
             if snapshot is not None:
@@ -163,6 +166,20 @@ class QuorumMember:
         """The host heard that channels under `prefix` are gone (actors/messages/quorum.py)."""
         self.front.now_ms = now_ms()
         self.front.channels_gone(prefix)
+        self._end_input()
+
+    def dead_letters_settled(self, msg_ids: list[int]) -> None:
+        """Every target queue confirmed these at-least-once dead-lettered messages (the worker)."""
+        if self.stopped:
+            return
+        self.front.now_ms = now_ms()
+        self.front.dead_letters_settled(msg_ids)
+        self._end_input()
+
+    def channels_back(self, prefix: str) -> None:
+        """The host saw the node of the channels under `prefix` again."""
+        self.front.now_ms = now_ms()
+        self.front.channels_back(prefix)
         self._end_input()
 
     def stop(self) -> None:
@@ -259,12 +276,11 @@ class QuorumMember:
         to = e.to if isinstance(e.to, Address) else self._address(e.to)
         self.runtime.send(to, e.msg, sender=self.me, credit=e.credit)
 
-    def _dead_lettered(self, e: DeadLettered) -> None:
+    def _dead_lettered(self, e: DeadLettered | DeadLetterHanded | DeadLetterWorkerStopped) -> None:
         if self.dead_letter is not None:
             self.dead_letter(e)
-        else:
-            log.warning("quorum.dead_letter_not_wired", member=self.core.id, reason=e.reason,
-                        dropped=len(e.messages))
+        elif type(e) is not DeadLetterWorkerStopped:
+            log.warning("quorum.dead_letter_not_wired", member=self.core.id, kind=type(e).__name__)
 
     def _address(self, text: str) -> Address:
         address = self._addresses.get(text)

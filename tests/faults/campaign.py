@@ -1,8 +1,9 @@
 """A fault campaign, end to end: `scripts/faults --nodes 3 --time 180 --nemesis partition,kill,pause`.
 
 Starts the cluster (in network namespaces when it can, else on loopback with the fault-injecting
-transport, and says which), declares the workload's durable queues (each on its own node, the
-classic queue's home), runs the publishers and consumers while the nemesis carries out the seeded
+transport, and says which), declares the workload's durable queues (each on its own node: a classic
+queue's home, a quorum queue's first member and so its first leader; `--queue-type
+quorum,quorum,classic` gives each queue in turn the next type of the list), runs the publishers and consumers while the nemesis carries out the seeded
 schedule, then heals everything, stops the publishers, lets the consumers empty the queues, drains
 what is left with basic.get, and checks the history (tests/faults/checker.py). The run's directory
 (`--out`, default var/faults/<time>-seed<seed>) gets report.txt, confirms.png, schedule.json (replay
@@ -47,7 +48,7 @@ class Options:
     rounds: int | None = None
     fault_s: tuple[float, float] = (10.0, 30.0)
     recovery_s: tuple[float, float] = (10.0, 20.0)
-    queue_type: str = "classic"
+    queue_type: str = "quorum,quorum,classic"  # comma-separated: the queues take the types in turn
     queues: int = 3
     publishers: int = 4
     consumers: int = 4
@@ -86,6 +87,7 @@ def run(opts: Options, say: Callable[[str], None] = _say) -> Outcome:
     names = [f"n{i + 1}" for i in range(opts.nodes)]
     queues = [f"jepsen.{k}" for k in range(opts.queues)]
     home = {q: names[k % len(names)] for k, q in enumerate(queues)}
+    types = queue_types(opts.queue_type, queues)
     if opts.schedule_file:
         schedule = Schedule.from_json(opts.schedule_file.read_text())
         seed = schedule.seed
@@ -104,7 +106,7 @@ def run(opts: Options, say: Callable[[str], None] = _say) -> Outcome:
     try:
         cluster.start()
         say(f"cluster of {opts.nodes} up ({cluster.mode}) in {time.monotonic() - began:.1f} s")
-        declare(cluster, home, opts.queue_type)
+        declare(cluster, home, types)
         history = History()
         workload = Workload({n: cluster.url(n) for n in names}, queues, history, publishers=opts.publishers,
                             consumers=opts.consumers, rate=opts.rate)
@@ -118,17 +120,18 @@ def run(opts: Options, say: Callable[[str], None] = _say) -> Outcome:
                 failures.append(str(e))
             workload.stop_publishers()
             end_s = history.now()
-            settle(cluster, queues, history)
+            failures += settle(cluster, queues)
             workload.stop_consumers()
         finally:
             workload.close()
         failures += drain(cluster, queues, history)
         nemesis.event(f"drained: {len(history.drained)} messages by basic.get")
-        notes += queue_states(cluster)
+        notes += queue_states(cluster, types)
         result = check(history, ran, end_s)
         ok = result.ok and not failures
         notes += _client_errors(history)
-        text = report.text(result, schedule, mode=cluster.mode, queue_type=opts.queue_type, replay=replay,
+        text = report.text(result, schedule, mode=cluster.mode,
+                           queues=", ".join(f"{q} {t}" for q, t in types.items()), replay=replay,
                            took_s=time.monotonic() - began, events=nemesis.events, notes=notes,
                            failures=failures)
         (out / "report.txt").write_text(text)
@@ -145,30 +148,42 @@ def run(opts: Options, say: Callable[[str], None] = _say) -> Outcome:
             shutil.rmtree(out / "nodes", ignore_errors=True)
 
 
-def declare(cluster: FaultCluster, home: dict[str, str], queue_type: str) -> None:
-    """Each queue declared durable on its home node (a classic queue lives where it was declared)."""
+def queue_types(spec: str, queues: list[str]) -> dict[str, str]:
+    """Each queue's type: `spec`'s comma-separated types taken in turn ("quorum,classic": q0 quorum,
+    q1 classic, q2 quorum ...)."""
+    types = [t for t in spec.split(",") if t]
+    unknown = set(types) - {"classic", "quorum"}
+    if not types or unknown:
+        raise ValueError(f"queue types are classic or quorum, not {spec!r}")
+    return {q: types[k % len(types)] for k, q in enumerate(queues)}
+
+
+def declare(cluster: FaultCluster, home: dict[str, str], types: dict[str, str]) -> None:
+    """Each queue declared durable on its home node (a classic queue lives where it was declared, a
+    quorum queue's members start with the declaring node's, x-queue-leader-locator client-local)."""
     for queue, node in home.items():
         conn = pika.BlockingConnection(pika.URLParameters(cluster.url(node)))
         try:
-            conn.channel().queue_declare(queue, durable=True, arguments={"x-queue-type": queue_type})
+            conn.channel().queue_declare(queue, durable=True, arguments={"x-queue-type": types[queue]})
         finally:
             conn.close()
 
 
 def queue_leader(cluster: FaultCluster, queue: str) -> str | None:
-    """The node leading `queue`, where the cluster's queue listing names one (quorum queues)."""
+    """The node leading quorum queue `queue`, as the reachable members report it (the member of the
+    highest term that names a leader); None when none does (a classic queue's is its home)."""
+    best: tuple[int, str] | None = None
     for name in cluster.names:
         if name in cluster.paused or not cluster.running(name):
             continue
         try:
-            rows = cluster.control(name, "node", "cluster_queue_stats")
+            members = cluster.control(name, "quorum", "status", {"queue": queue})
         except (RuntimeError, ConnectionError, TimeoutError, OSError):
             continue
-        for row in rows:
-            if row.get("name") == queue and row.get("leader"):
-                return str(row["leader"]).split("@")[0]
-        return None
-    return None
+        for status in members.values():
+            if status.get("leader") and (best is None or status["term"] > best[0]):
+                best = (status["term"], str(status["leader"]).split("@")[0])  # "n1@host:quorum/..."
+    return None if best is None else best[1]
 
 
 def _counts(cluster: FaultCluster, queues: list[str]) -> dict[str, int] | None:
@@ -191,14 +206,20 @@ def _counts(cluster: FaultCluster, queues: list[str]) -> dict[str, int] | None:
     return None
 
 
-def settle(cluster: FaultCluster, queues: list[str], history: History) -> None:
-    """Let the consumers empty the queues (the drain by basic.get is one round trip a message)."""
+def settle(cluster: FaultCluster, queues: list[str]) -> list[str]:
+    """Let the consumers empty the queues (the drain by basic.get is one round trip a message); a
+    queue they leave with messages ready is a failure: a consumer that believes it consumes and is
+    given nothing (every consumer reconnects after an error or a cancel, so one that stays is stuck)."""
     deadline = time.monotonic() + settle_timeout_s
+    counts = None
     while time.monotonic() < deadline:
         counts = _counts(cluster, queues)
         if counts is not None and not any(counts.values()):
-            return
+            return []
         time.sleep(poll_s)  # polling the queues' lengths, with a deadline
+    left = ", ".join(f"{q} {n}" for q, n in (counts or {}).items() if n) or "no node answered"
+    return [f"the consumers did not empty the queues within {settle_timeout_s:.0f} s (stuck consumers?): "
+            f"ready {left}"]
 
 
 def drain(cluster: FaultCluster, queues: list[str], history: History) -> list[str]:
@@ -233,17 +254,34 @@ def drain(cluster: FaultCluster, queues: list[str], history: History) -> list[st
     return []
 
 
-def queue_states(cluster: FaultCluster) -> list[str]:
-    """Each queue's counts as the cluster reports them (after the drain: all should be 0)."""
+def queue_states(cluster: FaultCluster, types: dict[str, str]) -> list[str]:
+    """Each queue's counts as the cluster reports them (after the drain: all should be 0); a quorum
+    queue's from its leader, with each member's role, term and applied index."""
     columns = ("messages_ready", "messages_unacknowledged", "consumers")
+    lines = []
     for name in cluster.names:
         try:
             rows = cluster.control(name, "node", "cluster_queue_stats")
         except (RuntimeError, ConnectionError, TimeoutError, OSError):
             continue
-        return [f"queue {r.get('name')}: " + ", ".join(f"{c} {r.get(c)}" for c in columns)
-                for r in sorted(rows, key=lambda r: str(r.get("name")))]
-    return ["queue states: no node answered"]
+        lines += [f"queue {r.get('name')}: " + ", ".join(f"{c} {r.get(c)}" for c in columns)
+                  for r in sorted(rows, key=lambda r: str(r.get("name"))) if types.get(str(r.get("name"))) != "quorum"]
+        break
+    else:
+        lines.append("classic queue states: no node answered")
+    for queue in (q for q, t in types.items() if t == "quorum"):
+        members = []
+        for name in cluster.names:
+            try:
+                members += cluster.control(name, "quorum", "status", {"queue": queue}).values()
+            except (RuntimeError, ConnectionError, TimeoutError, OSError):
+                members.append({"id": f"{name}:?", "role": "no answer"})
+        leader = next((m for m in members if m.get("role") == "leader"), None)
+        counts = ", ".join(f"{c} {leader.get(c)}" for c in columns) if leader else "no leader"
+        roles = "; ".join(f"{str(m.get('id')).split('@')[0]} {m.get('role')} term {m.get('term')} "
+                          f"applied {m.get('applied')}" for m in members)
+        lines.append(f"queue {queue} (quorum): {counts} [{roles}]")
+    return lines
 
 
 def _client_errors(history: History) -> list[str]:
@@ -271,7 +309,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, help="this many windows of each nemesis, whatever --time says")
     p.add_argument("--fault", default="10:30", help="a fault window's length in seconds, MIN:MAX (default 10:30)")
     p.add_argument("--recovery", default="10:20", help="a recovery window's length, MIN:MAX (default 10:20)")
-    p.add_argument("--queue-type", choices=["classic", "quorum"], default="classic")
+    p.add_argument("--queue-type", default="quorum,quorum,classic",
+                   help="classic, quorum, or a comma-separated list the queues take in turn (default "
+                        "quorum,quorum,classic: two quorum queues and a durable classic one)")
     p.add_argument("--queues", type=int, default=3)
     p.add_argument("--publishers", type=int, default=4)
     p.add_argument("--consumers", type=int, default=4)

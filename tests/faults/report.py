@@ -11,12 +11,12 @@ COLOURS = {"partition": "tab:blue", "kill": "tab:red", "pause": "tab:orange", "k
            "combined": "tab:brown"}
 
 
-def text(result: Result, schedule: Schedule, *, mode: str, queue_type: str, replay: str, took_s: float,
+def text(result: Result, schedule: Schedule, *, mode: str, queues: str, replay: str, took_s: float,
          events: list[tuple[float, str]], notes: list[str], failures: list[str]) -> str:
     """`failures`: what went wrong besides the checker's verdict (a queue that could not be drained)."""
     rounds = ", ".join(f"{n} {k}" for n, k in schedule.rounds().items())
     lines = [
-        f"warren fault campaign: {len(schedule.nodes)} nodes ({mode}), {queue_type} queues, seed {schedule.seed}",
+        f"warren fault campaign: {len(schedule.nodes)} nodes ({mode}), seed {schedule.seed}; queues {queues}",
         f"verdict: {'PASS' if result.ok and not failures else 'FAIL'}",
         *failures,
         f"schedule: {schedule.time_s:.0f} s of faults, {len(schedule.windows)} windows ({rounds}); "

@@ -1,5 +1,6 @@
-"""The fault suite against real clusters (tests/faults/campaign.py): durable classic queues must lose
-nothing confirmed and deliver nothing unexpected under every nemesis.
+"""The fault suite against real clusters (tests/faults/campaign.py): quorum queues and a durable classic
+queue must lose nothing confirmed, deliver nothing unexpected and leave no consumer stuck under
+every nemesis.
 
 CI runs the short form: one window of each nemesis (10 s each, 8 s recovery) on 3 nodes in network
 namespaces where they can be made (root, `ip`, `nft`), and one partition through the fault-injecting

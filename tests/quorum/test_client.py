@@ -185,6 +185,45 @@ def test_a_closing_channel_says_goodbye_to_every_new_leader():
     assert q.take()[0] == [Send(C, Cancel(1, "t")), Send(C, ChannelDown())]
 
 
+def test_a_consumer_being_added_is_not_resynced_and_a_cancel_of_a_cancelled_one_stays_quiet():
+    q = client()
+    q.send(Consume(1, "t", True, 10, False, {}))
+    q.receive(A, Reply(1))
+    q.send(Consume(2, "u", True, 10, False, {}))
+    q.take()
+    q.receive(B, QueueLeader(B, 2))
+    sends, _ = q.take()
+    assert sends[:2] == [Send(B, ConsumerResync("t", [], [], [])), Send(B, Consume(2, "u", True, 10, False, {}))]
+    q.receive(B, Reply(2))
+    q.receive(B, delivered(0))
+    q.send(Cancel(3, "t"))
+    q.receive(B, Reply(3))
+    q.take()
+    q.receive(B, ConsumerCancelled("t"))  # the leader removed it while its channel was out of reach
+    q.receive(B, ConsumerCancelled("u"))
+    assert q.take() == ([], [ConsumerCancelled("u")]) and "t" not in q.consumers
+
+
+def test_a_consumer_given_nothing_for_a_while_is_checked_and_one_the_leader_removed_is_cancelled():
+    q = client(retry_ticks=1)
+    q.send(Consume(1, "t", True, 10, False, {}))
+    q.receive(A, Reply(1))
+    q.send(Consume(2, "u", True, 10, False, {}))  # unanswered: not checked
+
+    def checks() -> list:
+        for _ in range(q.check_ticks):
+            q.tick()
+        return [s for s in q.take()[0] if type(s.msg) is ConsumerResync]
+    q.tick()
+    q.receive(A, delivered(0))  # given something: quiet again, and it holds it: in use
+    assert checks() == []
+    q.send(Settle([0], [], []))
+    assert checks() == [Send(A, ConsumerResync("t", [], [], []))]
+    q.receive(A, ConsumerCancelled("t"))
+    assert q.take() == ([], [ConsumerCancelled("t")])
+    assert checks() == []
+
+
 def test_a_delivery_repeated_by_a_new_leader_is_dropped():
     q = client()
     q.send(Consume(1, "t", True, 10, False, {}))

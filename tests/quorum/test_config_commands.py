@@ -66,6 +66,7 @@ EVERY_COMMAND = [
     c.Tick(13),
     c.DeadLetterCheckout(14, "worker", 32),
     c.DeadLetterSettle(15, (0, 1)),
+    c.ConsumersDown(16, "ch"),
 ]
 
 

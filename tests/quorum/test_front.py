@@ -13,9 +13,11 @@ from actors.messages.channel_queue import (
 )
 from actors.messages.node import Dispose, QueueCounts, QueueStats
 from actors.messages.quorum import ChannelsGone, ConsumerResync, FindLeader, NotQueueLeader, QueueLeader, ResendFrom
+from actors.messages.runtime import Undelivered
 from actors.quorum import commands as c
 from actors.quorum.effects import EXPIRE_MSGS
-from actors.quorum.front import DELIVERY_COUNT_HEADER, QueueFront, with_delivery_count
+from actors.quorum.front import (DELIVERY_COUNT_HEADER, PROBE_MS, DeadLetterHanded, DeadLettered,
+                                DeadLetterWorkerStopped, QueueFront, with_delivery_count)
 from effects import Send, StartTimer
 from persist.classic.message import Message
 from raft.log import Entry
@@ -273,6 +275,90 @@ def test_channels_gone_brings_their_messages_back_now_and_when_a_later_leader_ta
     assert m.run.stats["messages_ready"] == 2 and m.run.stats["consumers"] == 0
 
 
+def test_a_channel_out_of_reach_publishes_on_and_hears_its_consumer_went_once_its_node_is_back():
+    """The fault suite's partitions and pauses: the channel was alive all along (bug: its publisher
+    sequence was dropped with its consumers, so its next publish was a gap forever, and nothing told
+    it its consumer was gone, nor stopped a later leader removing the node's new channels)."""
+    far, later = "n2:conn0/ch:7.1", "n2:conn0/ch:7.2"
+    m = Member()
+    m.handle(far, pub(1, 2))
+    m.handle(far, Consume(1, "t", True, 10, False, {}))
+    assert m.handle("x", ChannelsGone("n2:conn0/ch:7.")) == []
+    assert m.run.stats["messages_ready"] == 2 and m.run.stats["consumers"] == 0
+    assert m.handle(far, pub(3)) == [Send(far, Confirm(3))]  # no gap: the sequence stayed
+    m.front.channels_back("n2:")
+    assert m.propose() == [Send(far, ConsumerCancelled("t")), Send(far, QueueLeader(ME, 3))]
+    m.handle(later, Consume(2, "u", True, 10, False, {}))
+    m.front.leader_changed(ME)  # a later leader: the node's channels are no longer suspect
+    m.propose()
+    assert m.run.stats["consumers"] == 1 and m.run.state.consumers[(later, "u")].checked
+
+
+def test_a_consumer_still_there_when_its_node_is_back_is_not_cancelled():
+    """Its ConsumersDown was dropped with a deposed leader: the queue still delivers to it, so its
+    channel must keep it (a cancel would make every delivery bounce back and forth)."""
+    far = "n2:conn0/ch:7.1"
+    m = Member()
+    m.handle(far, Consume(1, "t", True, 10, False, {}))
+    m.front.channels_gone("n2:conn0/ch:7.")
+    m.front.take_proposals()  # proposed, never committed
+    m.front.channels_back("n2:")
+    assert m.propose() == [Send(far, QueueLeader(ME, 3))]  # a probe, no cancel
+    assert m.run.stats["consumers"] == 1 and m.front.downed == {}
+
+
+def test_a_follower_lifts_the_suspicion_too_and_only_the_leader_speaks():
+    m = Member()
+    m.handle("n2:conn0/ch:7.1", Consume(1, "t", True, 10, False, {}))
+    m.leading = False
+    m.handle("x", ChannelsGone("n2:conn0/ch:7."))
+    m.front.channels_back("n2:")
+    assert m.propose() == []
+    m.leading = True
+    m.front.leader_changed(ME)
+    m.propose()
+    assert m.run.stats["consumers"] == 1
+
+
+def test_a_channel_the_runtime_cannot_reach_is_taken_down_for_good():
+    m = Member()
+    m.handle(CH, pub(1, 2))
+    m.handle(CH, Consume(1, "t", True, 10, False, {}))
+    assert m.handle(CH, Undelivered(Deliver("t", []))) == []
+    assert m.run.stats["messages_ready"] == 2 and m.run.stats["consumers"] == 0
+    assert CH not in m.run.state.enqueuers
+    m.leading = False
+    assert m.handle(CH, Undelivered(QueueLeader(OTHER, 3))) == []  # a follower never answers it
+
+
+def test_the_leader_probes_channels_holding_deliveries_and_a_dead_one_gives_them_back():
+    """The fault suite's kill of a connection host: its channels died with their node up, and one
+    whose prefetch was all unacked got no delivery that could bounce (its messages stayed unacked)."""
+    m = Member()
+    m.handle(CH, pub(1, 2))
+    m.handle(CH2, Consume(1, "t", True, 2, False, {}))  # both delivered, no credit left
+    m.handle(CH, Consume(2, "u", True, 2, False, {}))   # holds nothing: not probed
+    m.front.probe()
+    assert m.propose() == [Send(CH2, QueueLeader(ME, 3))]
+    m.front.now_ms += PROBE_MS - 1
+    m.front.probe()
+    assert m.propose() == []  # not due yet
+    m.front.now_ms += 1
+    m.leading = False
+    m.front.probe()
+    assert m.propose() == []  # a follower never probes
+    m.leading = True
+    m.front.probe()
+    assert m.propose() == [Send(CH2, QueueLeader(ME, 3))]
+    assert m.handle(CH2, Undelivered(QueueLeader(ME, 3))) == [Send(CH, Deliver("u", [
+        msg(2, 1, True, with_delivery_count(H, 1)), msg(3, 2, True, with_delivery_count(H, 1))]))]
+
+
+def test_a_resync_of_a_consumer_the_leader_does_not_know_cancels_it():
+    m = Member()
+    assert m.handle(CH2, ConsumerResync("t", [4], [], [])) == [Send(CH2, ConsumerCancelled("t"))]
+
+
 # -- the node's requests ---------------------------------------------------------------------------
 
 def test_stats_and_dispose_are_answered_from_the_leader_state():
@@ -286,9 +372,50 @@ def test_stats_and_dispose_are_answered_from_the_leader_state():
                                                                Send("node/meta", Reply(5, 1))]
 
 
+
+def test_a_leader_that_has_not_caught_up_has_the_node_ask_again_for_what_reads_its_state():
+    m = Member()
+    m.handle(CH, pub(1))
+    m.caught = False  # elected, not yet applied an entry of its own term
+    assert m.handle("node/meta", QueueStats(3)) == [Send("node/meta", NotQueueLeader(None, 3, QueueStats(3)))]
+    assert m.handle("node/meta", Dispose(4, False, False)) == [
+        Send("node/meta", NotQueueLeader(None, 3, Dispose(4, False, False)))]
+
+
 def test_the_delivery_count_header_keeps_the_other_properties():
     hdr = header(priority=7)
     counted = with_delivery_count(hdr, 2)
     props = BasicProperties.decode(counted, HEADER_PROPS_OFFSET)
     assert props.priority == 7 and props.headers == {DELIVERY_COUNT_HEADER: 2}
     assert counted[:HEADER_PROPS_OFFSET] == hdr[:HEADER_PROPS_OFFSET]
+
+
+# -- dead-lettering ----------------------------------------------------------------------------------
+
+DLX = {"x-dead-letter-exchange": "dlx", "x-dead-letter-routing-key": "dead"}
+
+
+def test_at_most_once_dead_letters_leave_with_their_bodies_and_no_delivery_count():
+    m = Member({**DLX, "x-delivery-limit": 0})
+    m.handle(CH, pub(1))
+    m.handle(CH2, Consume(1, "t", True, 1, False, {}))
+    out = m.handle(CH2, Settle([], [0], []))  # requeued over a limit of 0: dead-lettered
+    assert out == [DeadLettered("delivery_limit", "dlx", "dead", (Message(0, False, "x", "rk", H, b"m1"),))]
+
+
+def test_at_least_once_attaches_the_leaders_worker_and_settles_what_it_confirmed():
+    m = Member({**DLX, "x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish"})
+    for effect in m.run.machine.on_leader(m.run.state):  # StartDeadLetterWorker: the member attaches
+        m.front.machine_effect(effect)
+    assert m.propose() == [] and m.run.state.dlx.worker == ME
+    m.handle(CH, pub(1, 2))
+    m.handle(CH2, Consume(1, "t", True, 2, False, {}))
+    out = m.handle(CH2, Settle([], [], [0, 1]))  # rejected without requeue: held for the worker
+    assert out == [DeadLetterHanded("dlx", "dead", ((0, "rejected", Message(0, False, "x", "rk", H, b"m1")),
+                                                    (1, "rejected", Message(1, False, "x", "rk", H, b"m2"))))]
+    assert m.run.stats["messages"] == 2  # kept until every target confirmed
+    m.front.dead_letters_settled([0, 1])
+    assert m.propose() == [] and m.run.stats["messages"] == 0
+    m.leading = False
+    m.front.leader_changed(OTHER)
+    assert m.front.flush() == [DeadLetterWorkerStopped()]  # the next leader's worker takes over
