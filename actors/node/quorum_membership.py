@@ -174,7 +174,7 @@ def _one(core: NodeCore, a: dict, change: Callable[[NodeCore, QueueRecord, str],
 
 def _add(core: NodeCore, rec: QueueRecord, node: str) -> Op:
     """Add `node`'s member; the new size, or an AdminError."""
-    if node not in core.cluster or node in core.down:
+    if node not in core.cluster_now or node in core.down:
         return AdminError("node_not_running", EX_UNAVAILABLE)
     if node in rec.members:
         return len(rec.members)
@@ -216,7 +216,7 @@ def _record(rec: QueueRecord, members: tuple[str, ...]) -> Op:
 def grow(core: NodeCore, a: dict) -> Op:
     """A member on `node` for every matching queue without one (`even`: those with an even count)."""
     node, strategy = a["node"], a["strategy"]
-    if node not in core.cluster or node in core.down:
+    if node not in core.cluster_now or node in core.down:
         return {"rows": []}  # RabbitMQ grows onto running nodes only
     rows = []
     for rec in matching(core.registry.queues(), a.get("vhost_pattern", ".*"), a.get("queue_pattern", ".*")):
@@ -254,7 +254,7 @@ def rebalance(core: NodeCore, a: dict) -> Op:
     """Move leaders so that every node that is up leads about as many queues (RabbitMQ's
     rebalance does not change members); the leaders per node as planned."""
     records = matching(core.registry.queues(), a.get("vhost_pattern", ".*"), a.get("queue_pattern", ".*"))
-    up = {n for n in core.cluster if n not in core.down}
+    up = core.cluster_now - core.down
     leaders: dict[str, tuple[int, str]] = {}  # uid -> (term, node)
     for node in sorted(up):
         reply = yield Ask(qq.manager(node), lambda rid: MemberStatus(rid, ""), _NOPROC)
@@ -274,9 +274,9 @@ def rebalance(core: NodeCore, a: dict) -> Op:
 
 def quorum_critical(core: NodeCore, a: dict) -> Op:
     """check_if_node_is_quorum_critical for this node."""
-    if len(core.cluster) == 1:
+    yield from ()  # it reads this node's copy only: no step
+    if len(core.cluster_now) == 1:
         return {"single_node_cluster": True, "queues": []}
-    yield from ()
     critical = minimum_quorum(core.registry.queues(), core.node, core.down)
     return {"single_node_cluster": False, "queues": [
         {"name": r.name, "vhost": r.vhost, "readable_name": f"queue '{r.name}' in vhost '{r.vhost}'"}

@@ -74,6 +74,27 @@ def test_add_member_joins_as_learner_then_is_promoted():
     assert c.cores["d"].applied == lead.applied and c.cores["d"].config == lead.config
 
 
+def test_a_learner_caught_up_by_a_snapshot_is_promoted_on_an_idle_log():
+    """The snapshot covers the whole log, the learner's config entry included: nothing more is
+    appended, so the snapshot's completion itself must promote it."""
+    settings = RaftSettings(election_ticks=10, heartbeat_ticks=2, max_inflight=2, max_batch_entries=4,
+                            snapshot_interval=10)
+    c = cluster(settings=settings)
+    lead = leader(c)
+    c.cores["d"] = RaftCore("d", cfg("a", "b", "c"), MemoryLog(), KvMachine(), random.Random(9), settings)
+    c.down.add("d")
+    c.run(lead.id, lead.add_member("d", "add"))
+    for n in range(30):  # until a snapshot covers the whole log
+        c.run(lead.id, lead.propose(cmd(n), n))
+        c.tick(1)
+        if lead.snapshot_index == lead.log.last_index_term()[0]:
+            break
+    assert lead.snapshot_index == lead.log.last_index_term()[0] and "d" in lead.config.learners
+    c.down.discard("d")
+    c.tick(10)
+    assert lead.config == cfg("a", "b", "c", "d") and c.cores["d"].applied == lead.applied
+
+
 def test_removed_leader_steps_down_after_commit():
     """Reference: Raft dissertation §4.2.2 - a leader removed from the configuration steps
     down once the entry that removes it is committed."""
