@@ -40,9 +40,11 @@ from actors.cluster.membership import Membership
 from actors.cluster.shell import ClusterActor, read_members
 from actors.cluster.view import ClusterView, tell_local_hosts
 from actors.quorum import host as quorum
+from actors.quorum.names import QUORUM_KIND
 from actors.node.core import ADMIN_OPS, CONNECTION_ADMIN_NAME, TIMEOUT_MS_DEFAULT, Startup
 from actors.node.listings import LISTING_OPS
 from actors.node.metadata_machine import MetadataMachine
+from actors.node.quorum_membership import Reconciliation
 from actors.node.metadata_member import MEMBER_NAME, start_member
 from actors.node.shell import NodeActor
 from actors.messages.alarms import WatchMemoryLimit
@@ -58,7 +60,7 @@ from metadata.quorum import CLUSTER_SIZE_DEFAULT
 from metadata.registry import Registry
 from actors.messages.stats import REPORTER_NAME
 from actors.mgmt.collector import StatsCollector
-from actors.mgmt.reporters import ConnectionHostReporter, QueueHostReporter
+from actors.mgmt.reporters import ConnectionHostReporter, QueueHostReporter, QuorumHostReporter
 from actors.queue.housekeeping import Housekeeping, NodeMemory
 from actors.queue.manager import QueueManager
 from persist.classic.host_storage import HostStorage
@@ -98,7 +100,8 @@ async def node_host(runtime: Any, spec: Any) -> None:
     node = NodeActor(runtime, META_NAME, registry, me, cfg["queue_hosts"],
                      timeout_ms=cfg.get("metadata_timeout_ms", TIMEOUT_MS_DEFAULT),
                      member=Address(runtime.host, MEMBER_NAME),
-                     quorum_cluster_size=cfg.get("quorum_cluster_size", CLUSTER_SIZE_DEFAULT))
+                     quorum_cluster_size=cfg.get("quorum_cluster_size", CLUSTER_SIZE_DEFAULT),
+                     reconciliation=Reconciliation(**cfg.get("reconciliation", {})))
     runtime.spawn(META_NAME, node)
     known = read_members(data_dir)  # None: this node has never served
     joining = known is None and bool(cfg.get("join"))
@@ -126,7 +129,8 @@ async def node_host(runtime: Any, spec: Any) -> None:
     node.start(Startup(bootstrap, cfg.get("default_user", "guest"), cfg.get("default_pass", "guest"), imported))
     if known is None:
         asyncio.ensure_future(_first_serve(node, cluster, data_dir))
-    queue_stats = StatsCollector(runtime, lambda: sorted(h for h in runtime.directory if kind_of(h).startswith("queue")),
+    queue_stats = StatsCollector(runtime, lambda: sorted(h for h in runtime.directory
+                                                         if kind_of(h).startswith("queue") or kind_of(h) == QUORUM_KIND),
                                  control_stats_wait_ms, name="ctl-stats")
     runtime.spawn(queue_stats.name, queue_stats)
 
@@ -219,7 +223,13 @@ async def _forget(cluster: ClusterActor, node: NodeActor, gone: str) -> dict:
 def quorum_host(runtime: Any, spec: Any) -> None:
     """A node's quorum host (actors/quorum/host.py) with its window on the cluster: the directory
     of the other nodes' hosts, and the channels of nodes that went down given back."""
-    host = quorum.quorum_host(runtime, spec)
+    # a registry replica, kept current by the node as a queue host's, routes dead-lettered messages
+    me = spec.config["node_name"]
+    replica = RegistryReplica(runtime, QUEUE_ROUTER_NAME, Registry(), node_address(me))
+    runtime.spawn(QUEUE_ROUTER_NAME, replica)
+    replica.subscribe()
+    host = quorum.quorum_host(runtime, spec, replica.registry)
+    runtime.spawn(REPORTER_NAME, QuorumHostReporter(runtime, host, spec.config["node_name"]))
     seen_down: set[str] = set()
 
     def on_nodes(_up: list[str], down: list[str]) -> None:
@@ -230,7 +240,7 @@ def quorum_host(runtime: Any, spec: Any) -> None:
             host.nodes_down(newly)
         if back:
             host.nodes_back(back)
-    ClusterView(runtime, spec.config["node_name"], on_nodes=on_nodes).start()
+    ClusterView(runtime, me, on_nodes=on_nodes, on_node_started=replica.subscribe).start()
 
 
 def queue_host(runtime: Any, spec: Any) -> None:
@@ -303,7 +313,7 @@ async def connection_host(runtime: Any, spec: Any) -> None:
         node=node_address(me), consumer_timeout_ms=cfg.get("consumer_timeout", 1800000),
         max_message_size=cfg.get("max_message_size", MAX_MESSAGE_SIZE_DEFAULT))
     replica = RegistryReplica(runtime, ROUTER_NAME, registry, node_address(me), tell_channels(ctx),
-                              tell_channels_host_restarted(ctx))
+                              tell_channels_host_restarted(ctx), incarnation=ctx.incarnation)
     runtime.spawn(ROUTER_NAME, replica)
     watcher = AlarmWatcher(ctx, alarm_relay(me))
     runtime.spawn(WATCHER_NAME, watcher)

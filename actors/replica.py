@@ -32,7 +32,8 @@ OnChange = Callable[[Address, list, list[Address]], None]
 
 class RegistryReplica:
     def __init__(self, runtime: Any, name: str, registry: Any, node: Address, on_change: OnChange | None = None,
-                 on_host_restarted: Callable[[Address, str], None] | None = None) -> None:
+                 on_host_restarted: Callable[[Address, str], None] | None = None,
+                 incarnation: int | None = None) -> None:
         self.runtime = runtime
         self.node = node
         self.on_host_restarted = on_host_restarted
@@ -40,7 +41,8 @@ class RegistryReplica:
         self.address = Address(runtime.host, name)
         self.on_change = on_change
         self.ready = asyncio.Event()  # set once the snapshot is applied
-        self.incarnation = int.from_bytes(os.urandom(6), "big")  # this host process's
+        # this host process's (a connection host's channels are named by it: actors/reader/shell.py)
+        self.incarnation = int.from_bytes(os.urandom(6), "big") if incarnation is None else incarnation
 
     def subscribe(self) -> None:
         """Ask the node for the snapshot and every later change."""

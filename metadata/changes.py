@@ -85,6 +85,15 @@ class QueueDeleted:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueMembersSet:
+    """A quorum queue's member nodes changed (in the order they joined: the first leader's node first)."""
+
+    vhost: str
+    name: str
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class _Binding:
     vhost: str
     source: str
@@ -158,7 +167,8 @@ class PolicyCleared:
 
 
 Change = (Reset | VhostCreated | VhostDeleted | ExchangeCreated | ExchangeDeleted | QueueCreated | QueueDeleted
-          | Bound | Unbound | UserSet | UserDeleted | PermissionSet | PermissionCleared | PolicySet | PolicyCleared)
+          | QueueMembersSet | Bound | Unbound | UserSet | UserDeleted | PermissionSet | PermissionCleared | PolicySet
+          | PolicyCleared)
 RECORDS: tuple[type, ...] = typing.get_args(Change)
 # how a command hands its records to the registry, which applies each one as it is emitted
 Emit = Callable[[Change], None]

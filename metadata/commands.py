@@ -22,6 +22,7 @@ admin commands answer `AdminError` values (admin_errors.py):
 - `RemoveOwnedQueues`: the QueueRecords removed (an owner connection closed);
 - `RemoveNodeTransients`, `ForgetNodeQueues`: the QueueRecords removed (their node restarted, is
   gone, or was forgotten);
+- `SetQueueMembers`: the updated QueueRecord, or None when the queue (that incarnation) is gone;
 - `LoadDefinitions`: None;
 - `AddVhost`: None; `RemoveVhost`: the QueueRecords that went with the vhost, or an AdminError;
 - user, permission and policy commands: None or an AdminError.
@@ -140,6 +141,18 @@ class LoadDefinitions:
     records: tuple[Any, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class SetQueueMembers:
+    """A quorum queue's member nodes after a membership change its Raft group has committed
+    (actors/node/quorum_membership.py). `home` names the incarnation: a change that arrives after
+    the queue was deleted and declared again changes nothing."""
+
+    vhost: str
+    name: str
+    home: str
+    members: tuple[str, ...]
+
+
 # -- vhosts, users, permissions -------------------------------------------------------------------
 
 
@@ -214,6 +227,6 @@ class ClearPolicy:
 
 
 Command = (PutExchange | RemoveExchange | PutQueue | RemoveQueue | AddBinding | RemoveBinding | RemoveOwnedQueues
-           | RemoveNodeTransients | ForgetNodeQueues | LoadDefinitions | AddVhost | RemoveVhost | AddUser | RemoveUser | ChangePassword
+           | RemoveNodeTransients | ForgetNodeQueues | SetQueueMembers | LoadDefinitions | AddVhost | RemoveVhost | AddUser | RemoveUser | ChangePassword
            | SetUserTags | SetPermissions | ClearPermissions | SetPolicy | ClearPolicy)
 COMMANDS: tuple[type, ...] = typing.get_args(Command)

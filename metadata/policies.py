@@ -31,11 +31,17 @@ from metadata.commands import ClearPolicy, SetPolicy
 if TYPE_CHECKING:
     from metadata.records import QueueRecord
 
-APPLY_TO = ("queues", "exchanges", "all")
+# 4.0 also applies a policy to one queue type ("classic_queues", "quorum_queues", "streams")
+TYPED_APPLY_TO = {"classic_queues": "classic", "quorum_queues": "quorum", "streams": "stream"}
+APPLY_TO = ("queues", "exchanges", "all", *TYPED_APPLY_TO)
 MIN_KEYS = ("expires", "message-ttl", "max-length", "max-length-bytes")
 ARG_KEYS = ("dead-letter-exchange", "dead-letter-routing-key", "overflow", "queue-mode")
+# keys only quorum queues read, passed on as the policy has them: the queue resolves them against
+# its arguments itself (actors/quorum/config.py, 4.0's rules: -1 on either side lifts the limit)
+QUORUM_KEYS = ("delivery-limit", "dead-letter-strategy")
 QUEUE_KEYS = MIN_KEYS + ARG_KEYS
-POLICY_KEYS = frozenset(QUEUE_KEYS + ("alternate-exchange",))
+POLICY_KEYS = frozenset(QUEUE_KEYS + QUORUM_KEYS + ("alternate-exchange",))
+DEAD_LETTER_STRATEGIES = ("at-most-once", "at-least-once")
 OPERATOR_KEYS = frozenset(MIN_KEYS)
 OVERFLOW_VALUES = ("drop-head", "reject-publish", "reject-publish-dlx")
 QUEUE_MODES = ("default", "lazy")
@@ -51,8 +57,12 @@ class Policy:
     priority: int = 0
     operator: bool = False
 
-    def matches(self, kind: str, name: str) -> bool:
-        if self.apply_to != "all" and self.apply_to != kind + "s":
+    def matches(self, kind: str, name: str, queue_type: str = "classic") -> bool:
+        typed = TYPED_APPLY_TO.get(self.apply_to)
+        if typed is not None:
+            if kind != "queue" or typed != queue_type:
+                return False
+        elif self.apply_to != "all" and self.apply_to != kind + "s":
             return False
         compiled = compile_pattern(self.pattern)
         return not isinstance(compiled, str) and compiled.search(name) is not None
@@ -86,6 +96,8 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
     "dead-letter-routing-key": (lambda v: isinstance(v, str), "a valid dead letter routing key"),
     "alternate-exchange": (lambda v: isinstance(v, str), "a valid alternate exchange name"),
     "queue-mode": (lambda v: v in QUEUE_MODES, "a valid queue-mode value"),
+    "delivery-limit": (_is_int, "a valid delivery limit"),
+    "dead-letter-strategy": (lambda v: v in DEAD_LETTER_STRATEGIES, "a valid dead letter strategy"),
 }
 
 
@@ -124,11 +136,11 @@ def _reason(pattern: str, apply_to: str, definition: dict[str, Any], operator: b
     return None
 
 
-def select(policies: list[Policy], kind: str, name: str) -> Policy | None:
+def select(policies: list[Policy], kind: str, name: str, queue_type: str = "classic") -> Policy | None:
     """The policy that applies to `name`: highest priority, then the name that sorts first."""
     best: Policy | None = None
     for p in policies:
-        if p.matches(kind, name) and (best is None or (-p.priority, p.name) < (-best.priority, best.name)):
+        if p.matches(kind, name, queue_type) and (best is None or (-p.priority, p.name) < (-best.priority, best.name)):
             best = p
     return best
 
@@ -156,6 +168,7 @@ def queue_settings(arguments: dict[str, Any], policy_values: dict[str, Any]) -> 
             value = min(arg, pol)
         if value is not None:
             out[key] = value
+    out.update((key, policy_values[key]) for key in QUORUM_KEYS if key in policy_values)
     return out
 
 
@@ -217,8 +230,9 @@ class PolicyTable:
     def queue_policy(self, q: QueueRecord) -> tuple[str, str, dict[str, Any]]:
         """(policy name, operator policy name, effective settings) for a queue; names "" when none."""
         pols = list(self._by_vhost.get(q.vhost, {}).values())
-        policy = select([p for p in pols if not p.operator], "queue", q.name)
-        operator = select([p for p in pols if p.operator], "queue", q.name)
+        queue_type = "quorum" if q.quorum else "classic"
+        policy = select([p for p in pols if not p.operator], "queue", q.name, queue_type)
+        operator = select([p for p in pols if p.operator], "queue", q.name, queue_type)
         return (policy.name if policy else "", operator.name if operator else "",
                 queue_settings(q.arguments, merged(policy, operator)))
 

@@ -31,12 +31,12 @@ from metadata.access import AccessControl, Permission, User
 from metadata.admin_errors import AdminError, no_vhost
 from metadata.changes import (
     Bound, Change, Emit, ExchangeCreated, ExchangeDeleted, PermissionCleared, PermissionSet, PolicyCleared, PolicySet,
-    QueueCreated, QueueDeleted, Reset, Unbound, UserDeleted, UserSet, VhostCreated, VhostDeleted,
+    QueueCreated, QueueDeleted, QueueMembersSet, Reset, Unbound, UserDeleted, UserSet, VhostCreated, VhostDeleted,
 )
 from metadata.commands import (
     AddBinding, AddUser, AddVhost, ChangePassword, ClearPermissions, ClearPolicy, Command, ForgetNodeQueues,
     LoadDefinitions, PutExchange, PutQueue, RemoveBinding, RemoveExchange, RemoveNodeTransients, RemoveOwnedQueues,
-    RemoveQueue, RemoveUser, RemoveVhost, SetPermissions, SetPolicy, SetUserTags,
+    RemoveQueue, RemoveUser, RemoveVhost, SetPermissions, SetPolicy, SetQueueMembers, SetUserTags,
 )
 from metadata.policies import Policy, PolicyTable
 from metadata.records import EXCHANGE, QUEUE, BindingRecord, ExchangeRecord, QueueRecord
@@ -66,6 +66,7 @@ class Registry:
             Reset: self._reset, VhostCreated: self.topology.vhost_created, VhostDeleted: self._vhost_deleted,
             ExchangeCreated: self.topology.exchange_created, ExchangeDeleted: self.topology.exchange_deleted,
             QueueCreated: self.topology.queue_created, QueueDeleted: self.topology.queue_deleted,
+            QueueMembersSet: self.topology.queue_members_set,
             Bound: self.topology.bound, Unbound: self.topology.unbound,
             UserSet: self.access.user_set, UserDeleted: self.access.user_deleted,
             PermissionSet: self.access.permission_set, PermissionCleared: self.access.permission_cleared,
@@ -78,6 +79,7 @@ class Registry:
             RemoveOwnedQueues: self.topology.remove_owned_queues,
             RemoveNodeTransients: self.topology.remove_node_transients,
             ForgetNodeQueues: self.topology.forget_node_queues,
+            SetQueueMembers: self.topology.set_queue_members,
             LoadDefinitions: lambda cmd, emit: self._load(cmd.records, emit),
             AddVhost: self._add_vhost, RemoveVhost: self._remove_vhost,
             AddUser: self.access.add_user, RemoveUser: self.access.remove_user,

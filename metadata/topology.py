@@ -3,8 +3,9 @@ commands that change them.
 
 Theory of operation: `Topology` is plain state changed only by applying change records
 (`VhostCreated`, `VhostDeleted`, `ExchangeCreated`, `ExchangeDeleted`, `QueueCreated`,
-`QueueDeleted`, `Bound`, `Unbound`; changes.py). Its commands (`PutExchange`, `RemoveExchange`,
-`PutQueue`, `RemoveQueue`, `AddBinding`, `RemoveBinding`, `RemoveOwnedQueues`; commands.py)
+`QueueDeleted`, `QueueMembersSet`, `Bound`, `Unbound`; changes.py). Its commands (`PutExchange`,
+`RemoveExchange`, `PutQueue`, `RemoveQueue`, `SetQueueMembers`, `AddBinding`, `RemoveBinding`,
+`RemoveOwnedQueues`; commands.py)
 validate exactly as RabbitMQ 3.10 does (first failure wins, texts from texts.py) and then express
 their whole effect as records handed to `emit`, which applies each one before the command goes on:
 a cascade reads the state its earlier records made. A refused command emits nothing.
@@ -26,11 +27,11 @@ from typing import Any
 from metadata import arguments as qargs
 from metadata import names, quorum, texts
 from metadata.changes import (
-    Bound, Change, Emit, ExchangeCreated, ExchangeDeleted, QueueCreated, QueueDeleted, Unbound, VhostCreated,
-    VhostDeleted,
+    Bound, Change, Emit, ExchangeCreated, ExchangeDeleted, QueueCreated, QueueDeleted, QueueMembersSet, Unbound,
+    VhostCreated, VhostDeleted,
 )
 from metadata.commands import (AddBinding, ForgetNodeQueues, PutExchange, PutQueue, RemoveBinding, RemoveExchange,
-                               RemoveNodeTransients, RemoveOwnedQueues, RemoveQueue)
+                               RemoveNodeTransients, RemoveOwnedQueues, RemoveQueue, SetQueueMembers)
 from metadata.fieldvalues import MISSING, inequivalence, table_key, type_name
 from metadata.headers import validate_binding
 from metadata.matchers import MATCHERS, Matcher
@@ -91,6 +92,10 @@ class Topology:
         self.vhosts[c.vhost].queues[c.name] = QueueRecord(c.vhost, c.name, c.durable, c.exclusive_owner,
                                                           c.auto_delete, dict(c.arguments), home=c.home,
                                                           members=tuple(c.members), created_ms=c.created_ms)
+
+    def queue_members_set(self, c: QueueMembersSet) -> None:
+        queues = self.vhosts[c.vhost].queues
+        queues[c.name] = replace(queues[c.name], members=tuple(c.members))
 
     def queue_deleted(self, c: QueueDeleted) -> None:
         vh = self.vhosts[c.vhost]
@@ -255,6 +260,17 @@ class Topology:
         for q in removed:
             self._delete_queue(self.vhosts[q.vhost], q, emit)
         return removed
+
+    def set_queue_members(self, cmd: SetQueueMembers, emit: Emit) -> QueueRecord | None:
+        """A quorum queue's members after a committed Raft membership change; nothing when that
+        incarnation of the queue is gone (or nothing changed)."""
+        vh = self.vhosts.get(cmd.vhost)
+        current = None if vh is None else vh.queues.get(cmd.name)
+        if current is None or current.home != cmd.home or not current.quorum or not cmd.members:
+            return None
+        if tuple(cmd.members) != current.members:
+            emit(QueueMembersSet(cmd.vhost, cmd.name, tuple(cmd.members)))
+        return vh.queues[cmd.name]
 
     def _delete_queue(self, vh: VhostTopology, q: QueueRecord, emit: Emit) -> None:
         sources = _unbind_all(vh, list(vh.by_destination.get((QUEUE, q.name), ())), emit)

@@ -8,11 +8,20 @@ simulated crash. Durability contract (what both implementations honour):
   removing a directory tree (`remove_tree`), after `fsync_dir` of the tree's parent.
 `sync_method` chooses what `sync` does on a real disk: "fdatasync" (default: the data and the size,
 not the timestamps), "fsync", or "none" (tests and benchmarks of the CPU side only).
+
+A RealDisk can also *defer* its syncs (`deferring`): inside that block `sync` and `fsync_dir` sync
+nothing and collect a duplicate of the descriptor instead, and `DeferredSyncs.run` syncs them
+later, on another thread, while the caller's event loop goes on (a queue host delivers while its
+group commit's fdatasync runs; actors/queue/group_commit.py). A duplicate descriptor shares the
+open file, so a sync started after the writes covers them even if the file is closed, renamed or
+removed meanwhile; the content is durable only once `run` has returned.
 """
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Protocol
 
 SYNC_METHODS = ("fdatasync", "fsync", "none")
@@ -77,6 +86,41 @@ def parent(path: str) -> str:
     return path.rpartition("/")[0]
 
 
+class DeferredSyncs:
+    """The syncs a RealDisk was asked for inside `deferring`: duplicated descriptors, each synced
+    and closed by `run` (on any thread: the syscalls release the GIL and touch no shared state)."""
+
+    __slots__ = ("_files", "_method")
+
+    def __init__(self, method: str) -> None:
+        self._files: list[tuple[int, bool]] = []  # (descriptor, is a directory)
+        self._method = method
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def add(self, fd: int, directory: bool) -> None:
+        self._files.append((fd, directory))
+
+    def discard(self) -> None:
+        """Close every collected descriptor unsynced."""
+        for fd, _ in self._files:
+            os.close(fd)
+        self._files = []
+
+    def run(self) -> None:
+        """Sync every collected file in order, then close them all (even after a failed sync,
+        whose error propagates: what it covered is not durable)."""
+        try:
+            for fd, directory in self._files:
+                if directory or self._method == "fsync":
+                    os.fsync(fd)
+                elif self._method == "fdatasync":
+                    os.fdatasync(fd)
+        finally:
+            self.discard()
+
+
 class RealDisk:
     """The OS file system under `root`. Keeps one append descriptor per open file."""
 
@@ -85,9 +129,24 @@ class RealDisk:
             raise ValueError(f"sync_method must be one of {SYNC_METHODS}, not {sync_method!r}")
         self.root = root
         self.sync_method = sync_method
-        self.syncs = 0
+        self.syncs = 0  # syncs asked for (deferred ones included)
         self._fds: dict[str, int] = {}
+        self._deferred: DeferredSyncs | None = None
         os.makedirs(root, exist_ok=True)
+
+    @contextmanager
+    def deferring(self) -> Iterator[DeferredSyncs]:
+        """Collect the syncs asked for inside the block instead of doing them; the caller runs
+        what it yields (see the module docstring)."""
+        assert self._deferred is None, "deferring blocks do not nest"
+        self._deferred = deferred = DeferredSyncs(self.sync_method)
+        try:
+            yield deferred
+        except BaseException:
+            deferred.discard()
+            raise
+        finally:
+            self._deferred = None
 
     def _abs(self, path: str) -> str:
         return os.path.join(self.root, path)
@@ -148,6 +207,10 @@ class RealDisk:
 
     def sync(self, path: str) -> None:
         self.syncs += 1
+        if self._deferred is not None:
+            if self.sync_method != "none":
+                self._deferred.add(os.dup(self._fd(path)), False)
+            return
         if self.sync_method == "fdatasync":
             os.fdatasync(self._fd(path))
         elif self.sync_method == "fsync":
@@ -187,6 +250,9 @@ class RealDisk:
         if self.sync_method == "none":
             return
         fd = os.open(self._abs(path), os.O_RDONLY | os.O_DIRECTORY)
+        if self._deferred is not None:
+            self._deferred.add(fd, True)
+            return
         try:
             os.fsync(fd)
         finally:

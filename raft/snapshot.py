@@ -117,6 +117,7 @@ class SnapshotMixin:
             pr.update(msg.index)
             pr.become_probe()
             self.send_append(msg.src, out, allow_empty=True)
+            self.maybe_promote(out)  # a learner the snapshot caught up (an idle log sends it no more)
         else:
             pr.snap_offset = msg.offset  # the follower says which byte it expects next
             self.send_snapshot_chunk(msg.src, out)

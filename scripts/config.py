@@ -30,6 +30,7 @@ from flow.alarms import (DEFAULT_DISK_FREE_LIMIT_BYTES, DEFAULT_MEMORY_WATERMARK
                          Limit, RelativeLimit, memory_limit_bytes)
 from flow.units import UnitError, conf_size
 
+CMR = "quorum_queue.continuous_membership_reconciliation."
 DEFAULTS: dict[str, Any] = {
     "listeners.tcp.default": 5672,  # PORT, or IP:PORT to listen on one address (load splits it)
     "node_name": "warren",
@@ -71,6 +72,12 @@ DEFAULTS: dict[str, Any] = {
     "raft.wal_max_size_bytes": 536870912,  # the node's quorum WAL rolls into segments at this size
     "raft.tick_ms": 250,  # quorum members' clock (heartbeats every 2 ticks, elections after 8-16)
     "quorum_cluster_size": 3,  # members of a new quorum queue without x-quorum-initial-group-size
+    # RabbitMQ 4.0's continuous membership reconciliation of quorum queues (actors/node/quorum_membership.py)
+    CMR + "enabled": False,
+    CMR + "target_group_size": None,  # none: reconciliation grows no queue without x-quorum-target-group-size
+    CMR + "auto_remove": False,
+    CMR + "interval": 3_600_000,
+    CMR + "trigger_interval": 10_000,
 }
 LISTENER_IP = "listeners.tcp.default.ip"  # derived by `load`: the address of `listeners.tcp.default`
 ALIASES = {"vm_memory_high_watermark": "vm_memory_high_watermark.relative",
@@ -103,7 +110,20 @@ def _conf_listener(key: str, value: str) -> int | tuple[str, int]:
     return (ip, int(port)) if sep else int(port)
 
 
+def _conf_bool(key: str, value: str) -> bool:
+    if value not in ("true", "false"):
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    return value == "true"
+
+
+def _conf_positive(key: str, value: str) -> int:
+    if not value.isdigit() or int(value) == 0:
+        raise ConfigError(f"{key} must be a positive integer, got {value!r}")
+    return int(value)
+
+
 PARSERS: dict[str, Callable[[str, str], Any]] = {
+    CMR + "enabled": _conf_bool, CMR + "auto_remove": _conf_bool, CMR + "target_group_size": _conf_positive,
     "listeners.tcp.default": _conf_listener,
     "vm_memory_high_watermark.relative": _conf_float, "vm_memory_high_watermark.absolute": _conf_size,
     "disk_free_limit.relative": _conf_float, "disk_free_limit.absolute": _conf_size,

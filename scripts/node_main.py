@@ -27,7 +27,7 @@ from actors.runtime import logs
 from actors.runtime.control import HostSpec
 from actors.runtime.curve import default_cookie_file
 from actors.runtime.node_process import run_node
-from scripts.config import LISTENER_IP, ConfigError, disk_free_limit, load, memory_watermark
+from scripts.config import CMR, LISTENER_IP, ConfigError, disk_free_limit, load, memory_watermark
 from actors.runtime.ports import can_listen, free_port
 
 
@@ -38,6 +38,14 @@ def node_name(name: str) -> str:
 
 def cluster_port(conf: dict) -> int:
     return conf["cluster.port"] or conf["listeners.tcp.default"] + 20000
+
+
+def reconciliation(conf: dict) -> dict:
+    """quorum_queue.continuous_membership_reconciliation.* as actors/node/quorum_membership.py's
+    Reconciliation fields."""
+    return {"enabled": conf[CMR + "enabled"], "target_group_size": conf[CMR + "target_group_size"],
+            "auto_remove": conf[CMR + "auto_remove"], "interval_ms": conf[CMR + "interval"],
+            "trigger_interval_ms": conf[CMR + "trigger_interval"]}
 
 
 def host_specs(conf: dict) -> list[HostSpec]:
@@ -66,7 +74,8 @@ def host_specs(conf: dict) -> list[HostSpec]:
                   "amqp_port": conf["listeners.tcp.default"]}
     specs = [HostSpec("node", "actors.hosts:node_host",
                       dict(common, **management, tcp_bind=f"tcp://{interface}:{cluster_port(conf)}",
-                           join=conf.get("join"), metadata_timeout_ms=conf["metadata.timeout"]))]
+                           join=conf.get("join"), metadata_timeout_ms=conf["metadata.timeout"],
+                           reconciliation=reconciliation(conf)))]
     specs += [HostSpec(f"queue{i}", "actors.hosts:queue_host", dict(common)) for i in range(conf["queue_hosts"])]
     specs.append(HostSpec(QUORUM_KIND, "actors.hosts:quorum_host", dict(
         common, node=node, node_address=str(node_address(node)), tick_ms=conf["raft.tick_ms"],

@@ -3,10 +3,10 @@ warren's own.
 
 A row is the queue's registry record (name, vhost, durable, arguments, policies, type, owner) from
 the node host, merged with its counters from the queue host that runs it (messages, bytes,
-consumers, memory, where its messages are). A queue whose host does not answer for it is "down"
-with zero counts. Quorum queues run as classic queues on this node (README), so `type` is what
-the queue was declared with (x-queue-type) and a quorum queue's leader, members and online are
-this node alone.
+consumers, memory, where its messages are); a quorum queue's counters come from the member that
+leads it (its quorum host's report names the leader's node), its `members` from its record and
+`online` are those of its members on running nodes. A queue whose host (or leader) does not answer
+for it is "down" with zero counts (a classic queue has no leader, members or online: empty).
 
 Columns RabbitMQ has that warren cannot fill yet print empty, as RabbitMQ prints a column that does
 not apply: consumer_capacity and consumer_utilisation (no measure of how often a consumer was
@@ -28,17 +28,16 @@ RABBITMQ_COLUMNS = (
     "synchronised_slave_pids", "type")
 WARREN_COLUMNS = ("vhost", "operator_policy", "effective_policy_definition", "messages_paged_out")
 QUEUE_COLUMNS = RABBITMQ_COLUMNS + WARREN_COLUMNS
-NODE_COLUMNS = ("leader", "members", "online")  # these need the node's name
 ZERO_COUNTS = ("messages", "messages_ready", "messages_unacknowledged", "consumers", "memory", "messages_ram",
                "messages_ready_ram", "messages_unacknowledged_ram", "messages_persistent", "messages_paged_out",
                "message_bytes", "message_bytes_ready", "message_bytes_unacknowledged", "message_bytes_ram")
 
 
-def queue_rows(records: list[dict], stats: list[dict], node_name: Callable[[], str] | None) -> list[dict]:
-    """One row per queue record, with its counters; `node_name` is asked only if a quorum queue's
-    node columns are wanted (None: they are not)."""
+def queue_rows(records: list[dict], stats: list[dict], running: Callable[[], list[str]] | None) -> list[dict]:
+    """One row per queue record, with its counters; `running` (the running nodes) is asked only if
+    a quorum queue's online members are wanted (None: they are not)."""
     by_queue = {(s.get("vhost", "/"), s["name"]): s for s in stats}
-    node = node_name() if node_name is not None and any(r.get("type") == "quorum" for r in records) else None
+    up = set(running()) if running is not None and any(r.get("type") == "quorum" for r in records) else set()
     rows = []
     for record in records:
         s = by_queue.get((record["vhost"], record["name"]), {})
@@ -46,7 +45,7 @@ def queue_rows(records: list[dict], stats: list[dict], node_name: Callable[[], s
         row.update(s)
         row.update(record)
         row["state"] = s.get("state", "running") if s else "down"  # running / flow (flow/state.py)
-        if record.get("type") == "quorum" and node is not None:
-            row.update(leader=node, members=[node], online=[node])
+        if record.get("type") == "quorum":
+            row.update(leader=s.get("leader", ""), online=[n for n in record["members"] if n in up])
         rows.append(row)
     return rows

@@ -24,8 +24,8 @@ from typing import Any, Callable
 from flow.units import (UnitError, cli_disk_absolute, cli_disk_relative, cli_memory_absolute,
                         cli_memory_relative)
 from metadata.policies import parse_definition
-from scripts import ctl_node, flow_view
-from scripts.queue_columns import NODE_COLUMNS, QUEUE_COLUMNS, queue_rows
+from scripts import ctl_node, ctl_quorum, flow_view
+from scripts.queue_columns import QUEUE_COLUMNS, queue_rows
 
 EX_USAGE, EX_DATAERR, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL = 64, 65, 69, 70, 75
 default_node_dir = Path("var/warren")
@@ -112,9 +112,8 @@ def _rows(node: Node, command: str, a: argparse.Namespace) -> list[dict]:
     vhost = getattr(a, "vhost", None)
     if command == "list_queues":
         stats = node.ask("node", "cluster_queue_stats")
-        node_name = ((lambda: node.ask("$supervisor", "node_status")["node"])
-                     if set(a.columns) & set(NODE_COLUMNS) else None)
-        return queue_rows(node.ask("node", "queue_policies", {"vhost": vhost}), stats, node_name)
+        running = ((lambda: node.ask("node", "cluster_status")["running"]) if "online" in a.columns else None)
+        return queue_rows(node.ask("node", "queue_policies", {"vhost": vhost}), stats, running)
     where, _ = LISTINGS[command]
     if where == "connections":
         rows = [r for host in node.connection_hosts() for r in node.ask(host, command)]
@@ -230,6 +229,8 @@ def run_change(node: Node, a: argparse.Namespace, out: Callable[[str], None] = p
     if c == "flow":
         flow_view.run(lambda: flow_snapshot(node), f, a.once, a.interval, lambda text: (out(text), sys.stdout.flush()))
         return ""
+    if c in ctl_quorum.COMMANDS:
+        return ctl_quorum.run(node, a, render, out, Failure)
     if c == "status":
         return ctl_node.render_status(ctl_node.status(node), f, _cell)
     if c == "stop":
@@ -347,6 +348,7 @@ def parser() -> argparse.ArgumentParser:
     sp = cmd("flow", help="the publish chain reader -> channel -> queue -> store, live, and its bottleneck")
     sp.add_argument("--once", action="store_true", help="print one snapshot and exit")
     sp.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes (default 2)")
+    ctl_quorum.add_parsers(cmd)
     cmd("set_vm_memory_high_watermark", help="<fraction> | absolute <value>: the memory alarm's limit, "
         "until the node restarts").add_argument("args", nargs="*")
     cmd("set_disk_free_limit", help="<disk_limit> | mem_relative <fraction>: the disk alarm's limit, "

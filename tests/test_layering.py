@@ -40,9 +40,11 @@ CORE_MODULES = [
     "actors/cluster/membership.py", "actors/mgmt/counters.py", "actors/mgmt/rates.py", "actors/mgmt/sample.py",
     "actors/mgmt/auth.py", "actors/mgmt/paths.py", "actors/mgmt/shapes.py", "actors/mgmt/changes.py",
     "actors/mgmt/reads.py", "actors/mgmt/peek.py", "actors/mgmt/metrics.py", "actors/monitor/relay.py",
+    "actors/node/quorum_membership.py", "actors/node/steps.py",
 ]
 # Shells inside a pure package: actors/quorum's member actor, host entry and test launchers.
 SHELLS_IN_CORE_PACKAGES = ["actors/quorum/member.py", "actors/quorum/host.py", "actors/quorum/launch.py",
+                           "actors/quorum/dead_letter_shell.py",
                            "actors/quorum/drive.py"]
 # What a core in actors/ may not import: the runtime's machinery, host entries, shells.
 SHELL_MODULES = ("actors.runtime.mailbox", "actors.runtime.host", "actors.runtime.supervisor",

@@ -19,6 +19,7 @@ from actors.channel.generated_names import CONSUMER_TAG_PREFIX, new_tag
 from actors.channel.lifecycle import OPEN
 from actors.channel.publish_checks import REPLY_TO_QUEUE
 from actors.channel.resources import queue_for
+from actors.placement import quorum_uid
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import Cancel, Consume
 from wire import methods as m
@@ -47,6 +48,11 @@ def basic_consume(ch: ChannelCore, cmd: Command) -> None:
         return
     queue = queue_for(ch, x, x.queue or "")
     if queue is None:
+        return
+    if ch.qos.channel_limit and quorum_uid(queue.host) is not None:
+        # rabbit_quorum_queue:consume refuses an active channel-wide limiter (a connection error)
+        ch.error(AmqpError(NOT_IMPLEMENTED, f"queue '{x.queue}' in vhost '{ch.vhost}' does not support global qos",
+                           connection=True), x)
         return
     tag = x.consumer_tag or new_tag(ch.rng, CONSUMER_TAG_PREFIX)
     if direct_reply.tag_in_use(ch, tag):

@@ -7,7 +7,8 @@ through that queue's client, which sends it to the member it believes leads (`ro
 whatever a member sends back goes into the client, whose output reaches the core as if the queue's
 address had sent it (`receive`). A message a member's host could not deliver (no such member
 yet, or any more) is that member refusing: the client asks who leads. Clients are made on first
-use, from the member nodes in the registry, and time (`tick`) lets them ask every member who
+use, from the member nodes in the registry (a member added later is learnt when it first speaks),
+and time (`tick`) lets them ask every member who
 leads when their target went quiet.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from actors.messages.quorum import NotQueueLeader
 from actors.messages.runtime import Undelivered
 from actors.placement import QUORUM_HOME_PREFIX, quorum_uid
 from actors.quorum.client import QuorumClient
-from actors.quorum.names import member_id
+from actors.quorum.names import MEMBER_PREFIX, member_id, uid_of_member
 from actors.runtime.address import Address
 from effects import Send
 
@@ -53,7 +54,11 @@ class QuorumLinks:
         None when `sender` is not a member of a queue this channel talks to."""
         queue = self._queue_of.get(sender)
         if queue is None:
-            return None
+            if not self._clients or type(sender) is not Address or not sender.name.startswith(MEMBER_PREFIX):
+                return None  # a classic queue's, the node's, another channel's: on every delivery's path
+            queue = self._added_member(sender)
+            if queue is None:
+                return None
         client = self._clients[queue]
         if type(msg) is Undelivered:
             refused = msg.msg
@@ -88,6 +93,17 @@ class QuorumLinks:
             for member in members:  # any of them may be the one that announces it leads
                 self._address(queue, member)
         return client
+
+    def _added_member(self, sender: Address) -> Address | None:
+        """The queue of a member this channel did not know: one added since its client was made
+        (warrenctl add_member, grow), announcing that it leads."""
+        uid = uid_of_member(sender.name)
+        for queue in self._clients:
+            if quorum_uid(queue.host) == uid:
+                self._addresses[str(sender)] = sender
+                self._queue_of[sender] = queue
+                return queue
+        return None
 
     def _sends(self, queue: Address, sends: list[Send]) -> list[Send]:
         """A client's sends, to members' addresses (a member named by a leader change is learnt)."""

@@ -19,8 +19,18 @@ channel -> leader:
 - `ConsumerResync`: after a leader change, what the channel holds of one consumer's deliveries;
   the leader returns the rest (lost in flight: redelivered, delivery count + 1).
 node -> a node's quorum host (its manager, actors/quorum/host.py), each answered with `Reply`:
-- `StartMember` (durable before the answer), `DeleteMember` (its files gone before the answer).
+- `StartMember` (durable before the answer), `DeleteMember` (its files gone before the answer),
+  `MemberStatus` (the answer's value: the member's status dict, or None when there is none).
+- `KeepMembers(uids)` (no answer): the queues this node's metadata has members of here; any other
+  member is left from a queue deleted while this node was down, and is deleted.
+node -> a member (the leader; any other answers `NotQueueLeader` with `refused` the request):
+- `ChangeQueueMembers(member, add)`: add (as a learner, promoted once caught up) or remove one Raft
+  member, one change at a time; `Reply` once the change is committed, or with an error when it is
+  refused or does not commit in time.
+- `TransferQueueLeader(member)`: hand leadership to that member; `Reply` at once (the transfer runs).
 anyone -> a member, or a quorum host's manager (then to every member on that node):
+- `HostChannelsGone(host, current)` (to a quorum host's manager, from the node that saw a
+  connection host restart): the channels of that host's earlier incarnations are gone.
 - `ChannelsGone(prefix)`: every channel whose address starts with `prefix` (a node's or a host's)
   is gone: the leader proposes a ChannelDown for each one it knows, and every member remembers the
   prefix, so a leader elected later does the same when it takes over. No answer. Prefixes must not
@@ -90,3 +100,37 @@ class DeleteMember:
 @message
 class ChannelsGone:
     prefix: str
+
+
+@message
+class HostChannelsGone:
+    """Connection host `host` restarted: its channels named before `current` (its new incarnation,
+    in hex: "HOST/ch:CURRENT.N") are gone. To a quorum host's manager, which gives each member's
+    channels of that host back by their own incarnation prefix (ChannelsGone). No answer."""
+
+    host: str
+    current: str
+
+
+@message
+class MemberStatus:
+    rid: int
+    uid: str
+
+
+@message
+class KeepMembers:
+    uids: list[str]
+
+
+@message
+class ChangeQueueMembers:
+    rid: int
+    member: str  # the Raft id of the member to add or remove (actors/quorum/names.py's member_id)
+    add: bool
+
+
+@message
+class TransferQueueLeader:
+    rid: int
+    member: str

@@ -39,6 +39,28 @@ class QueueHostReporter:
                           sender=self.address)
 
 
+class QuorumHostReporter:
+    """The quorum queues whose member on this node leads (each queue is counted once, by its
+    leader): their counts, and the leader's node."""
+
+    def __init__(self, runtime: Any, host: Any, node: str) -> None:
+        self.runtime = runtime
+        self.host = host
+        self.node = node
+        self.address = Address(runtime.host, REPORTER_NAME)
+
+    def receive(self, sender: Address, msg: CollectStats) -> None:
+        queues = []
+        for status in self.host.status().values():
+            if status["role"] == "leader":
+                queues.append({**{k: v for k, v in status.items() if k.startswith(("message", "consumers"))},
+                               "vhost": status["vhost"], "name": status["queue"], "leader": self.node,
+                               "pid": status["id"],  # RabbitMQ's pid of a quorum queue: its leader's
+                               "state": "running", "flow": "running"})
+        self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, queues, [], [], [], [], {})),
+                          sender=self.address)
+
+
 class ConnectionHostReporter:
     """The connections, channels and consumers of one connection host, and its node-wide totals."""
 

@@ -47,15 +47,17 @@ from __future__ import annotations
 
 import traceback
 from collections import deque
-from collections.abc import Callable, Generator, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import Purge
 from actors.messages.cluster import ForgetNode
-from actors.messages.quorum import NotQueueLeader
+from actors.messages.quorum import HostChannelsGone, NotQueueLeader
+from actors.node import quorum_membership as qm
 from actors.node import quorum_queues as qq
+from actors.node.steps import Apply, Ask, Op
 from actors.messages.node import (
     ApplyPolicy, AutoDeleteQueue, BindExchange, BindQueue, CloseConnections, ConnectionClosed, CreateQueue,
     DeclareExchange, DeclareQueue, DeleteExchange, DeleteQueue, Dispose, MetadataChanged, QueueDeclared,
@@ -84,26 +86,6 @@ TIMEOUT_MS_DEFAULT = 30_000  # RabbitMQ's khepri_default_timeout
 
 
 @dataclass(frozen=True, slots=True)
-class Apply:
-    """An operation's step: propose `cmd`; resumes with (result, changes) once applied here, or
-    ends the operation with `timeout_error` (None: propose again) when that takes too long."""
-
-    cmd: Command
-    timeout_error: AmqpError | AdminError | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Ask:
-    """An operation's step: send `request(rid)` to `to`; resumes with the Reply, or with a Reply
-    carrying `missing` when the target does not exist, or `down` when its node is down."""
-
-    to: Address
-    request: Callable[[int], Any]
-    missing: AmqpError
-    down: AmqpError | None = None  # None: the same as `missing`
-
-
-@dataclass(frozen=True, slots=True)
 class AdminAsk:
     """An admin command from warrenctl, in the serial order with the channels' requests."""
 
@@ -124,9 +106,11 @@ class Startup:
 
 @dataclass(frozen=True, slots=True)
 class HostRestarted:
-    """An internal operation: connection host `host` restarted; its connections' exclusive queues go."""
+    """An internal operation: connection host `host` restarted (now as `incarnation`); its
+    connections' exclusive queues go, and quorum queues give back what its channels held."""
 
     host: str
+    incarnation: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +120,6 @@ class NodeDown:
     node: str
 
 
-Op = Generator[Apply | Ask, Any, Any]
 Origin = Address | None  # who sent a request (None for an admin ask or an internal operation)
 
 
@@ -148,7 +131,8 @@ class NodeCore:
     def __init__(self, registry: Registry, node: str, queue_hosts: int, *, salt: Callable[[int], bytes],
                  incarnation: int, timeout_ms: int = TIMEOUT_MS_DEFAULT,
                  now_ms: Callable[[], int] = lambda: 0,
-                 quorum_cluster_size: int = quorum.CLUSTER_SIZE_DEFAULT) -> None:
+                 quorum_cluster_size: int = quorum.CLUSTER_SIZE_DEFAULT,
+                 reconciliation: qm.Reconciliation = qm.Reconciliation()) -> None:
         self.registry = registry
         self.node = node
         self.queue_hosts = queue_hosts
@@ -160,6 +144,8 @@ class NodeCore:
         self.serving = False
         self.down: set[str] = set()  # nodes the cluster sees down
         self.cluster: set[str] = {node}  # every node the cluster view has named, up or down
+        self.cluster_now: set[str] = {node}  # the nodes the cluster view names now (forgotten ones go)
+        self.reconciliation = reconciliation  # quorum queues' continuous membership reconciliation
         self._leaders = qq.Leaders()  # the quorum queue members seen leading
         self._redirects: dict[int, int] = {}  # rid -> times a call was refused while no member led
         self._retries: dict[int, tuple[Address, Any]] = {}  # rid -> (member, request) to send again
@@ -247,6 +233,11 @@ class NodeCore:
         return self._flush()
 
     def timer(self, name: str) -> list[Effect]:
+        if name == qm.CMR_TIMER:
+            self._work.append((None, qm.Reconcile()))
+            self._out += qm.schedule(self.reconciliation, triggered=False)
+            self._pump()
+            return self._flush()
         if name.startswith(_RETRY_TIMER):
             self._retry_call(int(name[len(_RETRY_TIMER):]))
             return self._flush()
@@ -271,7 +262,11 @@ class NodeCore:
         started counts as down for calls, but only one seen up and then lost loses its transient
         queues: a node that has just started has not heard from anyone yet."""
         gone = set(down) & self._seen_up
-        self.cluster |= set(up) | set(down)
+        named = set(up) | set(down) | {self.node}
+        if self.serving and named != self.cluster_now:  # a node joined or was forgotten
+            self._out += qm.schedule(self.reconciliation, triggered=True)
+        self.cluster |= named
+        self.cluster_now = named
         self._seen_up = (self._seen_up | set(up)) - set(down)
         self.down = set(down) - {self.node}
         for node in sorted(self.down):
@@ -386,6 +381,8 @@ class NodeCore:
     def _serve(self) -> None:
         self.serving = True
         self._out.append(Log("node.serving", fields=(("node", self.node),)))
+        self._out += qm.reconcile(self.node, self.registry.queues())
+        self._out += qm.schedule(self.reconciliation, triggered=False)
         held, self._held_subscribers = self._held_subscribers, []
         for sub, incarnation in held:
             self._subscribe(sub, incarnation)
@@ -399,7 +396,7 @@ class NodeCore:
         self._out.append(Send(sender, MetadataChanged(self.registry.snapshot())))
         if sender.name == ROUTER_NAME and before is not None and not again:
             # a connection host restarted: its connections are gone, and their exclusive queues
-            self._work.append((None, HostRestarted(sender.host)))
+            self._work.append((None, HostRestarted(sender.host, incarnation)))
             self._pump()
         if sender.name != QUEUE_ROUTER_NAME or again:
             return
@@ -445,6 +442,8 @@ class NodeCore:
                                                            f"vhost '{change.vhost}' is deleted")))
             elif kind is PolicySet or kind is PolicyCleared:
                 policies.add(change.vhost)
+        if policies:  # a policy change triggers quorum membership reconciliation (RabbitMQ 4.0's CMR)
+            self._out += qm.schedule(self.reconciliation, triggered=True)
         if type(cmd) is RemoveVhost and isinstance(result, list):  # its queues went with the vhost
             for rec in result:
                 self._queue_settings.pop((rec.vhost, rec.name), None)
@@ -495,6 +494,9 @@ class NodeCore:
         return result
 
     def _host_restarted(self, x: HostRestarted) -> Op:
+        gone = HostChannelsGone(x.host, f"{x.incarnation:x}")
+        for node in sorted(self.cluster - self.down):
+            self._out.append(Send(qq.manager(node), gone))
         yield Apply(RemoveOwnedQueues(f"{x.host}:", prefix=True), RETRY_LATER)
 
     def _node_down(self, x: NodeDown) -> Op:
@@ -545,10 +547,11 @@ class NodeCore:
         return QueueDeclared(rec.name, stats.value.messages, stats.value.consumers)
 
     def _start_members(self, rec: QueueRecord) -> Op:
-        """A new quorum queue's members, started on their nodes; declare-ok once one leads."""
+        """A new quorum queue's members, started on their nodes; declare-ok once one leads. The
+        leader's member starts last: it asks for votes at its first tick, when the others exist."""
         started = 0
         start = qq.start_member(rec)
-        for node in rec.members:
+        for node in (*rec.members[1:], rec.members[0]):
             reply = yield Ask(qq.manager(node), start, _queue_down(rec.name))
             started += reply.ok
         error = qq.not_started(rec, self.node, started)
@@ -776,6 +779,7 @@ _OPS: dict[type, Callable[[NodeCore, Any], Op]] = {
     DeleteQueue: NodeCore._queue_delete, AutoDeleteQueue: NodeCore._queue_auto_delete,
     ConnectionClosed: NodeCore._connection_closed, AdminAsk: NodeCore._admin,
     _StartupOp: NodeCore._startup, NodeDown: NodeCore._node_down, HostRestarted: NodeCore._host_restarted,
+    qm.Reconcile: qm.reconcile_members,
 }
 
 _ADMIN: dict[str, Callable[[NodeCore, dict], Op]] = {
@@ -803,6 +807,7 @@ _ADMIN.update({
     "bind": lambda core, a: core._binding_admin(AddBinding, a),
     "unbind": lambda core, a: core._binding_admin(RemoveBinding, a),
     "import_definitions": NodeCore._import_definitions,
+    **qm.ADMIN_OPS,
 })
 ADMIN_OPS = frozenset(_ADMIN)
 

@@ -59,7 +59,7 @@ def _queue_policies(reg: Registry, args: dict) -> list[dict]:
         out.append({"vhost": q.vhost, "name": q.name, "policy": policy, "operator_policy": operator,
                     "effective_policy_definition": settings, "durable": q.durable, "auto_delete": q.auto_delete,
                     "exclusive": q.exclusive_owner is not None, "arguments": printable(q.arguments),
-                    "type": queue_type(q.arguments),
+                    "type": queue_type(q.arguments), **({"members": list(q.members)} if q.quorum else {}),
                     "owner_pid": None if q.exclusive_owner is None else str(q.exclusive_owner)})
     return out
 

@@ -41,10 +41,10 @@ messages of actors/messages/channel_queue.py and node.py and answers requests wi
 `Undelivered` (what it sent found no actor) means the channel is gone, as `ChannelDown` does.
 
 Confirms (THE ORDERING RULE of durable queues): Confirm means "enqueued", and for a queue made with
-`hold_confirms` (a durable one) "on disk": its confirms are held here, the highest seq per channel,
-and leave only from `flushed()`, which the shell calls after the group commit's fdatasync that
-covers everything this queue wrote (actors/queue/group_commit.py). Rejected is never held: a
-refused message was never written.
+`hold_confirms` (a durable one) "on disk": its confirms are held here, the highest seq per channel;
+`sync_started()` sets aside those that the group commit's next syncs cover (everything this queue
+wrote so far, actors/queue/group_commit.py), and they leave only from `flushed()`, which the shell
+calls once those syncs are done. Rejected is never held: a refused message was never written.
 
 Storage: ready messages live in the ready list, in RAM (`ready.py`, `priority.py`) or, for a durable
 queue, in `backed.BackedReady` over a paged store that the shell builds and recovers and hands in
@@ -99,7 +99,8 @@ class ClassicQueue:
         self.vhost = vhost
         self._node = node  # where AutoDeleteQueue goes
         self._hold_confirms = hold_confirms
-        self._held: dict[Hashable, int] = {}  # channel -> highest confirm seq waiting for flushed()
+        self._held: dict[Hashable, int] = {}  # channel -> highest confirm seq not yet in a sync
+        self._syncing: dict[Hashable, int] = {}  # the same, set aside by sync_started() for flushed()
         self.deleted = False
         self.name = name
         self.auto_delete = auto_delete
@@ -221,10 +222,19 @@ class ClassicQueue:
         """One message from a channel or the node (actors/messages), as effects."""
         return _HANDLERS[type(msg)](self, sender, msg, now_ms)
 
+    def sync_started(self) -> None:
+        """The group commit asked for the syncs of everything this queue wrote so far: the
+        confirms held until now are what those syncs cover. Later publishes wait for the next."""
+        syncing = self._syncing
+        for channel, upto in self._held.items():
+            if upto > syncing.get(channel, 0):
+                syncing[channel] = upto
+        self._held = {}
+
     def flushed(self) -> list[Effect]:
-        """The group commit that covers everything this queue wrote has synced: confirm it."""
-        held, self._held = self._held, {}
-        return [Send(channel, Confirm(upto)) for channel, upto in held.items()]
+        """The syncs asked for at `sync_started` are done: confirm what they cover."""
+        syncing, self._syncing = self._syncing, {}
+        return [Send(channel, Confirm(upto)) for channel, upto in syncing.items()]
 
     def _confirm(self, channel: Hashable, upto: int, effects: list[Effect]) -> None:
         if not self._hold_confirms:
@@ -669,6 +679,7 @@ def _dispose(q: ClassicQueue, sender: Hashable, msg: Dispose, now: int | None) -
         return [Send(sender, Reply(msg.rid, error=res))]
     count, effects = res
     q.deleted = True
+    q.sync_started()  # the shell flushed the storage first; a deleted queue's messages are gone anyway
     return [*effects, *q.flushed(), Send(sender, Reply(msg.rid, count))]
 
 

@@ -162,14 +162,19 @@ def dead_letter(router: Router, place: Callable[[str, str], Hashable], vhost: st
     (seq 0: nobody waits for a confirm, at-most-once as RabbitMQ 3.10's classic queues)."""
     batches: dict[Hashable, list[Published]] = {}
     for message in messages:
-        keys, header, headers = rewrite(message, reason, queue, routing_key, now_ms)
-        deaths = headers["x-death"]
-        targets: dict[str, None] = {}
-        for key in keys:
-            targets.update(dict.fromkeys(router.route(vhost, exchange, key, headers)))
-        record = Published(0, exchange, keys[0], header, message[BODY])
+        record, targets = copy_and_targets(router, vhost, queue, message, reason, exchange, routing_key, now_ms)
         for name in targets:
-            if reason != REJECTED and is_cycle(name, deaths):
-                continue
             batches.setdefault(place(vhost, name), []).append(record)
     return [Send(to, Publish(batch)) for to, batch in batches.items()]
+
+
+def copy_and_targets(router: Router, vhost: str, queue: str, message: Message, reason: str, exchange: str,
+                     routing_key: str | None, now_ms: int) -> tuple[Published, list[str]]:
+    """One message's dead-lettered copy (seq 0) and the names of the queues it goes to, cycles left out."""
+    keys, header, headers = rewrite(message, reason, queue, routing_key, now_ms)
+    deaths = headers["x-death"]
+    targets: dict[str, None] = {}
+    for key in keys:
+        targets.update(dict.fromkeys(router.route(vhost, exchange, key, headers)))
+    record = Published(0, exchange, keys[0], header, message[BODY])
+    return record, [name for name in targets if reason == REJECTED or not is_cycle(name, deaths)]

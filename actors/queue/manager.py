@@ -3,7 +3,8 @@
 It builds each queue's core over the right ready list (in RAM; a durable backing, one per priority
 level; or a non-durable spill list) from the host's storage, which it recovers once, when the
 registry snapshot that names the durable queues has arrived. Its durable queues share the host's
-one group commit (group_commit.py).
+one group commit (group_commit.py), whose syncs run on a worker thread (sync_thread.py) when the
+storage is on a real disk. Every queue paces its publishers to what it delivers (flow/intake.py).
 """
 from __future__ import annotations
 
@@ -20,9 +21,12 @@ from actors.queue.group_commit import GroupCommit
 from actors.queue.priority import PriorityReady
 from actors.queue.settings import QueueSettings
 from actors.queue.shell import Backing, Levels, QueueActor, monotonic_ms, now_ms
+from actors.queue.sync_thread import ThreadSyncs
 from actors.runtime.address import Address
+from flow.intake import IntakePace
 from persist.classic.backed import BackedReady
 from persist.classic.host_storage import HostStorage
+from persist.disk import RealDisk
 
 log = structlog.get_logger("warren.queue")
 
@@ -42,8 +46,10 @@ class QueueManager:
         self.registry = registry
         self.node = node
         self.storage = storage
+        disk = storage.disk if storage is not None else None
         self.commit = GroupCommit(schedule=lambda commit: asyncio.get_running_loop().call_soon(commit),
-                                  clock=monotonic_ms)
+                                  clock=monotonic_ms,
+                                  syncs=ThreadSyncs(disk) if isinstance(disk, RealDisk) else None)
         self.queues: dict[str, QueueActor] = {}
 
     def _deleted(self, name: str) -> None:
@@ -71,7 +77,7 @@ class QueueManager:
                 log.warning("queue.in_ram_only", vhost=vhost, queue=name, reason="storage not recovered yet")
             core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=arguments,
                                 router=self.registry, place=self._place, now_ms=now_ms(), node=self.node)
-            return QueueActor(self.runtime, core, self._deleted)
+            return QueueActor(self.runtime, core, self._deleted, pace=IntakePace())
         max_priority = arguments.get("x-max-priority")
         if not (isinstance(max_priority, int) and max_priority > 0):
             max_priority = None
@@ -93,7 +99,7 @@ class QueueManager:
         core = ClassicQueue(vhost, name, auto_delete=auto_delete, arguments=arguments, router=self.registry,
                             place=self._place, now_ms=now_ms(), ready=ready, next_id=next_id, node=self.node,
                             hold_confirms=backing.durable)
-        return QueueActor(self.runtime, core, self._deleted, storage, backing, self.commit)
+        return QueueActor(self.runtime, core, self._deleted, storage, backing, self.commit, IntakePace())
 
     def ensure_recovered(self) -> None:
         """Recover this host's storage once the registry snapshot is here (it names the durable

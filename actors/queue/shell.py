@@ -16,26 +16,40 @@ only when lazy mode or a RAM target asks. Without a data dir everything stays in
 a queue's backings as one `Backing` (flush, lazy mode, stats).
 
 THE ORDERING RULE of durable queues lives in the core (confirms held until `flushed()`); the shell's
-part is to call `flushed()` only from `flush()`, which the host's group commit
-(actors/queue/group_commit.py) calls after the fdatasync that covers everything this queue wrote in
-the loop turn. A queue that touched its backing in a turn marks itself for that commit; nothing
-here ever syncs per message.
+part is to set the held confirms aside (`sync_started()`) when the host's group commit
+(actors/queue/group_commit.py) asks for the syncs of everything this queue wrote (`flush`), and
+to call `flushed()` only from `synced`, which the group commit calls once those syncs are done. A
+queue that touched its backing in a turn marks itself for the next commit; nothing here ever syncs
+per message.
+
+Pacing: the queue is a `manual_credit` actor, which grants its publishers' credit itself
+(`processed_all`: everything received so far). It holds that credit
+- while the group commit's syncs in flight cover it (`GroupCommit.syncing_for`) and it has taken in
+  more than `ahead_of_sync_max` messages since they started: a slow disk pushes back on the
+  publishers through credit (RabbitMQ's queue -> msg_store link) rather than piling up writes, and
+  a disk that keeps up never holds anyone; `synced` lets the credit go;
+- while its `IntakePace` (flow/intake.py) says it is long and its consumers keep up: it counts what
+  it took in and delivered after each message and asks; the next message that finds it short again,
+  or the hold's own timer after `hold_max_ms`, lets the credit go.
 """
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, Callable, Protocol, Sequence
 
 import structlog
 
-from actors.messages.channel_queue import ChannelDown
+from actors.messages.channel_queue import ChannelDown, Deliver, Publish
 from actors.messages.node import ApplyPolicy
 from actors.placement import node_of
 from actors.queue.core import ClassicQueue
 from actors.queue.group_commit import FLOW_TICKS_PER_SECOND, GroupCommit, waited
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
+from effects import Send
 from effects.interpreter import Interpreter
+from flow.intake import IntakePace
 from flow.state import FlowState, waiting_state
 from persist.classic.durable_queue import BackingStats, DurableBacking
 from persist.classic.host_storage import HostStorage
@@ -43,6 +57,9 @@ from persist.classic.spill import SpillReady
 
 log = structlog.get_logger("warren.queue")
 
+# messages a queue takes in while a sync covers it before it holds its publishers until the sync is
+# done: RabbitMQ's queue -> msg_store credit (400)
+ahead_of_sync_max = 400
 INDEX_ENTRY_RAM_BYTES = 200  # rough cost of one message's index entry kept in RAM, for `memory`
 
 
@@ -93,7 +110,7 @@ class Levels:
 class QueueActor:
     def __init__(self, runtime: Any, core: ClassicQueue, on_deleted: Callable[[str], None],
                  storage: HostStorage | None = None, backing: Backing | None = None,
-                 commit: GroupCommit | None = None) -> None:
+                 commit: GroupCommit | None = None, pace: IntakePace | None = None) -> None:
         self.runtime = runtime
         self.core = core
         self.name = f"q:{core.vhost}:{core.name}"
@@ -108,15 +125,27 @@ class QueueActor:
         self.store_wait = FlowState(FLOW_TICKS_PER_SECOND, changed_at=monotonic_ms())  # on the group commit
         self._actor_effects = ActorEffects(runtime, self.address, on_timer=self._fire)
         self.run = Interpreter(self._actor_effects.handlers())
+        self._pace = pace
+        self.manual_credit = pace is not None  # the runtime leaves the publishers' grants to `_pace_intake`
+        self._hold_timer: asyncio.TimerHandle | None = None
+        self._taken_while_syncing = 0  # messages taken in since a sync in flight started covering this queue
 
     def start(self) -> None:
         self.run(self.core.start(now_ms=now_ms()))
 
     def flush(self) -> None:
-        """The group commit reached this queue: make its writes durable, THEN confirm them."""
+        """The group commit reached this queue: ask for the syncs that make its writes durable
+        and set aside the confirms they cover (released by `synced`, after them)."""
         assert self.backing is not None and self._durable
         self.backing.flush()
+        self.core.sync_started()
+
+    def synced(self) -> None:
+        """The syncs asked for at the last `flush` are done: confirm what they covered."""
         self.run(self.core.flushed())
+        self._taken_while_syncing = 0
+        if self._pace is not None and not self.core.deleted:
+            self._pace_intake(0, ())  # the store caught up: the publishers may be let go
 
     def waited(self, start_ms: int, end_ms: int) -> None:
         """The group commit that held this queue's confirms and messages took [start_ms, end_ms)."""
@@ -144,9 +173,12 @@ class QueueActor:
         self.run(effects)
         if core.deleted:
             self._actor_effects.cancel_all()
+            self._release_credit()
             self._on_deleted(self.name)
         else:
             self._touched()
+            if self._pace is not None:
+                self._pace_intake(len(msg.messages) if type(msg) is Publish else 0, effects)
 
     def nodes_down(self, nodes: set[str]) -> None:
         """Every channel on a node that went down is gone, as RabbitMQ's queue sees the DOWN of a
@@ -160,6 +192,39 @@ class QueueActor:
         if not self.core.deleted:
             self.run(self.core.on_timer(name, now_ms=now_ms()))
             self._touched()
+
+    def _pace_intake(self, taken: int, effects: Sequence[Any]) -> None:
+        """Hold the publishers' credit while the queue is long and its consumers keep up, else
+        let it go (flow/intake.py)."""
+        pace = self._pace
+        assert pace is not None
+        delivered = 0
+        for e in effects:
+            if type(e) is Send and type(e.msg) is Deliver:
+                delivered += len(e.msg.messages)
+        now = monotonic_ms()
+        pace.count(now, taken, delivered)
+        paced = pace.hold(now, self.core.messages_ready)
+        if self._commit is not None and self._commit.syncing_for(self):
+            self._taken_while_syncing += taken
+            if self._taken_while_syncing > ahead_of_sync_max:
+                return  # the store is behind: held until the sync is done (`synced`)
+        if not paced:
+            self._release_credit()
+        elif self._hold_timer is None:
+            self._hold_timer = asyncio.get_running_loop().call_later(pace.hold_max_ms / 1000, self._hold_ended)
+
+    def _hold_ended(self) -> None:
+        self._hold_timer = None
+        if not self.core.deleted:
+            self._pace_intake(0, ())
+
+    def _release_credit(self) -> None:
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        if self.manual_credit:
+            self.runtime.processed_all(self.address)
 
     def _touched(self) -> None:
         if self._commit is not None:

@@ -33,6 +33,10 @@ Consumer credit: an acking consumer is a machine consumer with prefetch = the cr
 carries, refilled by the machine as deliveries are settled, so the channel's later `Grant`s for
 it are ignored; a no-ack consumer's Grants become machine `Credit`.
 
+Dead-lettering leaves the front as `DeadLettered` (at-most-once) and `DeadLetterHanded`
+(at-least-once: the machine's checkout to this leader's worker, which attaches as the member's
+id); the member hands both to the node's dead-letter worker (actors/quorum/dead_letter_worker.py).
+
 Channels out of reach. A node's quorum host that sees another node go down cannot tell a crash
 from a partition or a pause, so its members treat that node's channels as suspects
 (`channels_gone`, by connection host incarnation): the leader removes their consumers and gives
@@ -50,8 +54,8 @@ holding unacked deliveries who leads (`probe`), and a dead one bounces that. A c
 no longer knows (its `ConsumerResync` names it) is told it is cancelled too, so a channel that
 missed the word is not left waiting for deliveries that will never come.
 
-Left out: at-least-once dead-letter workers (the effects are logged), consumer timeouts (the
-channel's), policies beyond handing the definition to `config.resolve_settings`.
+Left out: consumer timeouts (the channel's), policies beyond handing the definition to
+`config.resolve_settings`.
 """
 from __future__ import annotations
 
@@ -70,6 +74,7 @@ from actors.messages.runtime import Undelivered
 from actors.quorum import commands as c
 from actors.quorum import effects as qe
 from actors.quorum.config import resolve_settings
+from actors.quorum.deadletter import WORKER_PREFETCH
 from actors.quorum.machine import QuorumMachine, requeue_plan, stats
 from actors.quorum.names import get_tag
 from actors.quorum.state import QueueState
@@ -151,6 +156,23 @@ class DeadLettered:
     messages: tuple[Message, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class DeadLetterHanded:
+    """At-least-once dead-lettering, bodies read: the messages the machine checked out to this
+    leader's worker, (dead-letter msg_id, reason, message), for the member's dead-letter port; the
+    worker settles each once every target queue confirmed it (`QueueFront.dead_letters_settled`)."""
+
+    exchange: str
+    routing_key: str | None
+    items: tuple[tuple[int, str, Message], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterWorkerStopped:
+    """This member's worker holds nothing any more: it stopped leading, or the queue no longer
+    dead-letters at-least-once (a new leader's worker gets everything unsettled again)."""
+
+
 def with_delivery_count(header: bytes, count: int) -> bytes:
     """The content header with `x-delivery-count` set (RabbitMQ 4.0 adds it to redeliveries)."""
     class_id, body_size, offset = parse_content_header(header)
@@ -195,6 +217,11 @@ class QueueFront:
             refused = None if type(msg) in (Publish, FindLeader) else msg
             self.out.append(Send(sender, NotQueueLeader(self.view.leader(), self.view.term(), refused)))
             return
+        if type(msg) in _READS_STATE and not self.view.caught_up():
+            # a new leader may not have applied all that was committed (and confirmed) before it:
+            # the node asks again a moment later, as during an election
+            self.out.append(Send(sender, NotQueueLeader(None, self.view.term(), msg)))
+            return
         handler = _HANDLERS.get(type(msg))
         if handler is None:
             self.out.append(Log("quorum.unexpected_message", "warning", (("kind", type(msg).__name__),)))
@@ -228,6 +255,8 @@ class QueueFront:
             return
         self._announce = False
         self._resyncs.clear()
+        if self.view.state().dlx.worker == self.view.id:  # its worker's books are the next leader's now
+            self.out.append(DeadLetterWorkerStopped())
         term = self.view.term()
         for channel in self._pending:
             self.out.append(Send(channel, NotQueueLeader(leader, term, None)))
@@ -242,7 +271,10 @@ class QueueFront:
         elif kind is qe.Timer:
             self.out.append(StartTimer(effect.name, max(0, effect.at_ms - self.now_ms)))
         elif kind is qe.DeadLetter:
-            bodies = self._messages([(0, index, count) for index, count in effect.messages])
+            # as published: a dead-lettered copy starts a new life (its target counts its own
+            # deliveries), so it carries no x-delivery-count of this queue's
+            found = self._read([index for index, _count in effect.messages])
+            bodies = [Message(0, False, *found[index]) for index, _count in effect.messages if index in found]
             if bodies:
                 self.out.append(DeadLettered(effect.reason, effect.exchange, effect.routing_key, tuple(bodies)))
         elif kind is qe.DeleteQueue:
@@ -254,9 +286,26 @@ class QueueFront:
                                     (("queue", config.name), ("why", "no node to ask"))))
         elif kind is qe.Release:
             pass  # the member's release cursor reads the state (actors/quorum/release.py)
-        else:  # the at-least-once dead-letter worker's effects
-            self.out.append(Log("quorum.dead_letter_worker_not_wired", "warning",
-                                (("effect", kind.__name__),)))
+        elif kind is qe.DeadLetterDeliver:
+            found = self._read([index for _msg_id, _reason, index, _count in effect.messages])
+            items = tuple((msg_id, reason, Message(msg_id, False, *found[index]))  # a copy: as published
+                          for msg_id, reason, index, _count in effect.messages if index in found)
+            settings = self.view.state().config.settings
+            if items:
+                self.out.append(DeadLetterHanded(settings.dead_letter_exchange or "",
+                                                 settings.dead_letter_routing_key, items))
+        elif kind is qe.StartDeadLetterWorker:  # the worker is this member's: it attaches
+            self.proposals.append((c.encode(c.DeadLetterCheckout(self.now_ms, self.view.id, WORKER_PREFETCH)),
+                                   None))
+        elif kind is qe.StopDeadLetterWorker:
+            self.out.append(DeadLetterWorkerStopped())
+        else:
+            self.out.append(Log("quorum.unexpected_effect", "warning", (("effect", kind.__name__),)))
+
+    def dead_letters_settled(self, msg_ids: list[int]) -> None:
+        """Every target queue confirmed these at-least-once dead-lettered messages."""
+        if self.view.is_leader():
+            self.proposals.append((c.encode(c.DeadLetterSettle(self.now_ms, tuple(msg_ids))), None))
 
     def timer(self, name: str) -> None:
         """A machine timer fired (effects.Timer): the leader proposes a Tick."""
@@ -552,6 +601,8 @@ def channels(state: QueueState) -> list[str]:
     seen.update(dict.fromkeys(state.enqueuers))
     return list(seen)
 
+
+_READS_STATE = (QueueStats, Dispose)  # node calls answered from the leader's applied state
 
 _HANDLERS: dict[type, Callable[[QueueFront, str, Any], None]] = {
     Publish: QueueFront._publish, Settle: QueueFront._settle, Grant: QueueFront._grant,

@@ -7,7 +7,8 @@ appends of a loop turn go out in one write and one fdatasync (actors/raft/wal.py
 
 Members come and go at run time: the manager actor (`members`, actors/quorum/names.py) takes
 `StartMember` and `DeleteMember` (actors/messages/quorum.py) and answers each with a `Reply` once it
-is durable; a `ChannelsGone` sent to it reaches every member on the node (no answer). Which members exist is the host's member table (actors/quorum/member_table.py),
+is durable; `MemberStatus` with a member's status; `KeepMembers` (from the node once it serves)
+deletes the members of queues its metadata no longer has; a `ChannelsGone` sent to it reaches every member on the node (no answer). Which members exist is the host's member table (actors/quorum/member_table.py),
 rewritten atomically BEFORE a member is started and BEFORE a deleted member's files go, so a crash
 at any point leaves either the old or the new set, never files without a row or a row whose files
 were half deleted. Start-up (also after kill -9): load the table, recover the WAL keeping only its
@@ -40,13 +41,14 @@ import gc
 import os
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import structlog
 
 from actors.messages.calls import Reply
-from actors.messages.quorum import ChannelsGone, DeleteMember, StartMember
+from actors.messages.quorum import ChannelsGone, DeleteMember, HostChannelsGone, KeepMembers, MemberStatus, StartMember
 from actors.quorum import member_table
+from actors.quorum.dead_letter_shell import DEAD_LETTERS_NAME, DeadLetterActor
 from actors.quorum.config import queue_config
 from actors.placement import node_of
 from actors.quorum.front import QueueFront, RaftView, channels
@@ -80,7 +82,8 @@ def load_table(disk: Disk) -> list[MemberSpec]:
 class QuorumHost:
     """The node's quorum members, their WAL, their ticker; the manager actor is this object."""
 
-    def __init__(self, runtime: Any, disk: Disk, loop: asyncio.AbstractEventLoop, cfg: dict) -> None:
+    def __init__(self, runtime: Any, disk: Disk, loop: asyncio.AbstractEventLoop, cfg: dict,
+                 registry: Any = None) -> None:
         self.runtime = runtime
         self.node = cfg["node"]
         self.disk = disk
@@ -94,6 +97,11 @@ class QuorumHost:
         self.writer.recover(keep=keys.__contains__)
         self.wal = WalActor(self.writer, loop)
         self.members: dict[str, QuorumMember] = {}
+        self.by_id: dict[str, QuorumMember] = {}  # by member id (where dead-letter settlements go)
+        # without a registry (the quorum-only test launchers) dead-lettered messages are dropped
+        self.dead_letters = None if registry is None else DeadLetterActor(runtime, registry, self._settled)
+        if self.dead_letters is not None:
+            runtime.spawn(DEAD_LETTERS_NAME, self.dead_letters)
         for spec in self.table:
             self._start(spec)
         log.info("quorum.host_started", host=runtime.host, members=len(self.members))
@@ -105,9 +113,21 @@ class QuorumHost:
                                            dict(msg.arguments), msg.created_ms)], msg.leader)
         elif type(msg) is DeleteMember:
             self.delete_member(msg.uid)
+        elif type(msg) is MemberStatus:  # uid "": every member's, by uid
+            member = self.members.get(msg.uid)
+            status = self.status() if not msg.uid else member.status() if member is not None else None
+            self.runtime.send(sender, Reply(msg.rid, status), sender=Address(self.runtime.host, MANAGER_NAME))
+            return
+        elif type(msg) is KeepMembers:
+            self.keep_members(set(msg.uids))
+            return
         elif type(msg) is ChannelsGone:  # every member here gives back what those channels held
             for member in self.members.values():
                 member.channels_gone(msg.prefix)
+            return
+        elif type(msg) is HostChannelsGone:
+            current = f"{msg.host}/ch:{msg.current}."
+            self._gone(lambda ch: Address.parse(ch).host == msg.host and not ch.startswith(current))
             return
         else:
             log.warning("quorum.manager_unexpected", kind=type(msg).__name__, sender=str(sender))
@@ -130,12 +150,23 @@ class QuorumHost:
         """Stop the member, durably drop it from the table, then delete its files."""
         member = self.members.pop(uid, None)
         if member is not None:
+            self.by_id.pop(str(member.me), None)
+            if self.dead_letters is not None:
+                self.dead_letters.worker.forget(str(member.me))
             member.stop()
             self.runtime.remove(member.me.name)
         if any(spec.uid == uid for spec in self.table):
             self._save([spec for spec in self.table if spec.uid != uid])
         self.writer.forget(member_name(uid))
         log.info("quorum.member_deleted", uid=uid)
+
+    def keep_members(self, uids: set[str]) -> None:
+        """Delete every member of a queue not in `uids` (the node's metadata: a queue deleted
+        while this node was down leaves its member here)."""
+        for spec in list(self.table):
+            if spec.uid not in uids:
+                log.info("quorum.orphan_member", uid=spec.uid, vhost=spec.vhost, queue=spec.name)
+                self.delete_member(spec.uid)
 
     def _save(self, table: list[MemberSpec]) -> None:
         write_atomic(self.disk, TABLE_PATH, member_table.encode(table))
@@ -149,8 +180,12 @@ class QuorumHost:
                                              created_ms=spec.created_ms))
         core = RaftCore(str(me), config, self.writer.member(name), machine, random.Random(), self.settings)
         front = QueueFront(RaftView(core), machine, spec.arguments, node=self.node_address)
-        member = QuorumMember(self.runtime, me, core, self.wal, front, name)
+        dead_letters = self.dead_letters
+        dead_letter = None if dead_letters is None else (
+            lambda e: dead_letters.from_member(str(me), spec.vhost, spec.name, e))
+        member = QuorumMember(self.runtime, me, core, self.wal, front, name, dead_letter=dead_letter)
         self.members[spec.uid] = member
+        self.by_id[str(me)] = member
         self.runtime.spawn(name, member)
         return member
 
@@ -158,11 +193,19 @@ class QuorumHost:
         """The channels of nodes that went down are gone: every member gives back what they held.
         Each is named by its connection host's incarnation, so a restarted node's new channels
         are not taken for gone ones."""
+        self._gone(lambda ch: node_of(Address.parse(ch).host) in nodes)
+
+    def _gone(self, is_gone: Callable[[str], bool]) -> None:
+        """Every member gives back what the channels `is_gone` says are gone held, each channel
+        named by its connection host incarnation's prefix (actors/quorum/names.py)."""
         for member in list(self.members.values()):
-            gone = {channel_incarnation(ch) for ch in channels(member.core.state)
-                    if node_of(Address.parse(ch).host) in nodes}
-            for prefix in sorted(gone):
+            for prefix in sorted({channel_incarnation(ch) for ch in channels(member.core.state) if is_gone(ch)}):
                 member.channels_gone(prefix)
+
+    def _settled(self, member_id: str, msg_ids: list[int]) -> None:
+        member = self.by_id.get(member_id)
+        if member is not None:
+            member.dead_letters_settled(msg_ids)
 
     def nodes_back(self, nodes: set[str]) -> None:
         """Nodes seen down are seen again: their channels are no longer suspect (a partition or a
@@ -178,6 +221,8 @@ class QuorumHost:
             if actor(member.me.name) is not member:
                 self._member_crashed(member)
             member.tick()
+        if self.dead_letters is not None:
+            self.dead_letters.tick()
 
     def _member_crashed(self, member: QuorumMember) -> None:
         log.error("quorum.member_crashed", member=str(member.me), queue=member.core.state.config.name,
@@ -198,12 +243,13 @@ class QuorumHost:
         return out
 
 
-def quorum_host(runtime: Any, spec: Any) -> QuorumHost:
+def quorum_host(runtime: Any, spec: Any, registry: Any = None) -> QuorumHost:
+    """`registry`: a registry replica's, which dead-lettered messages are routed with."""
     cfg = spec.config
     gc.set_threshold(*cfg.get("gc_threshold", gc_threshold))
     loop = asyncio.get_running_loop()
     disk = RealDisk(str(Path(cfg["data_dir"]) / "quorum"), cfg.get("sync_method", "fdatasync"))
-    host = QuorumHost(runtime, disk, loop, cfg)
+    host = QuorumHost(runtime, disk, loop, cfg, registry)
     runtime.spawn(MANAGER_NAME, host)
     tick_s = cfg.get("tick_ms", tick_ms_default) / 1000
     profiler = Profiler()

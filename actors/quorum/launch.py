@@ -44,7 +44,8 @@ class QuorumCluster(NodeCluster):
                      arguments: dict | None = None, created_ms: int = 0, leader: str = "") -> list[QueueRef]:
         """Several queues, with one control ask per node."""
         refs = [QueueRef(uuid.uuid4().hex[:12], name, tuple(nodes or self.nodes)) for name in names]
-        for node in nodes or self.nodes:
+        # the leader's member last: it asks for votes at its first tick, when the others exist
+        for node in sorted(nodes or self.nodes, key=lambda n: n == leader):
             self.ask(node, "start_members", {"leader": leader, "members": [
                 {"uid": ref.uid, "name": ref.name, "nodes": list(ref.nodes), "arguments": arguments or {},
                  "created_ms": created_ms} for ref in refs]}, timeout=120)

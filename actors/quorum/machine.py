@@ -179,7 +179,7 @@ def _arm_timers(s: QueueState, out: list) -> None:
         s.msg_timer_at = expiry
         out.append(Timer(EXPIRE_MSGS, expiry))
     expires = s.config.settings.expires_ms
-    if expires is not None and not s.consumers:
+    if expires is not None and not s.consumers and not s.delete_requested:  # asked once is enough
         due = s.last_active + expires + 1  # expired only once strictly past it
         if s.queue_timer_at is None or due < s.queue_timer_at:
             s.queue_timer_at = due
@@ -538,11 +538,12 @@ def _update_settings(index: int, cmd: c.UpdateSettings, s: QueueState) -> Result
 
 def _tick(index: int, cmd: c.Tick, s: QueueState) -> Result:
     s.msg_timer_at = s.queue_timer_at = None  # they fired
-    out = _finish(index, s, [])
     expires = s.config.settings.expires_ms
-    if (expires is not None and not s.consumers and s.now_ms > s.last_active + expires
-            and not s.delete_requested):
-        s.delete_requested = True
+    delete = (expires is not None and not s.consumers and s.now_ms > s.last_active + expires
+              and not s.delete_requested)
+    s.delete_requested |= delete
+    out = _finish(index, s, [])
+    if delete:
         out.append(DeleteQueue())
     return s, Reply.OK, out
 
@@ -610,8 +611,13 @@ class QuorumMachine:
             out.append(StartDeadLetterWorker())
         if state.msg_timer_at is not None:
             out.append(Timer(EXPIRE_MSGS, state.msg_timer_at))
+        expires = state.config.settings.expires_ms
         if state.queue_timer_at is not None:
             out.append(Timer(QUEUE_EXPIRY, state.queue_timer_at))
+        elif expires is not None and not state.consumers and not state.delete_requested:
+            # a queue nobody has used yet has applied no command that armed its timer: it expires
+            # from its creation (x-expires counts from declaration)
+            out.append(Timer(QUEUE_EXPIRY, state.last_active + expires + 1))
         if state.delete_requested:
             out.append(DeleteQueue())
         return out

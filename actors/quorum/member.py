@@ -3,6 +3,8 @@ and the queue's front (actors/quorum/front.py).
 
 Inputs and what they become:
     a peer's Raft message (raft/messages.py)  -> core.step(message)
+    a node's ChangeQueueMembers / TransferQueueLeader -> core.add_member / remove_member /
+                                                 transfer_leadership (actors/quorum/member_changes.py)
     a channel's or the node's message         -> front.handle; what it asks is proposed at the
                                                  end of the turn, with everything else of the turn
     tick() from the host's ticker             -> core.tick(); an idle drained queue snapshots
@@ -32,7 +34,10 @@ from typing import Any, Callable
 
 import structlog
 
-from actors.quorum.front import DeadLettered, QueueFront
+from actors.messages.calls import Reply
+from actors.messages.quorum import ChangeQueueMembers, NotQueueLeader, TransferQueueLeader
+from actors.quorum.front import DeadLetterHanded, DeadLettered, DeadLetterWorkerStopped, QueueFront
+from actors.quorum.member_changes import MemberChanges, is_change
 from actors.quorum.machine import stats
 from actors.quorum.release import QueueView, ReleaseCursor
 from actors.raft.wal import WalActor
@@ -43,6 +48,7 @@ from effects.interpreter import Interpreter
 from raft import messages as peer
 from raft.core import RaftCore
 from raft.driver import RaftDriver
+from raft.roles import LEADER
 
 log = structlog.get_logger("warren.quorum.member")
 
@@ -57,7 +63,7 @@ def now_ms() -> int:
 
 class QuorumMember:
     def __init__(self, runtime: Any, me: Address, core: RaftCore, wal: WalActor, front: QueueFront,
-                 wal_key: str, *, dead_letter: Callable[[DeadLettered], None] | None = None) -> None:
+                 wal_key: str, *, dead_letter: Callable[[Any], None] | None = None) -> None:
         self.runtime = runtime
         self.me = me
         self.core = core
@@ -73,9 +79,11 @@ class QuorumMember:
         self._addresses: dict[str, Address] = {}
         self._turn_scheduled = False
         self._per_turn = core.settings.append_per_turn
+        self.changes = MemberChanges()
         self._actor_effects = ActorEffects(runtime, me, on_timer=self._timer)
         self._out = Interpreter({**self._actor_effects.handlers(), Send: self._send_out,
-                                 DeadLettered: self._dead_lettered})
+                                 DeadLettered: self._dead_lettered, DeadLetterHanded: self._dead_lettered,
+                                 DeadLetterWorkerStopped: self._dead_lettered})
         wal.register(wal_key, self.written, core.log.written_index())
         self.driver = RaftDriver(core, self)
 
@@ -87,6 +95,9 @@ class QuorumMember:
                 self._end_input()
             else:
                 self.wal.kick()  # a follower's appended entries: written in this turn's flush
+            return
+        if type(msg) in (ChangeQueueMembers, TransferQueueLeader):
+            self._membership(str(sender), msg)
             return
         # channels' messages of one loop turn become ONE proposal batch, proposed at the turn's
         # end (before the WAL writes the turn), so a burst of publishes and acks costs one log
@@ -104,6 +115,8 @@ class QuorumMember:
         effects = core.tick()
         front = self.front
         front.now_ms = now_ms()
+        if self.changes.pending:
+            self._membership_tick()
         if effects:
             self.run(effects)
         front.probe()
@@ -126,10 +139,41 @@ class QuorumMember:
         self.front.timer(name)
         self._end_input()
 
+    def _membership(self, sender: str, msg: ChangeQueueMembers | TransferQueueLeader) -> None:
+        core = self.core
+        if core.role != LEADER:
+            leader = core.leader_id if core.leader_id != core.id else None
+            self.send(sender, NotQueueLeader(leader, core.term, msg))
+            return
+        if type(msg) is TransferQueueLeader:
+            self.run(core.transfer_leadership(msg.member))
+            self.send(sender, Reply(msg.rid))
+        else:
+            change = core.add_member if msg.add else core.remove_member
+            self.run(change(msg.member, self.changes.ask(sender, msg, now_ms())))
+        self._end_input()
+
+    def _membership_tick(self) -> None:
+        for corr, msg in self.changes.retries():
+            self.run((self.core.add_member if msg.add else self.core.remove_member)(msg.member, corr))
+        self._answer_changes(self.changes.expire(now_ms()))
+
+    def _answer_changes(self, out: list[tuple[str, Any]]) -> None:
+        for to, msg in out:
+            self.send(to, msg)
+
     def channels_gone(self, prefix: str) -> None:
         """The host heard that channels under `prefix` are gone (actors/messages/quorum.py)."""
         self.front.now_ms = now_ms()
         self.front.channels_gone(prefix)
+        self._end_input()
+
+    def dead_letters_settled(self, msg_ids: list[int]) -> None:
+        """Every target queue confirmed these at-least-once dead-lettered messages (the worker)."""
+        if self.stopped:
+            return
+        self.front.now_ms = now_ms()
+        self.front.dead_letters_settled(msg_ids)
         self._end_input()
 
     def channels_back(self, prefix: str) -> None:
@@ -196,13 +240,22 @@ class QuorumMember:
         self.runtime.send(self._address(to), msg, sender=self.me)
 
     def reply(self, corr: Any, reply: Any) -> None:
-        self.front.committed(corr, reply)
+        if is_change(corr):
+            self._answer_changes(self.changes.committed(corr))
+        else:
+            self.front.committed(corr, reply)
 
     def not_leader(self, corr: Any, leader: str | None) -> None:
-        self.front.not_leader(corr, leader)
+        if is_change(corr):
+            self._answer_changes(self.changes.not_leader(corr, leader, self.core.term))
+        else:
+            self.front.not_leader(corr, leader)
 
     def change_refused(self, corr: Any, reason: str) -> None:
-        log.warning("quorum.member_change_refused", member=self.core.id, reason=reason)
+        if is_change(corr):
+            self._answer_changes(self.changes.refused(corr, reason))
+        else:
+            log.warning("quorum.member_change_refused", member=self.core.id, reason=reason)
 
     def leader_changed(self, leader: str | None) -> None:
         if leader == self.core.id:
@@ -223,12 +276,11 @@ class QuorumMember:
         to = e.to if isinstance(e.to, Address) else self._address(e.to)
         self.runtime.send(to, e.msg, sender=self.me, credit=e.credit)
 
-    def _dead_lettered(self, e: DeadLettered) -> None:
+    def _dead_lettered(self, e: DeadLettered | DeadLetterHanded | DeadLetterWorkerStopped) -> None:
         if self.dead_letter is not None:
             self.dead_letter(e)
-        else:
-            log.warning("quorum.dead_letter_not_wired", member=self.core.id, reason=e.reason,
-                        dropped=len(e.messages))
+        elif type(e) is not DeadLetterWorkerStopped:
+            log.warning("quorum.dead_letter_not_wired", member=self.core.id, kind=type(e).__name__)
 
     def _address(self, text: str) -> Address:
         address = self._addresses.get(text)
@@ -245,4 +297,6 @@ class QuorumMember:
                 "applied": core.applied, "last": last, "first": core.log.first_index(),
                 "written": core.log.written_index(), "snapshot_index": core.snapshot_index,
                 "recovered": self.recovered, "leader_since": self.leader_since,
-                "members": sorted(core.config.voters), **stats(core.state)}
+                "members": sorted(core.config.voters), "learners": sorted(core.config.learners),
+                "match": {m: pr.match for m, pr in core.progress.items()} if core.role == LEADER else {},
+                **stats(core.state)}

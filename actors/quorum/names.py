@@ -19,13 +19,16 @@ def host_name(node: str) -> str:
     return host_of(node, QUORUM_KIND)
 
 
+MEMBER_PREFIX = "qq:"
+
+
 def member_name(uid: str) -> str:
-    return f"qq:{uid}"
+    return f"{MEMBER_PREFIX}{uid}"
 
 
 def uid_of_member(name: str) -> str:
     """The uid a member's actor name holds (inverse of `member_name`)."""
-    return name.removeprefix("qq:")
+    return name.removeprefix(MEMBER_PREFIX)
 
 
 def member_id(node: str, uid: str) -> str:

@@ -279,7 +279,7 @@ class ConnectionHostContext:
                  check_login: Callable[[str, str], bool], vhost_exists: Callable[[str], bool],
                  router_address: Address, node: Address, seed: int | None = None,
                  consumer_timeout_ms: int | None = consumer_timeout_default_ms,
-                 max_message_size: int = MAX_MESSAGE_SIZE_DEFAULT) -> None:
+                 max_message_size: int = MAX_MESSAGE_SIZE_DEFAULT, incarnation: int | None = None) -> None:
         self.runtime = runtime
         self.node = node  # this node's node core
         self.down_nodes: frozenset[str] = frozenset()  # the nodes the cluster sees down, for new channels
@@ -300,7 +300,9 @@ class ConnectionHostContext:
         self.resources: set[str] = set()  # what the cluster is short of (resource alarms in force)
         self._owners = 0
         self._channels = 0
-        self._incarnation = os.urandom(3).hex()
+        # names connections and channels; the node's replica subscribes with it, so the node can tell
+        # this process's channels from an earlier one's (quorum queues give those back)
+        self.incarnation = int.from_bytes(os.urandom(6), "big") if incarnation is None else incarnation
 
     @property
     def connections_opened(self) -> int:
@@ -325,13 +327,13 @@ class ConnectionHostContext:
         """A connection's name, unique across this host's restarts (its exclusive queues are
         owned by it, and must not pass to a connection of the next incarnation)."""
         self._owners += 1
-        return f"{self.runtime.host}:{self._incarnation}.{self._owners}"
+        return f"{self.runtime.host}:{self.incarnation:x}.{self._owners}"
 
     def next_channel_name(self) -> str:
         """A channel's actor name, unique across this host's restarts (quorum queue members
         remember which channels are gone)."""
         self._channels += 1
-        return f"ch:{self._incarnation}.{self._channels}"
+        return f"ch:{self.incarnation:x}.{self._channels}"
 
     def channels(self):
         for reader in list(self.readers):

@@ -241,6 +241,12 @@ class Runtime:
         for link, amount in ledger.processed(sender, n):
             self._send_credit(actor, link, amount)
 
+    def processed_all(self, actor: Address) -> None:
+        """`actor` (a `manual_credit` one) finished everything it has received so far."""
+        pending = self._pending.pop(actor.name, None)
+        for sender, n in (pending or {}).items():
+            self.processed(actor, sender, n)
+
     def flow_states(self) -> dict[str, dict]:
         """Per local actor: running/flow/blocked, timestamps, the links it is blocked on, those it
         sends to with credit (`downstream`) and the credit left on each."""
@@ -424,21 +430,22 @@ class Runtime:
             if type(msg) is not Undelivered:  # tell the sender, so nothing waits for a dead actor's answer
                 self._enqueue(sender.host, (target, sender.name, Undelivered(msg), 0))
             return
+        manual = credit and getattr(actor, "manual_credit", False)
+        if manual:  # pending before `receive`, which may already say it is done with it
+            pending = self._pending.setdefault(target, {})
+            pending[sender] = pending.get(sender, 0) + credit
         try:
             actor.receive(sender, msg)
         except Exception:
             log.exception("actor.crashed", actor=str(me), kind=type(msg).__name__, sender=str(sender))
-            self.remove(target)
-            if credit:
+            self.remove(target)  # hands back what is pending, this message's credit included
+            if credit and not manual:
                 self._send_credit(me, sender, credit)
             return
-        if not credit:
-            return
+        if not credit or manual:
+            return  # a manual actor that removed itself handed its pending credit back then
         if self._actors.get(target) is not actor:  # removed itself while handling the message
             self._send_credit(me, sender, credit)
-        elif getattr(actor, "manual_credit", False):
-            pending = self._pending.setdefault(target, {})
-            pending[sender] = pending.get(sender, 0) + credit
         else:
             self.processed(me, sender, credit)
 

@@ -13,6 +13,7 @@ from actors.messages.node import (
     ConnectionClosed, CreateQueue, DeclareExchange, DeclareQueue, DeleteQueue, Dispose, MetadataChanged,
     QueueCounts, QueueDeclared, QueueHostRestarted, QueueStats, Subscribe, Sync,
 )
+from actors.messages.quorum import HostChannelsGone
 from actors.messages.runtime import Undelivered
 from actors.node.core import NodeCore, Startup
 from actors.placement import QUEUE_ROUTER_NAME, ROUTER_NAME, host_of, queue_kind, queue_manager
@@ -316,3 +317,6 @@ def test_a_restarted_connection_host_takes_its_connections_exclusive_queues_with
     out = g.receive(ROUTER, Subscribe(8))  # a new process: its connections are gone
     assert only_send(out, Dispose).to == Address(home("ex"), "q:/:ex")
     assert c.registry.queues("/") == []
+    # and quorum queues give back what its earlier channels held (its new ones are named by 8)
+    assert only_send(out, HostChannelsGone).to == Address(f"{ME}:quorum", "members")
+    assert only_send(out, HostChannelsGone).msg == HostChannelsGone(ROUTER.host, "8")

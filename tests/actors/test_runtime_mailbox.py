@@ -226,6 +226,57 @@ def test_credit_blocks_sender_after_initial_and_unblocks_after_processed(tmp_pat
     run(main())
 
 
+def test_processed_all_grants_everything_a_manual_actor_received_from_each_sender(tmp_path: Path) -> None:
+    async def main():
+        a, b = await pair(tmp_path)
+        sink = ManualSink()
+        to = b.spawn("sink", sink)
+        source, other = Source(), Source()
+        me, me2 = a.spawn("src", source), a.spawn("src2", other)
+        for i in range(400):
+            a.send(to, Note("m", i), sender=me, credit=1)
+            a.send(to, Note("m", i), sender=me2, credit=1)
+        assert a.blocked(me) and a.blocked(me2)
+        while len(sink.got) < 800:
+            await asyncio.sleep(0)
+        b.processed_all(to)
+        await source.unblocked
+        await other.unblocked
+        b.processed_all(to)  # nothing left to grant
+        await _settle()
+        assert a.flow_states()["src"]["credit"] == {"b/sink": 400}
+        await a.close()
+        await b.close()
+    run(main())
+
+
+class DoneAtOnce:
+    """A manual_credit actor that says it is done with everything from inside `receive`."""
+
+    manual_credit = True
+
+    def __init__(self, runtime: Runtime, me: Address) -> None:
+        self.runtime, self.me = runtime, me
+
+    def receive(self, sender, msg) -> None:
+        self.runtime.processed_all(self.me)
+
+
+def test_processed_all_inside_receive_covers_the_message_being_received(tmp_path: Path) -> None:
+    async def main():
+        a, b = await pair(tmp_path)
+        to = Address(b.host, "sink")
+        b.spawn("sink", DoneAtOnce(b, to))
+        source = Source()
+        me = a.spawn("src", source)
+        a.send(to, Note("m", 0), sender=me, credit=400)  # all the credit in one message
+        assert a.blocked(me)
+        await source.unblocked  # its own credit came back: none stays pending with nothing to follow
+        await a.close()
+        await b.close()
+    run(main())
+
+
 def test_automatic_credit_keeps_a_long_stream_flowing(tmp_path: Path) -> None:
     async def main():
         a, b = await pair(tmp_path, credit_initial=40, credit_more_after=20)

@@ -101,3 +101,18 @@ def test_policy_alternate_exchange_routes_unroutable_messages():
     assert r.route("/", "x2", "k") == []  # the exchange's own argument wins
     r.apply_command(ClearPolicy("/", "aepol"))
     assert r.route("/", "x", "k") == []
+
+
+def test_4_0_applies_a_policy_to_one_queue_type_and_passes_quorum_keys_on_as_set():
+    quorum_only = P("qq", apply_to="quorum_queues", delivery_limit=5, dead_letter_strategy="at-least-once",
+                    max_length=3)
+    classic_only = P("cq", apply_to="classic_queues", max_length=9)
+    assert policies.validate("^q", "quorum_queues", quorum_only.definition, operator=False) is None
+    assert policies.select([quorum_only, classic_only], "queue", "q", "quorum") is quorum_only
+    assert policies.select([quorum_only, classic_only], "queue", "q", "classic") is classic_only
+    assert policies.select([quorum_only], "exchange", "q") is None
+    # the quorum queue resolves delivery-limit and dead-letter-strategy against its own arguments
+    assert policies.queue_settings({"x-delivery-limit": 2, "x-max-length": 1}, quorum_only.definition) == {
+        "max-length": 1, "delivery-limit": 5, "dead-letter-strategy": "at-least-once"}
+    reason = policies.validate("^q", "all", {"dead-letter-strategy": "sometimes"}, operator=False).message
+    assert reason.endswith('<<"sometimes">> is not a valid dead letter strategy')

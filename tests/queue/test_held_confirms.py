@@ -1,6 +1,7 @@
 """Confirm holding in the classic queue core (THE ORDERING RULE of durable queues): a queue made
-with `hold_confirms` returns no Confirm while it takes publishes; `flushed()`, which the shell
-calls after the group commit's sync, returns them, the highest seq per channel. Exact effects."""
+with `hold_confirms` returns no Confirm while it takes publishes; `sync_started()` sets aside what
+the group commit's syncs will cover and `flushed()`, which the shell calls after those syncs,
+returns it, the highest seq per channel. Exact effects."""
 from __future__ import annotations
 
 from actors.messages.calls import Reply
@@ -20,8 +21,21 @@ def test_publishes_are_not_confirmed_until_flushed_then_once_per_channel_at_the_
     assert q.publish("P", [pub(b"a", 1), pub(b"b", 2)]) == []
     assert q.publish("R", [pub(b"c", 7)]) == []
     assert q.publish("P", [pub(b"d", 3)]) == []
+    assert q.flushed() == []  # no sync was started: nothing is covered
+    q.sync_started()
     assert q.flushed() == [Send("P", Confirm(3)), Send("R", Confirm(7))]
     assert q.flushed() == []  # released once
+
+
+def test_publishes_taken_while_a_sync_runs_wait_for_the_next_one():
+    q = durable()
+    q.publish("P", [pub(b"a", 1)])
+    q.sync_started()
+    q.publish("P", [pub(b"b", 2)])  # written after the sync was asked for: not covered by it
+    q.publish("R", [pub(b"c", 5)])
+    assert q.flushed() == [Send("P", Confirm(1))]
+    q.sync_started()
+    assert q.flushed() == [Send("P", Confirm(2)), Send("R", Confirm(5))]
 
 
 def test_a_queue_without_hold_confirms_confirms_at_once_and_has_nothing_held():
@@ -34,6 +48,7 @@ def test_deliveries_are_not_held_only_the_confirm_is():
     q = durable()
     assert q.consume("C", "t", ack_required=True, credit=10) == []
     assert q.publish("P", [pub(b"a", 1)]) == [Send("C", Deliver("t", [msg(1, b"a")]))]
+    q.sync_started()
     assert q.flushed() == [Send("P", Confirm(1))]
 
 
@@ -42,12 +57,14 @@ def test_a_refused_publish_is_nacked_at_once_and_the_confirm_covering_it_is_held
     # Rejected is never held: a refused message was never written; the held range covers seq 2
     # too, and the channel's tracker nacks it because Rejected came first
     assert q.publish("P", [pub(b"a", 1), pub(b"b", 2)]) == [Send("P", Rejected([2]))]
+    q.sync_started()
     assert q.flushed() == [Send("P", Confirm(2))]
 
 
 def test_publishes_without_a_seq_hold_nothing():
     q = durable()
     assert q.publish("P", [pub(b"a")]) == []
+    q.sync_started()
     assert q.flushed() == []
 
 

@@ -465,9 +465,14 @@ def test_an_unused_queue_expires():
     run = Run({"x-expires": 1000}, created_ms=5)
     assert run.publish(b"a", now_ms=10) == [Timer(QUEUE_EXPIRY, 1006)]  # publishing is not use
     assert run(c.Tick(1005)) == (Reply.OK, [Timer(QUEUE_EXPIRY, 1006)])
-    assert run(c.Tick(1006)) == (Reply.OK, [Timer(QUEUE_EXPIRY, 1006), DeleteQueue()])
-    assert run(c.Tick(2000)) == (Reply.OK, [Timer(QUEUE_EXPIRY, 1006)])  # asked once
-    assert run.machine.on_leader(run.state) == [Timer(QUEUE_EXPIRY, 1006), DeleteQueue()]
+    assert run(c.Tick(1006)) == (Reply.OK, [DeleteQueue()])
+    assert run(c.Tick(2000)) == (Reply.OK, [])  # asked once, and no timer spins meanwhile
+    assert run.machine.on_leader(run.state) == [DeleteQueue()]
+
+
+def test_a_new_leader_of_a_queue_never_used_arms_its_expiry_from_creation():
+    run = Run({"x-expires": 1000}, created_ms=5)
+    assert run.machine.on_leader(run.state) == [Timer(QUEUE_EXPIRY, 1006)]
 
 
 def test_consumers_and_gets_keep_a_queue_alive():

@@ -16,7 +16,8 @@ from actors.messages.quorum import ChannelsGone, ConsumerResync, FindLeader, Not
 from actors.messages.runtime import Undelivered
 from actors.quorum import commands as c
 from actors.quorum.effects import EXPIRE_MSGS
-from actors.quorum.front import DELIVERY_COUNT_HEADER, PROBE_MS, QueueFront, with_delivery_count
+from actors.quorum.front import (DELIVERY_COUNT_HEADER, PROBE_MS, DeadLetterHanded, DeadLettered,
+                                DeadLetterWorkerStopped, QueueFront, with_delivery_count)
 from effects import Send, StartTimer
 from persist.classic.message import Message
 from raft.log import Entry
@@ -371,9 +372,50 @@ def test_stats_and_dispose_are_answered_from_the_leader_state():
                                                                Send("node/meta", Reply(5, 1))]
 
 
+
+def test_a_leader_that_has_not_caught_up_has_the_node_ask_again_for_what_reads_its_state():
+    m = Member()
+    m.handle(CH, pub(1))
+    m.caught = False  # elected, not yet applied an entry of its own term
+    assert m.handle("node/meta", QueueStats(3)) == [Send("node/meta", NotQueueLeader(None, 3, QueueStats(3)))]
+    assert m.handle("node/meta", Dispose(4, False, False)) == [
+        Send("node/meta", NotQueueLeader(None, 3, Dispose(4, False, False)))]
+
+
 def test_the_delivery_count_header_keeps_the_other_properties():
     hdr = header(priority=7)
     counted = with_delivery_count(hdr, 2)
     props = BasicProperties.decode(counted, HEADER_PROPS_OFFSET)
     assert props.priority == 7 and props.headers == {DELIVERY_COUNT_HEADER: 2}
     assert counted[:HEADER_PROPS_OFFSET] == hdr[:HEADER_PROPS_OFFSET]
+
+
+# -- dead-lettering ----------------------------------------------------------------------------------
+
+DLX = {"x-dead-letter-exchange": "dlx", "x-dead-letter-routing-key": "dead"}
+
+
+def test_at_most_once_dead_letters_leave_with_their_bodies_and_no_delivery_count():
+    m = Member({**DLX, "x-delivery-limit": 0})
+    m.handle(CH, pub(1))
+    m.handle(CH2, Consume(1, "t", True, 1, False, {}))
+    out = m.handle(CH2, Settle([], [0], []))  # requeued over a limit of 0: dead-lettered
+    assert out == [DeadLettered("delivery_limit", "dlx", "dead", (Message(0, False, "x", "rk", H, b"m1"),))]
+
+
+def test_at_least_once_attaches_the_leaders_worker_and_settles_what_it_confirmed():
+    m = Member({**DLX, "x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish"})
+    for effect in m.run.machine.on_leader(m.run.state):  # StartDeadLetterWorker: the member attaches
+        m.front.machine_effect(effect)
+    assert m.propose() == [] and m.run.state.dlx.worker == ME
+    m.handle(CH, pub(1, 2))
+    m.handle(CH2, Consume(1, "t", True, 2, False, {}))
+    out = m.handle(CH2, Settle([], [], [0, 1]))  # rejected without requeue: held for the worker
+    assert out == [DeadLetterHanded("dlx", "dead", ((0, "rejected", Message(0, False, "x", "rk", H, b"m1")),
+                                                    (1, "rejected", Message(1, False, "x", "rk", H, b"m2"))))]
+    assert m.run.stats["messages"] == 2  # kept until every target confirmed
+    m.front.dead_letters_settled([0, 1])
+    assert m.propose() == [] and m.run.stats["messages"] == 0
+    m.leading = False
+    m.front.leader_changed(OTHER)
+    assert m.front.flush() == [DeadLetterWorkerStopped()]  # the next leader's worker takes over

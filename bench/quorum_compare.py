@@ -1,0 +1,138 @@
+"""Quorum queues over AMQP: warren against Debian's RabbitMQ 3.10, one broker after the other in
+one run, with the same load tool (bench/perf) and the same settings as issue 12 asks.
+
+Usage: .venv/bin/python -m bench.quorum_compare [--nodes 1|3] [--time S] [--only warren|rabbitmq]
+       [--size BYTES] [--dir DIR]
+
+For each broker (a fresh 1- or 3-node cluster on loopback ports; RabbitMQ's nodes joined with
+rabbitmqctl join_cluster and one Erlang cookie):
+- throughput: one durable quorum queue declared through the first node (so its leader is there,
+  client-local), 1 producer and 1 consumer on that node, persistent bodies of --size bytes,
+  confirms 1000 outstanding, manual acks prefetch 300: confirmed/s, received/s and latency;
+- latency: the same at a steady 1,000 msg/s: publish -> consume p50/p99.
+Prints one table; asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from actors.runtime.ports import can_listen
+from bench.compare_brokers import PY, ROOT, Rabbit
+from scripts.local_cluster import Cluster
+
+QUORUM = json.dumps({"x-queue-type": "quorum"})
+
+
+class RabbitCluster:
+    """`size` oracle nodes, the second and later joined to the first."""
+
+    def __init__(self, root: Path, size: int) -> None:
+        self.cookie = secrets.token_hex(16)
+        self.nodes = [Rabbit(f"rabbit{i}", _oracle_port(), root / f"rabbit{i}") for i in range(size)]
+
+    @property
+    def uri(self) -> str:
+        return self.nodes[0].uri
+
+    def start(self) -> None:
+        os.environ["ORACLE_COOKIE"] = self.cookie
+        try:
+            for node in self.nodes:
+                node.data_dir.mkdir(parents=True, exist_ok=True)
+                node.start()
+        finally:
+            del os.environ["ORACLE_COOKIE"]
+        first = f"oracle{self.nodes[0].port}@localhost"
+        for node in self.nodes[1:]:
+            for args in (["stop_app"], ["join_cluster", first], ["start_app"]):
+                self._ctl(node, *args)
+
+    def _ctl(self, node: Rabbit, *args: str) -> None:
+        env = dict(os.environ, HOME=str(node.data_dir), ERL_EPMD_ADDRESS="127.0.0.1")
+        subprocess.run(["/usr/lib/rabbitmq/bin/rabbitmqctl", "-n", f"oracle{node.port}@localhost", *args],
+                       env=env, check=True, stdout=subprocess.DEVNULL)
+
+    def stop(self) -> None:
+        for node in reversed(self.nodes):
+            node.stop()
+
+
+class WarrenCluster:
+    def __init__(self, root: Path, size: int) -> None:
+        self.cluster = Cluster(root / "warren", size)
+
+    @property
+    def uri(self) -> str:
+        return self.cluster.url("n1")
+
+    def start(self) -> None:
+        self.cluster.start()
+
+    def stop(self) -> None:
+        self.cluster.stop()
+
+
+def perf(uri: str, queue: str, out: Path, *extra: str, time_s: float, size: int) -> dict:
+    subprocess.run([PY, "-m", "bench.perf", "--uri", uri, "--queue", queue, "--queue-args", QUORUM, "--durable",
+                    "--persistent", "--size", str(size), "--confirm", "1000", "--prefetch", "300",
+                    "--time", str(time_s), "--json", str(out), *extra],
+                   cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())["summary"]
+
+
+def measure(broker: WarrenCluster | RabbitCluster, root: Path, name: str, time_s: float, size: int) -> dict:
+    broker.start()
+    try:
+        flat = perf(broker.uri, "qq-flat", root / f"{name}-flat.json", time_s=time_s, size=size)
+        steady = perf(broker.uri, "qq-steady", root / f"{name}-steady.json", "--rate", "1000",
+                      time_s=time_s, size=size)
+    finally:
+        broker.stop()
+    return {"confirmed/s": flat["confirmed_rate"], "received/s": flat["consumed_rate"],
+            "p50 ms (flat out)": flat["latency_ms"]["p50"], "p99 ms (flat out)": flat["latency_ms"]["p99"],
+            "p50 ms @1k/s": steady["latency_ms"]["p50"], "p99 ms @1k/s": steady["latency_ms"]["p99"],
+            "lost": flat["published"] - flat["consumed"] if flat.get("consumed") is not None else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--nodes", type=int, default=1)
+    p.add_argument("--time", type=float, default=20.0)
+    p.add_argument("--size", type=int, default=1024)
+    p.add_argument("--only", choices=("warren", "rabbitmq"))
+    p.add_argument("--dir", type=Path)
+    a = p.parse_args(argv)
+    root = a.dir or Path(tempfile.mkdtemp(prefix="quorum-compare-"))
+    results: dict[str, dict] = {}
+    for name, make in (("warren", WarrenCluster), ("rabbitmq", RabbitCluster)):
+        if a.only in (None, name):
+            results[name] = measure(make(root, a.nodes), root, name, a.time, a.size)
+    keys = list(next(iter(results.values())))
+    print(f"quorum queue, {a.nodes} node(s), {a.size} B persistent, confirms 1000, prefetch 300, {a.time:.0f} s")
+    print(f"{'':20}" + "".join(f"{name:>12}" for name in results))
+    for key in keys:
+        print(f"{key:20}" + "".join(f"{_fmt(results[name][key]):>12}" for name in results))
+    return 0
+
+
+def _oracle_port() -> int:
+    """A free port whose distribution port (+20000) is one Erlang accepts too (below 65536)."""
+    while True:
+        port = 20000 + secrets.randbelow(25000)
+        if can_listen(port, "127.0.0.1") and can_listen(port + 20000, "127.0.0.1"):
+            return port
+
+
+def _fmt(value: object) -> str:
+    return "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

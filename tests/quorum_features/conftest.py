@@ -1,0 +1,78 @@
+"""Real nodes for the quorum queue feature tests: one node, and a three-node cluster, each started
+once per module (`broker` is parametrized over both). On three nodes a queue is declared through
+n1 (client-local: its leader is there), published to through n2 and consumed from through n3, so
+every feature is also checked across nodes. consumer_timeout is short so that its test is quick."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pika
+import pytest
+
+from scripts.local_cluster import Cluster, Node, start_node
+
+CONSUMER_TIMEOUT_MS = 2000
+_names = itertools.count()
+
+
+@dataclass
+class Broker:
+    kind: str  # "one" or "three"
+    nodes: list[Node]
+
+    @property
+    def declare_url(self) -> str:
+        return self.nodes[0].url
+
+    @property
+    def publish_url(self) -> str:
+        return self.nodes[1 % len(self.nodes)].url
+
+    @property
+    def consume_url(self) -> str:
+        return self.nodes[2 % len(self.nodes)].url
+
+    def connect(self, role: str = "declare") -> pika.BlockingConnection:
+        return pika.BlockingConnection(pika.URLParameters(getattr(self, f"{role}_url")))
+
+
+def config(root: Path) -> Path:
+    path = root / "warren.conf"
+    path.write_text(f"consumer_timeout = {CONSUMER_TIMEOUT_MS}\n")
+    return path
+
+
+@pytest.fixture(scope="module", params=["one", "three"])
+def broker(request, tmp_path_factory):
+    root = tmp_path_factory.mktemp(f"qq-{request.param}")
+    if request.param == "one":
+        node = start_node(root / "n1", "--config", str(config(root)))
+        yield Broker("one", [node])
+        node.stop()
+    else:
+        cluster = Cluster(root, 3, "--config", str(config(root))).start()
+        yield Broker("three", [cluster.nodes[n] for n in cluster.names])
+        cluster.stop()
+
+
+@pytest.fixture
+def name(request) -> str:
+    """A queue name of this test's own."""
+    return f"{request.node.originalname}-{next(_names)}"
+
+
+@pytest.fixture
+def conns(broker):
+    """(declaring, publishing, consuming) connections; on one node all three to it."""
+    opened = [broker.connect(role) for role in ("declare", "publish", "consume")]
+    yield opened
+    for c in opened:
+        if c.is_open:
+            c.close()
+
+
+def declare(ch: Any, name: str, **arguments: Any) -> None:
+    ch.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum", **arguments})
