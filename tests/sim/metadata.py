@@ -104,12 +104,9 @@ class MetadataSimulation(Simulation):
             self.drive(leader, lambda core: core.remove_member(node, ("membership", "removed")))
 
     def propose(self) -> int | None:
-        target = self.nodes.get(self.leader_hint) if self.leader_hint else None
-        if target is None or target.core is None or self.rng.random() < 0.2:
-            live = self.live()
-            if not live:
-                return None
-            target = self.rng.choice(live)
+        target = self.proposal_target()
+        if target is None:
+            return None
         self.next_op += 1
         command = metadata_machine.encode("client", self.next_op, self.random_command())
         op = self.next_op

@@ -253,13 +253,21 @@ class Simulation:
                 target = self.rng.choice(sorted(self.nodes))
                 self.drive(leaders[0], lambda core: core.transfer_leadership(target))
 
-    def propose(self) -> int | None:
+    def proposal_target(self):
+        """Where a client sends its next proposal: the node it last heard leads, else (or one time
+        in five) any live node; None when none is live."""
         target = self.nodes.get(self.leader_hint) if self.leader_hint else None
         if target is None or target.core is None or self.rng.random() < 0.2:
             live = self.live()
             if not live:
                 return None
             target = self.rng.choice(live)
+        return target
+
+    def propose(self) -> int | None:
+        target = self.proposal_target()
+        if target is None:
+            return None
         self.next_op += 1
         op = "set" if self.rng.random() < 0.3 else "incr"
         cmd = kvmachine.command(op, self.rng.choice("abc"), self.rng.randint(1, 9), self.next_op)
