@@ -1,7 +1,9 @@
-"""Real nodes for the quorum queue feature tests: one node, and a three-node cluster, each started
-once per module (`broker` is parametrized over both). On three nodes a queue is declared through
+"""Real nodes for the quorum queue feature tests: one node, and a three-node cluster (`broker` is
+parametrized over both). On three nodes a queue is declared through
 n1 (client-local: its leader is there), published to through n2 and consumed from through n3, so
-every feature is also checked across nodes. consumer_timeout is short so that its test is quick."""
+every feature is also checked across nodes. consumer_timeout is short so that its test is quick.
+The node and the cluster are shared by the package's modules (pytest runs every test on one node
+first, then every test on three), so each starts once."""
 from __future__ import annotations
 
 import itertools
@@ -45,7 +47,7 @@ def config(root: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module", params=["one", "three"])
+@pytest.fixture(scope="package", params=["one", "three"])
 def broker(request, tmp_path_factory):
     root = tmp_path_factory.mktemp(f"qq-{request.param}")
     if request.param == "one":

@@ -358,7 +358,9 @@ def test_consumer_timeout_closes_the_channel_and_the_message_comes_back(conns, n
         406, f"PRECONDITION_FAILED - delivery acknowledgement on channel {consumer.channel_number} timed out. "
              f"Timeout value used: {CONSUMER_TIMEOUT_MS} ms. "
              "This timeout value can be configured, see consumers doc guide to learn more")
-    method, props, body = decl.channel().basic_get(name, auto_ack=True)
+    get = decl.channel()  # on three nodes the closed channel's node tells the leader on its own path
+    method, props, body = until(lambda: (found := get.basic_get(name, auto_ack=True))[0] and found,
+                                "the unacked message back in the queue")
     assert (body, method.redelivered, props.headers) == (b"slow", True, {"x-delivery-count": 1})
 
 
