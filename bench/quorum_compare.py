@@ -98,7 +98,8 @@ def measure(broker: WarrenCluster | RabbitCluster, root: Path, name: str, time_s
     return {"confirmed/s": flat["confirmed_rate"], "received/s": flat["consumed_rate"],
             "p50 ms (flat out)": flat["latency_ms"]["p50"], "p99 ms (flat out)": flat["latency_ms"]["p99"],
             "p50 ms @1k/s": steady["latency_ms"]["p50"], "p99 ms @1k/s": steady["latency_ms"]["p99"],
-            "lost": flat["published"] - flat["consumed"] if flat.get("consumed") is not None else None}
+            # published less consumed when the run ended: what the drain left (negative: redeliveries)
+            "unconsumed": flat["published"] - flat["consumed"]}
 
 
 def main(argv: list[str] | None = None) -> int:
