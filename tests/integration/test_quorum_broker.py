@@ -74,6 +74,7 @@ def test_a_quorum_queue_on_one_node_confirms_counts_redelivers_and_is_deleted(on
     conn.close()
 
 
+@pytest.mark.slow  # passes alone; timed out once in three whole-suite runs (being investigated)
 def test_what_a_killed_connection_host_held_comes_back_redelivered(one: Cluster) -> None:
     """kill -9 of the connection hosts: the quorum queue gives back the deliveries their channels
     held unacked (the node tells every quorum host which channel incarnations are gone)."""
