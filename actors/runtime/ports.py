@@ -1,15 +1,26 @@
 """Ports: pick a free loopback one, ask whether something listens on one, or whether we may."""
 from __future__ import annotations
 
+import random
 import socket
 
 probe_timeout_s = 0.5
 
+# Below Linux's ephemeral range (32768-60999), and so is a node's default cluster port (AMQP port
+# + 20000): a port handed out here is bound later (a node starts, or restarts on the same port),
+# and a port from the ephemeral range can meanwhile become the local end of some outgoing
+# connection, which made a restarted node fail with "Address already in use".
+_range = (10000, 12768)
+_handed_out: set[int] = set()
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nothing listens on, never one this process handed out before."""
+    while True:
+        port = random.randrange(*_range)
+        if port not in _handed_out and can_listen(port):
+            _handed_out.add(port)
+            return port
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
