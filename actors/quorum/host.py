@@ -95,7 +95,7 @@ class QuorumHost:
         self.writer = WalWriter(disk, cfg.get("wal_max_size_bytes", WAL_MAX_SIZE_BYTES),
                                 cfg.get("segment_max_entries", SEGMENT_MAX_ENTRIES))
         self.writer.recover(keep=keys.__contains__)
-        self.wal = WalActor(self.writer, loop)
+        self.wal = WalActor(self.writer, loop, runtime.send_queued)
         self.members: dict[str, QuorumMember] = {}
         self.by_id: dict[str, QuorumMember] = {}  # by member id (where dead-letter settlements go)
         # without a registry (the quorum-only test launchers) dead-lettered messages are dropped
