@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from flow.units import (UnitError, cli_disk_absolute, cli_disk_relative, cli_memory_absolute,
                         cli_memory_relative)
+from actors.quorum.names import QUORUM_KIND
 from metadata.policies import parse_definition
 from scripts import ctl_node, ctl_quorum, flow_view
 from scripts.queue_columns import QUEUE_COLUMNS, queue_rows
@@ -267,7 +268,7 @@ def flow_snapshot(node: Node) -> flow_view.Snapshot:
             if e.code == EX_UNAVAILABLE:  # the node itself is gone: nothing to show
                 raise
             return None
-    return flow_view.snapshot(node.connection_hosts() + node.queue_hosts(), ask)
+    return flow_view.snapshot(node.connection_hosts() + node.queue_hosts() + [QUORUM_KIND], ask)
 
 
 # ---------------------------------------------------------------- resource limits

@@ -53,7 +53,8 @@ from actors.quorum.config import queue_config
 from actors.placement import node_of
 from actors.quorum.front import QueueFront, RaftView, channels
 from actors.quorum.machine import QuorumMachine
-from actors.quorum.member import QuorumMember
+from actors.quorum.flow_links import flow_links
+from actors.quorum.member import QuorumMember, monotonic_ms
 from actors.quorum.member_table import MemberSpec
 from actors.quorum.names import MANAGER_NAME, channel_incarnation, member_id, member_name
 from actors.raft.hosts import Profiler, gc_threshold
@@ -268,6 +269,8 @@ def quorum_host(runtime: Any, spec: Any, registry: Any = None) -> QuorumHost:
             return host.disk_usage()
         if op == "wal_stats":
             return host.wal.stats()
+        if op == "flow_links":
+            return flow_links(list(host.members.values()), host.wal, runtime.host, monotonic_ms())
         if op == "start_members":  # [{uid, name, nodes, vhost?, arguments?, created_ms?}, ...]
             host.start_members([MemberSpec(m["uid"], m.get("vhost", "/"), m["name"], tuple(m["nodes"]),
                                            dict(m.get("arguments", {})), m.get("created_ms", 0))

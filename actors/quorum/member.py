@@ -24,6 +24,9 @@ the sends after it, snapshots only of what the WAL has written); this actor is i
 goes to the front as `committed`, NotLeader as `not_leader`, LeaderChanged as `leader_changed`,
 machine effects as `machine_effect`, after_flush/kick to the WalActor.
 
+Flow: after every input a leader records what its commit waits on (flow/commit_wait.py: its WAL
+write, followers' acks), which `warrenctl flow` shows (actors/quorum/flow_links.py).
+
 Time: the wall clock in milliseconds stamps every command (the machine decides TTLs from it);
 timers are the event loop's (ActorEffects, 1 ms ticks).
 """
@@ -43,6 +46,7 @@ from actors.quorum.release import QueueView, ReleaseCursor
 from actors.raft.wal import WalActor
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
+from flow.commit_wait import CommitWait, commit_waits_on
 from effects import Send
 from effects.interpreter import Interpreter
 from raft import messages as peer
@@ -61,6 +65,10 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
 class QuorumMember:
     def __init__(self, runtime: Any, me: Address, core: RaftCore, wal: WalActor, front: QueueFront,
                  wal_key: str, *, dead_letter: Callable[[Any], None] | None = None) -> None:
@@ -72,6 +80,7 @@ class QuorumMember:
         self.wal_key = wal_key
         self.dead_letter = dead_letter
         self.release = ReleaseCursor(core.snapshot_index)
+        self.commit_wait = CommitWait(monotonic_ms())
         self.recovered = core.log.last_index_term()[0]
         self.leader_since: float | None = None
         self.stopped = False
@@ -225,6 +234,17 @@ class QuorumMember:
             if snapshot is not None:
                 self.run(core.write_snapshot(*snapshot))
         self._out(front.flush())
+        self._observe_commit_wait()
+
+    def _observe_commit_wait(self) -> None:
+        core = self.core
+        waiting: frozenset[str] = frozenset()
+        if core.role == LEADER:
+            last = core.log.last_index_term()[0]
+            if core.commit < last:
+                waiting = commit_waits_on(last, core.log.written_index(), core.config.voters,
+                                          {m: pr.match for m, pr in core.progress.items()})
+        self.commit_wait.observe(waiting, monotonic_ms())
 
     def _view(self) -> QueueView:
         state = self.core.state

@@ -28,6 +28,7 @@ from typing import Callable
 
 import structlog
 
+from flow.state import FlowState
 from persist.wal.writer import WalWriter
 
 log = structlog.get_logger("warren.raft.wal")
@@ -48,6 +49,7 @@ class WalActor:
         self._turn_end: list[Callable[[], None]] = []
         self.flushes = 0
         self.entries_flushed = 0
+        self.syncing = FlowState(1000, changed_at=int(time.monotonic() * 1000))  # time in write+sync
 
     def register(self, member: str, on_written: Callable[[int], None], written: int) -> None:
         """`written`: the member's durable last index at start (for the entry count only)."""
@@ -87,7 +89,10 @@ class WalActor:
                 callback()
             return
         started = time.monotonic()
+        now_ms = int(started * 1000)
+        self.syncing = self.syncing.observe(True, max(now_ms, self.syncing.changed_at))
         written = self.writer.flush()
+        self.syncing = self.syncing.observe(False, max(int(time.monotonic() * 1000), self.syncing.changed_at))
         for callback in after:
             callback()
         elapsed = time.monotonic() - started

@@ -151,3 +151,29 @@ def test_a_slow_disk_is_named_as_the_store_its_queue_waits_on(node, flood):
             strace.wait()
         else:
             pytest.fail(f"strace could not attach: {strace.stderr.read()}")
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is needed to slow the disk's syncs down")
+def test_a_slow_disk_under_a_quorum_queue_is_named_as_the_wal_its_leader_waits_on(node, flood):
+    with pika.BlockingConnection(pika.URLParameters(node.url)) as c:
+        c.channel().queue_declare("fv.quorum", durable=True, arguments={"x-queue-type": "quorum"})
+    quorum_pid = control(admin(node), "quorum", "pid", {})
+    strace = subprocess.Popen(["strace", "-qq", "-f", "-p", str(quorum_pid), "-e", "trace=fdatasync",
+                               "-e", f"inject=fdatasync:delay_enter={SLOW_SYNC_US}", "-o", "/dev/null"],
+                              stderr=subprocess.PIPE, text=True)
+    wal = f"data@{HOST}:quorum/wal"
+    try:
+        flood("fv.quorum", persistent=True)
+        snap = until(lambda: strace.poll() is None and (s := flow(node))["line"].startswith(f"bottleneck: wal {wal}")
+                     and s, "the WAL named", timeout_s=60)
+        leader = next(link for link in snap["links"] if link["kind"] == "queue" and "fv.quorum" in link["label"])
+        assert leader["state"] == "flow" and leader["downstream"] == [wal], leader
+        assert snap["line"] == f"bottleneck: wal {wal} (queue {leader['name']} in flow, waiting on it)"
+        channel = next(link for link in snap["links"] if link["kind"] == "channel" and leader["name"] in link["downstream"])
+        assert channel["state"] == "flow"
+    finally:
+        if strace.poll() is None:
+            strace.terminate()
+            strace.wait()
+        else:
+            pytest.fail(f"strace could not attach: {strace.stderr.read()}")
