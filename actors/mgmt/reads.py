@@ -93,7 +93,8 @@ def _exchanges(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> li
 
 
 def _exchange(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> dict | None:
-    x = next((x for x in view.registry.exchanges(a["vhost"]) if x.name == a["name"]), None)
+    name = "" if a["name"] == "amq.default" else a["name"]  # RabbitMQ's name of the default exchange in URLs
+    x = next((x for x in view.registry.exchanges(a["vhost"]) if x.name == name), None)
     return None if x is None else shapes.exchange(view, x, detail=True)
 
 

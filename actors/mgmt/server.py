@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
 
 from actors.mgmt import auth, changes, metrics, paths, peek, reads
 from actors.mgmt.amqp_client import BrokerError, Session, properties, props_from_json, props_to_json
@@ -151,6 +151,10 @@ class Management:
         return web.Response(body=generate_latest(registry), headers={"Content-Type": PROMETHEUS_TEXT})
 
 
+_FAMILY_CLASSES = {metrics.COUNTER: CounterMetricFamily, metrics.GAUGE: GaugeMetricFamily,
+                   metrics.UNTYPED: UnknownMetricFamily}
+
+
 class _Families:
     """prometheus_client's custom collector over metrics.families."""
 
@@ -160,7 +164,7 @@ class _Families:
     def collect(self) -> Iterator[Metric]:
         for name, kind, help_, samples in metrics.families(self.view, self.per_object):
             labels = list(samples[0][0]) if samples else []
-            cls = CounterMetricFamily if kind == metrics.COUNTER else GaugeMetricFamily
+            cls = _FAMILY_CLASSES[kind]
             family = cls(metrics.prometheus_name(name, kind), help_, labels=labels)
             for label_values, value in samples:
                 family.add_metric([str(label_values[k]) for k in labels], value)

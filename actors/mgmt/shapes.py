@@ -114,6 +114,10 @@ def exchange(view: View, x: Any, *, detail: bool = False) -> dict:
            "internal": x.internal, "name": x.name, "type": x.type, "vhost": x.vhost,
            "user_who_performed_action": "rmq-internal" if not x.name or x.name.startswith("amq.") else "",
            "policy": view.registry.exchange_policy_name(x.vhost, x.name) or None}
+    counts = view.sample.exchanges.get((x.vhost, x.name))
+    if counts:  # as RabbitMQ: publish_out only once something was routed on
+        shown = {k: n for k, n in counts.items() if n or k == "publish_in"}
+        out["message_stats"] = with_details(shown, view.rates.rates(("exchange", x.vhost, x.name)))
     if detail:
         out.update(incoming=[], outgoing=[])
     return out

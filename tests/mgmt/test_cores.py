@@ -141,3 +141,33 @@ def test_metric_families_aggregate_or_label_per_object():
     per = {name: samples for name, _, _, samples in metrics.families(view, True)}
     assert per["rabbitmq_queue_messages_ready"] == [({"vhost": "/", "queue": "a"}, 2), ({"vhost": "/", "queue": "b"}, 3)]
     assert "rabbitmq_alarms_memory_used_watermark" not in per
+
+
+def test_raft_families_sum_the_members_or_label_them():
+    members = [{"vhost": "/", "queue": "b", "term": 2, "snapshot_index": 4, "last_applied": 10, "commit_index": 11,
+                "last_written_index": 12, "commit_latency_ms": 4, "segments": 2},
+               {"vhost": "/", "queue": "a", "term": 1, "snapshot_index": 0, "last_applied": 5, "commit_index": 5,
+                "last_written_index": 5, "commit_latency_ms": 2, "segments": 0}]
+    wal = {"wal_files": 2, "bytes_written": 900, "segment_bytes": 300, "mem_tables": 1, "segments": 3,
+           "segment_entries": 7, "batches": 5, "writes": 9}
+    agg = {name: (kind, samples) for name, kind, _, samples in metrics.raft(members, wal, False)}
+    assert agg["rabbitmq_raft_term_total"] == (metrics.COUNTER, [({}, 3)])
+    assert agg["rabbitmq_raft_log_commit_index"] == (metrics.GAUGE, [({}, 16)])
+    assert agg["rabbitmq_raft_entry_commit_latency_seconds"] == (metrics.GAUGE, [({}, 0.003)])  # the mean, as 3.10
+    assert agg["rabbitmq_raft_max_num_segments"] == (metrics.GAUGE, [({"ra_system": "quorum_queues"}, 2)])
+    assert agg["rabbitmq_raft_max_commit_latency_seconds"] == (metrics.GAUGE, [({"ra_system": "quorum_queues"}, 0.004)])
+    assert agg["rabbitmq_raft_bytes_written"] == (metrics.UNTYPED, [
+        ({"ra_system": "quorum_queues", "module": "ra_log_wal"}, 900),
+        ({"ra_system": "quorum_queues", "module": "ra_log_segment_writer"}, 300)])
+    assert agg["rabbitmq_raft_entries"][1] == [({"ra_system": "quorum_queues", "module": "ra_log_segment_writer"}, 7)]
+    per = {name: samples for name, _, _, samples in metrics.raft(members, wal, True)}
+    assert per["rabbitmq_raft_log_last_written_index"] == [({"vhost": "/", "queue": "a"}, 5),
+                                                           ({"vhost": "/", "queue": "b"}, 12)]
+    assert per["rabbitmq_raft_num_segments"] == [({"vhost": "/", "queue": "a"}, 0), ({"vhost": "/", "queue": "b"}, 2)]
+    assert "rabbitmq_raft_max_num_segments" not in per and per["rabbitmq_raft_wal_files"][0][1] == 2
+    # no quorum queue on the node (and no quorum host's answer yet): RabbitMQ 3.10's zeros only
+    none = {name: samples for name, _, _, samples in metrics.raft([], {}, False)}
+    assert none == {name: [({}, 0)] for name in ("rabbitmq_raft_term_total", "rabbitmq_raft_log_snapshot_index",
+                                                 "rabbitmq_raft_log_last_applied_index", "rabbitmq_raft_log_commit_index",
+                                                 "rabbitmq_raft_log_last_written_index",
+                                                 "rabbitmq_raft_entry_commit_latency_seconds")}
