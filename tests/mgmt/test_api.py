@@ -1,6 +1,6 @@
 """The management API on a real node: RabbitMQ's shapes, codes and error bodies (against the 3.10
-oracle's recording, tests/mgmt/oracle_shapes.json), tags, rabbitmqadmin unchanged, Prometheus text
-(Raft and WAL families included), exchange counters."""
+oracle's recording, tests/mgmt/oracle_shapes.json), listing options (sort, pagination, filters),
+tags, rabbitmqadmin unchanged, Prometheus text (Raft and WAL families included), exchange counters."""
 from __future__ import annotations
 
 import subprocess
@@ -11,7 +11,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.admin_support import ok
-from tests.mgmt.record_oracle import shape_traffic
+from tests.mgmt.record_oracle import PAGES, page_summary, shape_traffic
 from tests.mgmt.support import RABBITMQADMIN, key_paths, oracle, start_mgmt_node
 from tests.waiting import until
 
@@ -78,6 +78,18 @@ def test_errors_are_rabbitmqs(mgmt, name):
     assert (status, body or "") == (recorded["status"], recorded["body"])
     if name == "noauth":
         assert headers["WWW-Authenticate"] == 'Basic realm="RabbitMQ Management"'
+
+
+@pytest.mark.parametrize("name,path", PAGES)
+def test_listing_options_are_rabbitmqs(mgmt, name, path):
+    """Sort, pagination, name filters and columns as the oracle answered them (before the tests
+    below add objects; connections and channels are the sample's, so they are waited for)."""
+    def summary() -> dict:
+        return page_summary(name, *mgmt.http("GET", path)[:2])
+    expected = ORACLE["pages"][name]
+    if name.startswith(("connections", "channels")):
+        until(lambda: summary() == expected, f"{path} as the oracle's")
+    assert summary() == expected
 
 
 def test_quorum_queue_shows_leader_and_members(mgmt):

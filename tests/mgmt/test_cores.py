@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import base64
+import json
 import random
 
-from actors.mgmt import auth, changes, metrics, paths, peek
+from actors.mgmt import auth, changes, listing, metrics, paths, peek, rows
 from actors.mgmt.rates import Rates
+from actors.mgmt.rows import Row
 from actors.mgmt.sample import Sample
 from actors.mgmt.shapes import View, properties_key
 from metadata.registry import Registry
@@ -171,3 +173,28 @@ def test_raft_families_sum_the_members_or_label_them():
                                                  "rabbitmq_raft_log_last_applied_index", "rabbitmq_raft_log_commit_index",
                                                  "rabbitmq_raft_log_last_written_index",
                                                  "rabbitmq_raft_entry_commit_latency_seconds")}
+
+
+def test_listing_options_errors_and_erlang_order():
+    assert listing.pagination_of({}) is None
+    assert listing.pagination_of({"page_size": "7"}) is None  # no page: no pagination
+    assert listing.pagination_of({"page": "2"}) == listing.Pagination(2, 100, "", False)
+    assert listing.pagination_of({"page": "1", "page_size": "500", "name": "x", "use_regex": "true"}) == \
+        listing.Pagination(1, 500, "x", True)
+    assert listing.pagination_of({"page": "1.5"}) == listing.INVALID
+    assert listing.pagination_of({"page": "-1"}).body["reason"] == \
+        "Invalid pagination parameters: page number -1, page size undefined"
+    ordered = [3, 10.5, False, True, None, {}, {"a": 1}, [], [1], "", "a", "b"]
+    assert sorted(reversed(ordered), key=listing.erlang_order) == ordered
+    rows = [{"name": "b", "vhost": "/", "n": 2}, {"name": "a", "vhost": "/"}, {"name": "c", "vhost": "/", "n": 1}]
+    assert [r["name"] for r in listing.sort(rows, {"sort": "n"}, listing.BY_NAME)] == ["a", "c", "b"]
+    assert listing.sort(rows, {"sort": ""}, listing.BY_NAME) == rows  # an empty sort= keeps the order
+    assert listing.pick({"a": {"b": 1, "c": 2}, "d": None}, ["a.b", "d", "e"]) == {"a": {"b": 1}, "d": None}
+
+
+def test_rows_are_spliced_into_the_json_of_listings_and_pages():
+    a, b = Row.of({"name": "a", "n": [1, 2]}), Row.of({"name": "é"})
+    for body, plain in [([a, b], [a.value, b.value]), ({"total_count": 2, "items": [a, b], "page": 1},
+                                                       {"total_count": 2, "items": [a.value, b.value], "page": 1}),
+                        ([], []), ({"x": None}, {"x": None}), (a, a.value)]:
+        assert rows.encode(body) == json.dumps(plain).encode()
