@@ -200,15 +200,14 @@ def families(view: View, per_object: bool) -> list[Family]:
     ]
     out += [(name, COUNTER, help_, [(labels, t.get(counter, 0))]) for name, help_, counter, labels in _GLOBAL]
     queues = sorted(s.queues.items())
+    rows = [row for _, row in queues]
+    labels = [{"vhost": v, "queue": q} for (v, q), _ in queues] if per_object else []  # shared by the families
     for name, help_, key in _QUEUE:
-        if per_object:
-            samples = [({"vhost": v, "queue": q}, row.get(key, 0)) for (v, q), row in queues]
-        else:
-            samples = [({}, sum(row.get(key, 0) for _, row in queues))]
-        out.append((name, GAUGE, help_, samples))
+        values = [row.get(key, 0) for row in rows]
+        out.append((name, GAUGE, help_, list(zip(labels, values)) if per_object else [({}, sum(values))]))
+    published = [row.get("message_stats", {}).get("publish", 0) for row in rows]
     out.append(("rabbitmq_queue_messages_published_total", COUNTER, "Total number of messages published to queues",
-                [({"vhost": v, "queue": q}, row.get("message_stats", {}).get("publish", 0)) for (v, q), row in queues]
-                if per_object else [({}, sum(row.get("message_stats", {}).get("publish", 0) for _, row in queues))]))
+                list(zip(labels, published)) if per_object else [({}, sum(published))]))
     for name, kind, help_, value in _CHANNEL:
         if per_object:
             samples = [({"channel": c["name"]}, value(c)) for c in s.channels]

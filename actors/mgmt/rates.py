@@ -31,6 +31,13 @@ class Rates:
         self._prev = {key: cur[key] for key in samples if key in cur}
         self._cur = {key: (now_ms, values) for key, values in samples.items()}
 
+    def frozen(self) -> Rates:
+        """These rates as they are now, for a request that spans loop turns: `observe` replaces
+        its tables and never changes them, so the copy shares them as they are."""
+        copy = Rates()
+        copy._prev, copy._cur = self._prev, self._cur
+        return copy
+
     def still(self, key: Hashable) -> bool:
         """Whether every rate of `key` is 0.0: its latest sample equals the one before, or it
         has only one (or none)."""

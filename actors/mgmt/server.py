@@ -51,7 +51,7 @@ class Management:
 
     def view(self) -> View:
         c = self.collector
-        return View(self.node.core.registry, c.sample, c.rates, self.node_name, facts=c.facts, memo=self.memo)
+        return View(self.node.core.registry, c.sample, c.rates.frozen(), self.node_name, facts=c.facts, memo=self.memo)
 
     # ---------------------------------------------------------------- servers
     async def start(self, ip: str, api_port: int, prometheus_port: int) -> None:
