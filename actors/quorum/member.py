@@ -85,6 +85,8 @@ class QuorumMember:
         self.leader_since: float | None = None
         self.stopped = False
         self._applied_seen = -1
+        self.commit_latency_ms = 0  # ra's commit_latency (rabbitmq_raft_entry_commit_latency_seconds)
+        self._command_ms_seen = core.state.now_ms
         self._addresses: dict[str, Address] = {}
         self._turn_scheduled = False
         self._per_turn = core.settings.append_per_turn
@@ -221,6 +223,8 @@ class QuorumMember:
 
     def _finish_input(self) -> None:
         front = self.front
+        if self.core.applied != self._applied_seen:
+            self._measure_commit_latency()
         self._applied_seen = self.core.applied
         front.after_run()
         proposals = front.take_proposals()
@@ -245,6 +249,15 @@ class QuorumMember:
                 waiting = commit_waits_on(last, core.log.written_index(), core.config.voters,
                                           {m: pr.match for m, pr in core.progress.items()})
         self.commit_wait.observe(waiting, monotonic_ms())
+
+    def _measure_commit_latency(self) -> None:
+        """As ra: the wall-clock time from a command's proposal (the ms it carries) until it is
+        applied here, taken when a command newer than the last one measured has been applied
+        (entries without a time, such as a new leader's no-op, leave it as it was)."""
+        command_ms = self.core.state.now_ms
+        if command_ms != self._command_ms_seen:
+            self._command_ms_seen = command_ms
+            self.commit_latency_ms = max(0, now_ms() - command_ms)
 
     def _view(self) -> QueueView:
         state = self.core.state

@@ -111,4 +111,5 @@ class WalActor:
 
     def stats(self) -> dict:
         return {"flushes": self.flushes, "entries": self.entries_flushed,
-                "syncs": getattr(self.writer.disk, "syncs", 0), "rollovers": self.writer.rollovers}
+                "syncs": getattr(self.writer.disk, "syncs", 0), "rollovers": self.writer.rollovers,
+                **self.writer.counters.as_dict()}
