@@ -222,6 +222,10 @@ class Registry:
         """(policy name, operator policy name, effective settings) for a queue; names "" when none."""
         return self.policies_table.queue_policy(q)
 
+    def policy_value(self, q: QueueRecord, key: str) -> Any:
+        """What the policies that apply to a queue set `key` to, merged (rabbit_policy:get/2); None if unset."""
+        return self.policies_table.effective_definition(q).get(key)
+
     def exchange_policy_name(self, vhost: str, exchange: str) -> str:
         policy = self.policies_table.exchange_policy(vhost, exchange)
         return policy.name if policy is not None else ""

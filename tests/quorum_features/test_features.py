@@ -388,3 +388,25 @@ def test_a_quorum_queues_policy_sets_max_length_and_delivery_limit(conns, name, 
         assert count(ch, name + "-classic") == 3
     finally:
         ok(broker.nodes[0], "clear_policy", name)
+
+
+def test_a_policy_s_overflow_wins_over_the_queue_s_argument(conns, name, broker):
+    """rabbit_quorum_queue:gather_policy_config: the policy's overflow wins over x-overflow (a
+    classic queue's argument would win), and the lower max-length of the two applies; the 3.10
+    oracle answers the same (policy reject-publish over x-overflow drop-head, and the reverse)."""
+    decl, pub, con = conns
+    declare(decl.channel(), name, **{"x-overflow": "drop-head", "x-max-length": 5})
+    ok(broker.nodes[0], "set_policy", "--apply-to", "quorum_queues", name, f"^{name}$",
+       '{"overflow": "reject-publish", "max-length": 2}')
+    try:
+        ch, get = confirmed_channel(pub), con.channel()
+        until(lambda: "nack" in publish(ch, name, b"probe", b"probe", b"probe"), "the policy's reject-publish")
+        get_all(get, name)
+        assert publish(ch, name, *[b"m%d" % i for i in range(5)]) == ["ack", "ack", "ack", "nack", "nack"]
+        assert bodies(get_all(get, name)) == [b"m0", b"m1", b"m2"]
+    finally:
+        ok(broker.nodes[0], "clear_policy", name)
+    # without the policy the arguments apply again: drop-head at 5
+    until(lambda: publish(ch, name, *[b"n%d" % i for i in range(7)]) == ["ack"] * 7 and count(ch, name) == 5,
+          "the arguments' drop-head")
+    assert bodies(get_all(get, name))[-5:] == [b"n%d" % i for i in range(2, 7)]
