@@ -146,6 +146,8 @@ class NodeCore:
         self.cluster: set[str] = {node}  # every node the cluster view has named, up or down
         self.cluster_now: set[str] = {node}  # the nodes the cluster view names now (forgotten ones go)
         self.reconciliation = reconciliation  # quorum queues' continuous membership reconciliation
+        self._reconciling = False  # a round is queued or running
+        self._triggered_meanwhile = False  # ... and something triggered a round since it began
         self._leaders = qq.Leaders()  # the quorum queue members seen leading
         self._redirects: dict[int, int] = {}  # rid -> times a call was refused while no member led
         self._retries: dict[int, tuple[Address, Any]] = {}  # rid -> (member, request) to send again
@@ -233,9 +235,9 @@ class NodeCore:
         return self._flush()
 
     def timer(self, name: str) -> list[Effect]:
-        if name == qm.CMR_TIMER:
+        if name == qm.CMR_TIMER:  # the next round is scheduled when this one ends (_answer)
+            self._reconciling, self._triggered_meanwhile = True, False
             self._work.append((None, qm.Reconcile()))
-            self._out += qm.schedule(self.reconciliation, triggered=False)
             self._pump()
             return self._flush()
         if name.startswith(_RETRY_TIMER):
@@ -263,8 +265,8 @@ class NodeCore:
         queues: a node that has just started has not heard from anyone yet."""
         gone = set(down) & self._seen_up
         named = set(up) | set(down) | {self.node}
-        if self.serving and named != self.cluster_now:  # a node joined or was forgotten
-            self._out += qm.schedule(self.reconciliation, triggered=True)
+        if self.serving and (named != self.cluster_now or set(down) - {self.node} != self.down):
+            self._trigger_reconciliation()  # a node joined, was forgotten, came up or went down
         self.cluster |= named
         self.cluster_now = named
         self._seen_up = (self._seen_up | set(up)) - set(down)
@@ -368,6 +370,9 @@ class NodeCore:
         kind = type(msg)
         if kind is AdminAsk:
             self._admin_done(msg.ask, result)
+        elif kind is qm.Reconcile:  # sooner when the round changed something or was triggered meanwhile
+            self._reconciling = False
+            self._out += qm.schedule(self.reconciliation, triggered=result is True or self._triggered_meanwhile)
         elif kind is _StartupOp:
             self._startup_left -= 1
             if self._startup_left == 0:
@@ -443,7 +448,7 @@ class NodeCore:
             elif kind is PolicySet or kind is PolicyCleared:
                 policies.add(change.vhost)
         if policies:  # a policy change triggers quorum membership reconciliation (RabbitMQ 4.0's CMR)
-            self._out += qm.schedule(self.reconciliation, triggered=True)
+            self._trigger_reconciliation()
         if type(cmd) is RemoveVhost and isinstance(result, list):  # its queues went with the vhost
             for rec in result:
                 self._queue_settings.pop((rec.vhost, rec.name), None)
@@ -455,6 +460,11 @@ class NodeCore:
                 # a quorum queue's policy goes from the node of its first leader (a leader takes it)
                 if self._homed_here(rec.home) or (rec.quorum and rec.members[0] == self.node):
                     self._send_policy(rec)
+
+    def _trigger_reconciliation(self) -> None:
+        """A round of quorum membership reconciliation after the trigger interval (4.0's CMR)."""
+        self._out += qm.schedule(self.reconciliation, triggered=True)
+        self._triggered_meanwhile = self._reconciling  # the running round must not put it back later
 
     def _dispose_if_homed_here(self, vhost: str, name: str, home: str) -> None:
         if self._homed_here(home):
@@ -559,6 +569,7 @@ class NodeCore:
             return error
         yield Ask(self._queue_target(rec), QueueStats, _queue_down(rec.name))  # answered by a leader
         self._send_policy(rec)
+        self._trigger_reconciliation()  # 4.0's queue_created trigger, on the declaring node
         return QueueDeclared(rec.name, 0, 0)
 
     def _queue_target(self, rec: QueueRecord) -> Address:

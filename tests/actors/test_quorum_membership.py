@@ -2,18 +2,25 @@
 table (actors/quorum/member_changes.py), and the node's add/delete operations as exact effects."""
 from __future__ import annotations
 
+from collections import Counter
+
+import pytest
+
 from actors.messages.calls import Reply
 from actors.messages.node import Sync
-from actors.messages.quorum import ChangeQueueMembers, NotQueueLeader, StartMember
+from actors.messages.quorum import ChangeQueueMembers, MemberStatus, NotQueueLeader, StartMember
+from actors.node.core import NodeCore, Startup
 from actors.node import quorum_queues as qqueues
-from actors.node.quorum_membership import matching, minimum_quorum, plan_rebalance
+from actors.node.quorum_membership import (CMR_TIMER, Reconciliation, grow_onto, matching, minimum_quorum,
+                                           plan_rebalance, target_size)
 from actors.quorum.member_changes import DEADLINE_MS, MemberChanges
 from actors.quorum.names import member_id
 from actors.runtime.address import Address
-from effects import AnswerAdmin, ProposeCommand, Send
+from effects import AnswerAdmin, ProposeCommand, Send, StartTimer
 from metadata.commands import PutQueue, SetQueueMembers
 from metadata.records import QueueRecord
-from tests.actors.test_node_core import ME, OTHER, node, sends
+from metadata.registry import Registry
+from tests.actors.test_node_core import ME, OTHER, Group, node, sends
 
 def qq(name: str, *members: str, vhost: str = "/") -> QueueRecord:
     return QueueRecord(vhost, name, True, None, False, {"x-queue-type": "quorum"}, home=f"quorum!{name}",
@@ -99,3 +106,112 @@ def test_delete_member_refuses_the_last_and_records_before_deleting_files() -> N
     [delete] = [e for e in out if type(e) is Send and type(e.msg).__name__ == "DeleteMember"]
     assert delete.to == qqueues.manager(OTHER) and c.registry.queue("/", "q").members == (ME,)
     assert not [e for e in out if type(e) is ProposeCommand]
+
+
+# ---------------------------------------------------------------- continuous membership reconciliation
+@pytest.mark.parametrize("configured, argument, policy, target", [
+    (None, None, None, 0),      # none anywhere: no growth
+    (3, None, None, 3),
+    (None, 5, None, 5),
+    (None, None, 4, 4),
+    (3, 5, 4, 5),               # the largest of the three (get_target_size/2)
+    (7, 5, 4, 7),
+    (None, 2, 4, 4),            # a policy raises the argument's target, never lowers it
+    (None, "3", 0, 0),          # not a positive integer: as if unset
+])
+def test_the_target_size_is_the_largest_of_configuration_argument_and_policy(configured, argument, policy, target):
+    rec = qq("q", "a") if argument is None else QueueRecord(
+        "/", "q", True, None, False, {"x-queue-type": "quorum", "x-quorum-target-group-size": argument},
+        home="quorum!q", members=("a",))
+    assert target_size(rec, configured, policy) == target
+
+
+@pytest.mark.parametrize("members, target, up, grows_onto", [
+    ("a", 3, "abc", "b"),       # 1 -> 2: odd, two nodes free
+    ("a", 3, "ab", None),       # odd with one node free: never to an even size
+    ("ab", 3, "abc", "c"),      # even: grows
+    ("ab", 2, "abc", None),     # at its target
+    ("abc", 5, "abcde", "d"),
+    ("abc", 4, "abcd", None),   # odd, one free node
+    ("ab", 3, "bc", None),      # a member is not running
+    ("a", 3, "a", None),        # nowhere to grow
+])
+def test_a_queue_grows_one_member_at_a_time_to_odd_sizes_when_its_members_run(members, target, up, grows_onto):
+    assert grow_onto(qq("q", *members), target, set(up), Counter()) == grows_onto
+
+
+def test_growth_goes_to_the_node_holding_the_fewest_members() -> None:
+    assert grow_onto(qq("q", "a"), 3, {"a", "b", "c"}, Counter({"b": 4, "c": 1})) == "c"
+
+
+CMR = Reconciliation(enabled=True, target_group_size=None, interval_ms=60_000, trigger_interval_ms=100)
+
+
+def cmr_node() -> tuple[NodeCore, Group]:
+    c = NodeCore(Registry(), ME, 2, salt=lambda n: b"s" * n, incarnation=1, timeout_ms=500, reconciliation=CMR)
+    g = Group(c)
+    g.run(c.start(Startup(bootstrap=True)))
+    g.run(c.nodes([ME, OTHER, THIRD], []))
+    return c, g
+
+
+def rounds(effects: list) -> list[int]:
+    """When the next rounds of reconciliation were asked for (ms)."""
+    return [e.ticks for e in effects if type(e) is StartTimer and e.name == CMR_TIMER]
+
+
+def leads(uid: str) -> dict:
+    return {uid: {"role": "leader", "term": 1}}
+
+
+def test_a_target_group_size_policy_triggers_a_round_that_grows_the_queue_one_member_per_round() -> None:
+    c, g = cmr_node()
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1", members=(ME,)))
+    out = g.run(c.admin("p", "set_policy", {"vhost": "/", "name": "grow", "pattern": "^q$",
+                                            "definition": {"target-group-size": 3}, "apply_to": "quorum_queues"}))
+    assert rounds(out) == [100]  # a policy change: a round after the trigger interval
+    [status] = g.run(c.timer(CMR_TIMER))
+    assert status == Send(qqueues.manager(ME), MemberStatus(status.msg.rid, ""))
+    [start] = g.receive(status.to, Reply(status.msg.rid, leads("u1")))
+    assert type(start.msg) is StartMember and start.to == qqueues.manager(OTHER)  # n2 sorts before n3
+    [ask] = g.receive(start.to, Reply(start.msg.rid))
+    assert ask.msg == ChangeQueueMembers(ask.msg.rid, member_id(OTHER, "u1"), True)
+    out = g.receive(ask.to, Reply(ask.msg.rid))
+    assert c.registry.queue("/", "q").members == (ME, OTHER)
+    assert rounds(out) == [100]  # it changed something: the next round soon
+    [status] = g.run(c.timer(CMR_TIMER))
+    [start] = g.receive(status.to, Reply(status.msg.rid, leads("u1")))
+    assert start.to == qqueues.manager(THIRD)
+    [ask] = g.receive(start.to, Reply(start.msg.rid))
+    g.receive(ask.to, Reply(ask.msg.rid))
+    assert c.registry.queue("/", "q").members == (ME, OTHER, THIRD)
+    [status] = g.run(c.timer(CMR_TIMER))
+    assert g.receive(status.to, Reply(status.msg.rid, leads("u1"))) == [StartTimer(CMR_TIMER, 60_000)]  # at target
+
+
+def test_a_round_only_grows_queues_led_here_and_a_trigger_during_a_round_is_kept() -> None:
+    c, g = cmr_node()
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, {**ARGS, "x-quorum-target-group-size": 3},
+                                      home="quorum!u1", members=(ME,)))
+    [status] = g.run(c.timer(CMR_TIMER))
+    assert rounds(g.run(c.nodes([ME, OTHER], [THIRD]))) == [100]  # n3 went down: a trigger
+    out = g.receive(status.to, Reply(status.msg.rid, {"u1": {"role": "follower", "term": 1}}))
+    assert rounds(out) == [100]  # nothing to do here, but the trigger's round still comes soon
+    assert c.registry.queue("/", "q").members == (ME,)
+
+
+def test_auto_remove_drops_members_on_forgotten_nodes_before_growing() -> None:
+    c = NodeCore(Registry(), ME, 2, salt=lambda n: b"s" * n, incarnation=1, timeout_ms=500,
+                 reconciliation=Reconciliation(enabled=True, auto_remove=True, target_group_size=3,
+                                               trigger_interval_ms=100))
+    g = Group(c)
+    g.run(c.start(Startup(bootstrap=True)))
+    g.run(c.nodes([ME, OTHER], []))  # THIRD is no longer in the cluster
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1",
+                                      members=(ME, OTHER, THIRD)))
+    [status] = g.run(c.timer(CMR_TIMER))
+    [ask] = g.receive(status.to, Reply(status.msg.rid, leads("u1")))
+    assert ask.msg == ChangeQueueMembers(ask.msg.rid, member_id(THIRD, "u1"), False)
+    out = g.receive(ask.to, Reply(ask.msg.rid))
+    assert c.registry.queue("/", "q").members == (ME, OTHER)
+    assert not sends(out, StartMember) and rounds(out) == [100]
