@@ -69,7 +69,7 @@ from actors.placement import (CLUSTER_NAME, NODE_KIND, QUEUE_ROUTER_NAME, ROUTER
 from actors.runtime.address import Address
 from effects import AnswerAdmin, CancelTimer, Effect, Log, ProposeCommand, Send, StartTimer
 from metadata import names, passwords, quorum
-from metadata.admin_errors import EX_SOFTWARE, AdminError, no_vhost
+from metadata.admin_errors import EX_SOFTWARE, EX_UNAVAILABLE, AdminError, no_vhost
 from metadata.changes import PolicyCleared, PolicySet, QueueCreated, QueueDeleted, VhostDeleted
 from metadata.commands import (
     AddBinding, AddUser, AddVhost, ChangePassword, ClearPermissions, ClearPolicy, Command, ForgetNodeQueues,
@@ -315,7 +315,7 @@ class NodeCore:
         if type(step) is Apply:
             self._propose(step)
             return
-        if node_of(step.to.host) in self.down:
+        if node_of(step.to.host) in self._unreachable():
             self._advance(Reply(0, error=step.down or step.missing))
             return
         self._rid += 1
@@ -505,7 +505,7 @@ class NodeCore:
 
     def _host_restarted(self, x: HostRestarted) -> Op:
         gone = HostChannelsGone(x.host, f"{x.incarnation:x}")
-        for node in sorted(self.cluster - self.down):
+        for node in sorted(self.cluster_now - self.down):
             self._out.append(Send(qq.manager(node), gone))
         yield Apply(RemoveOwnedQueues(f"{x.host}:", prefix=True), RETRY_LATER)
 
@@ -536,7 +536,7 @@ class NodeCore:
                 name = self.registry.fresh_queue_name(x.vhost)
             home, members = self._home(x.vhost, name), ()
             if quorum.is_quorum(x.arguments) and self.registry.queue(x.vhost, name) is None:
-                placed = qq.place(self.registry.queues(), x.arguments, self.node, self.cluster, self.down,
+                placed = qq.place(self.registry.queues(), x.arguments, self.node, self.cluster_now, self.down,
                                   self._salt, self.quorum_cluster_size)
                 home, members = placed.home, placed.members
             rec, _ = yield Apply(PutQueue(x.vhost, name, x.durable, x.exclusive, x.auto_delete, x.arguments, x.owner,
@@ -572,10 +572,14 @@ class NodeCore:
         self._trigger_reconciliation()  # 4.0's queue_created trigger, on the declaring node
         return QueueDeclared(rec.name, 0, 0)
 
+    def _unreachable(self) -> set[str]:
+        """The nodes a call cannot reach: those down and those forgotten (named once, no longer)."""
+        return self.down | (self.cluster - self.cluster_now)
+
     def _queue_target(self, rec: QueueRecord) -> Address:
         """Where a call to the queue goes: its actor, or the quorum queue member that leads."""
         if rec.quorum:
-            return self._leaders.target(rec, self.down)
+            return self._leaders.target(rec, self._unreachable())
         return queue_address(rec.home, rec.vhost, rec.name)
 
     @staticmethod
@@ -737,9 +741,21 @@ class NodeCore:
         return rec if rec is not None else AdminError(f"Queue '{name}' in vhost '{vhost}' does not exist")
 
     def _forget_node(self, a: dict) -> Op:
-        """warrenctl forget_cluster_node: the node's queues go with it (RabbitMQ deletes the durable
-        classic queues homed on a forgotten node); the shell has removed it from the Raft group."""
-        yield Apply(ForgetNodeQueues(a["node"]), _ADMIN_TIMEOUT)
+        """warrenctl forget_cluster_node, once the shell has removed the node from the metadata
+        group (so it is forgotten whatever follows, as in RabbitMQ): its classic queues go (RabbitMQ
+        deletes the durable classic queues homed on a forgotten node), then its member of every
+        quorum queue (rabbit_quorum_queue:shrink_all/1: the groups count their majorities without
+        it). A queue that cannot lose it (its last member, no majority to commit the change) makes
+        the command fail with RabbitMQ's error, as rabbitmqctl's does."""
+        gone = a["node"]
+        self.cluster.add(gone)  # forgotten (the cluster view may not say so yet): no call goes there
+        self.cluster_now.discard(gone)
+        yield Apply(ForgetNodeQueues(gone), _ADMIN_TIMEOUT)
+        failed = (yield from qm.shrink(self, {"node": gone, "errors_only": True}))["rows"]
+        if failed:
+            self._out.append(Log("node.forget_shrink_failed", "warning",
+                                 (("node", gone), ("queues", [f"{r['vhost']}/{r['name']}: {r['result']}" for r in failed]))))
+            return AdminError(f"Failed to shrink some entities on node {gone} : Quorum queues", EX_UNAVAILABLE)
         return {"ok": True}
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.messages.quorum import DeleteMember, StartMember
-from actors.placement import quorum_home, quorum_uid
+from actors.placement import node_of, quorum_home, quorum_uid
 from actors.quorum.names import manager_id, member_id, uid_of_member
 from actors.runtime.address import Address
 from metadata import quorum
@@ -105,9 +105,10 @@ class Leaders:
         self._by_uid: dict[str, Address] = {}
 
     def target(self, rec: QueueRecord, down: set[str]) -> Address:
-        """Where to send a call: the last leader seen, else the first member on a node that is up."""
+        """Where to send a call: the last leader seen, else (or if its node is down since) the first
+        member on a node that is up, which redirects the call to the leader it knows."""
         seen = self._by_uid.get(uid_of(rec))
-        if seen is not None:
+        if seen is not None and node_of(seen.host) not in down:
             return seen
         up = [n for n in rec.members if n not in down] or list(rec.members)
         return member(up[0], rec)

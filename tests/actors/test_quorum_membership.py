@@ -215,3 +215,33 @@ def test_auto_remove_drops_members_on_forgotten_nodes_before_growing() -> None:
     out = g.receive(ask.to, Reply(ask.msg.rid))
     assert c.registry.queue("/", "q").members == (ME, OTHER)
     assert not sends(out, StartMember) and rounds(out) == [100]
+
+
+# ---------------------------------------------------------------- forget_cluster_node
+def test_forgetting_a_node_removes_its_member_of_every_quorum_queue_through_a_live_member() -> None:
+    """rabbit_quorum_queue:shrink_all/1 after forget_cluster_node. The node last saw the forgotten
+    node's member lead: the change goes to a member on a node that is up (it redirects to the
+    leader it knows), never to the forgotten node, whose files are not asked for either."""
+    c, g = node()
+    g.run(c.nodes([ME, OTHER, THIRD], []))
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1", members=(THIRD, ME, OTHER)))
+    c._leaders.saw(member_id(THIRD, "u1"))
+    g.run(c.nodes([ME, OTHER], [THIRD]))  # stopped, then forgotten: the shell removed it from the group
+    [ask] = sends(g.run(c.admin("f", "forget_node_queues", {"node": THIRD})), ChangeQueueMembers)
+    assert ask == Send(Address.parse(member_id(ME, "u1")), ChangeQueueMembers(ask.msg.rid, member_id(THIRD, "u1"), False))
+    out = g.receive(ask.to, Reply(ask.msg.rid))
+    assert c.registry.queue("/", "q").members == (ME, OTHER)
+    assert not [e for e in out if type(e) is Send and type(e.msg).__name__ == "DeleteMember"]
+    [sync] = sends(out, Sync)
+    assert g.receive(sync.to, Reply(sync.msg.rid)) == [AnswerAdmin("f", {"ok": True})]
+
+
+def test_forgetting_the_last_member_of_a_queue_fails_as_rabbitmqctl_says_and_keeps_it() -> None:
+    c, g = node()
+    g.run(c.nodes([ME, OTHER], []))  # OTHER named once, not any more: forgotten before the command ran
+    g.run(c.nodes([ME], []))
+    c.registry.apply_command(PutQueue("/", "one", True, False, False, ARGS, home="quorum!u2", members=(OTHER,)))
+    out = g.run(c.admin("f", "forget_node_queues", {"node": OTHER}))
+    assert [e for e in out if type(e) is AnswerAdmin] == [AnswerAdmin("f", {"error": f"Failed to shrink some entities on node {OTHER} : Quorum queues",
+                                        "exit": 69})]
+    assert c.registry.queue("/", "one").members == (OTHER,)
