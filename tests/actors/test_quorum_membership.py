@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from actors.messages.calls import Reply
-from actors.messages.node import Sync
+from actors.messages.node import DeclareQueue, Sync
 from actors.messages.quorum import ChangeQueueMembers, MemberStatus, NotQueueLeader, StartMember
 from actors.node.core import NodeCore, Startup
 from actors.node import quorum_queues as qqueues
@@ -20,7 +20,7 @@ from effects import AnswerAdmin, ProposeCommand, Send, StartTimer
 from metadata.commands import PutQueue, SetQueueMembers
 from metadata.records import QueueRecord
 from metadata.registry import Registry
-from tests.actors.test_node_core import ME, OTHER, Group, node, sends
+from tests.actors.test_node_core import CHANNEL, ME, OTHER, Group, node, sends
 
 def qq(name: str, *members: str, vhost: str = "/") -> QueueRecord:
     return QueueRecord(vhost, name, True, None, False, {"x-queue-type": "quorum"}, home=f"quorum!{name}",
@@ -245,3 +245,13 @@ def test_forgetting_the_last_member_of_a_queue_fails_as_rabbitmqctl_says_and_kee
     assert [e for e in out if type(e) is AnswerAdmin] == [AnswerAdmin("f", {"error": f"Failed to shrink some entities on node {OTHER} : Quorum queues",
                                         "exit": 69})]
     assert c.registry.queue("/", "one").members == (OTHER,)
+
+
+def test_a_new_quorum_queue_gets_no_member_on_a_forgotten_node() -> None:
+    c, g = node()
+    g.run(c.nodes([ME, OTHER, THIRD], []))
+    g.run(c.nodes([ME, OTHER], []))  # THIRD forgotten
+    g.hold = True
+    g.receive(CHANNEL, DeclareQueue(7, "/", "q", False, True, False, False, ARGS, None))
+    [put] = g.held
+    assert sorted(put.command.members) == [ME, OTHER]
