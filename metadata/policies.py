@@ -3,7 +3,9 @@
 Theory of operation (RabbitMQ 3.10's rabbit_policy, checked against its rabbitmqctl):
 - A policy is (vhost, name, pattern, apply-to, definition, priority). It matches a queue or an
   exchange when apply-to allows the kind and the pattern is found in the name (an unanchored
-  search, as re:run). Of the matching policies the one with the highest priority applies; equal
+  search, as re:run); and (4.0's rabbit_queue_type:is_policy_applicable/2) a queue only when its
+  type supports every key of the definition: a policy setting delivery-limit does not apply to a
+  classic queue at all, nor one setting queue-mode to a quorum queue (`UNSUPPORTED`). Of the matching policies the one with the highest priority applies; equal
   priorities go to the name that sorts first. Operator policies are chosen the same way,
   independently, and may set only expires, message-ttl, max-length and max-length-bytes.
 - Policy and operator policy merge per key (RabbitMQ 4.0's merge strategies, rabbit_policies and
@@ -45,11 +47,16 @@ APPLY_TO = ("queues", "exchanges", "all", *TYPED_APPLY_TO)
 MIN_KEYS = ("expires", "message-ttl", "max-length", "max-length-bytes")
 ARG_KEYS = ("dead-letter-exchange", "dead-letter-routing-key", "overflow", "queue-mode")
 TARGET_GROUP_SIZE = "target-group-size"
+LEADER_LOCATOR = "queue-leader-locator"  # where a new quorum queue's leader goes (metadata/quorum.py)
 # keys only quorum queues read (a quorum queue resolves them against its arguments itself,
 # actors/quorum/config.py; target-group-size is the membership reconciliation's)
 QUORUM_KEYS = ("delivery-limit", "dead-letter-strategy", TARGET_GROUP_SIZE)
 QUEUE_KEYS = MIN_KEYS + ARG_KEYS
-POLICY_KEYS = frozenset(QUEUE_KEYS + QUORUM_KEYS + ("alternate-exchange",))
+POLICY_KEYS = frozenset(QUEUE_KEYS + QUORUM_KEYS + ("alternate-exchange", LEADER_LOCATOR))
+# each queue type's capabilities(): unsupported_policies, of the keys warren knows
+UNSUPPORTED = {"classic": frozenset(("delivery-limit", "dead-letter-strategy", TARGET_GROUP_SIZE)),
+               "quorum": frozenset(("queue-mode",))}
+LEADER_LOCATOR_VALUES = ("client-local", "balanced", "random", "least-leaders")  # 4.0 maps the last two to balanced
 DEAD_LETTER_STRATEGIES = ("at-most-once", "at-least-once")
 OPERATOR_KEYS = frozenset(MIN_KEYS + ("delivery-limit", "overflow", TARGET_GROUP_SIZE))
 OVERFLOW_VALUES = ("drop-head", "reject-publish", "reject-publish-dlx")
@@ -72,6 +79,8 @@ class Policy:
             if kind != "queue" or typed != queue_type:
                 return False
         elif self.apply_to != "all" and self.apply_to != kind + "s":
+            return False
+        if kind == "queue" and not UNSUPPORTED.get(queue_type, frozenset()).isdisjoint(self.definition):
             return False
         compiled = compile_pattern(self.pattern)
         return not isinstance(compiled, str) and compiled.search(name) is not None
@@ -108,6 +117,7 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
     "delivery-limit": (_is_int, "a valid delivery limit"),
     "dead-letter-strategy": (lambda v: v in DEAD_LETTER_STRATEGIES, "a valid dead letter strategy"),
     TARGET_GROUP_SIZE: (lambda v: _is_int(v) and v > 0, "a valid qq target count value"),
+    LEADER_LOCATOR: (lambda v: v in LEADER_LOCATOR_VALUES, "a valid queue leader locator value"),
 }
 
 
@@ -254,20 +264,20 @@ class PolicyTable:
         """(policy name, operator policy name, effective settings) for a queue; names "" when none.
         A classic queue's settings are its arguments met with the merged policy; a quorum queue's
         are the merged policy as it is: it resolves its own arguments (see the module docstring)."""
-        policy, operator = self._policies_of(q)
+        policy, operator = self._policies_of(q.vhost, q.name, "quorum" if q.quorum else "classic")
         definition = merged(policy, operator)
         return (policy.name if policy else "", operator.name if operator else "",
                 definition if q.quorum else queue_settings(q.arguments, definition))
 
-    def effective_definition(self, q: QueueRecord) -> dict[str, Any]:
-        """The merged policy and operator policy that apply to a queue (rabbit_policy:get/2 per key)."""
-        return merged(*self._policies_of(q))
+    def definition(self, vhost: str, name: str, queue_type: str) -> dict[str, Any]:
+        """The merged policy and operator policy that apply to a queue of that name and type, as it
+        is or about to be declared (rabbit_policy:get/2 per key)."""
+        return merged(*self._policies_of(vhost, name, queue_type))
 
-    def _policies_of(self, q: QueueRecord) -> tuple[Policy | None, Policy | None]:
-        pols = list(self._by_vhost.get(q.vhost, {}).values())
-        queue_type = "quorum" if q.quorum else "classic"
-        return (select([p for p in pols if not p.operator], "queue", q.name, queue_type),
-                select([p for p in pols if p.operator], "queue", q.name, queue_type))
+    def _policies_of(self, vhost: str, name: str, queue_type: str) -> tuple[Policy | None, Policy | None]:
+        pols = list(self._by_vhost.get(vhost, {}).values())
+        return (select([p for p in pols if not p.operator], "queue", name, queue_type),
+                select([p for p in pols if p.operator], "queue", name, queue_type))
 
     def exchange_policy(self, vhost: str, exchange: str) -> Policy | None:
         pols = [p for p in self._by_vhost.get(vhost, {}).values() if not p.operator]

@@ -222,9 +222,9 @@ class Registry:
         """(policy name, operator policy name, effective settings) for a queue; names "" when none."""
         return self.policies_table.queue_policy(q)
 
-    def policy_value(self, q: QueueRecord, key: str) -> Any:
-        """What the policies that apply to a queue set `key` to, merged (rabbit_policy:get/2); None if unset."""
-        return self.policies_table.effective_definition(q).get(key)
+    def queue_policy_definition(self, vhost: str, name: str, queue_type: str = "classic") -> dict[str, Any]:
+        """What the policies that apply to a queue (existing or about to be) set, merged: rabbit_policy:get/2."""
+        return self.policies_table.definition(vhost, name, queue_type)
 
     def exchange_policy_name(self, vhost: str, exchange: str) -> str:
         policy = self.policies_table.exchange_policy(vhost, exchange)

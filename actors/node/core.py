@@ -132,7 +132,8 @@ class NodeCore:
                  incarnation: int, timeout_ms: int = TIMEOUT_MS_DEFAULT,
                  now_ms: Callable[[], int] = lambda: 0,
                  quorum_cluster_size: int = quorum.CLUSTER_SIZE_DEFAULT,
-                 reconciliation: qm.Reconciliation = qm.Reconciliation()) -> None:
+                 reconciliation: qm.Reconciliation = qm.Reconciliation(),
+                 declaring: qq.Declaring = qq.Declaring()) -> None:
         self.registry = registry
         self.node = node
         self.queue_hosts = queue_hosts
@@ -140,6 +141,7 @@ class NodeCore:
         self._salt = salt  # n -> n random bytes (the OS's, in the shell)
         self._now_ms = now_ms  # wall-clock milliseconds (a quorum queue's creation time: x-expires)
         self.quorum_cluster_size = quorum_cluster_size  # members of a new quorum queue by default
+        self.declaring = declaring  # the leader locator and equivalence checks configured
         self._incarnation = incarnation  # tells this run's proposals from an earlier run's in the log
         self.serving = False
         self.down: set[str] = set()  # nodes the cluster sees down
@@ -537,10 +539,13 @@ class NodeCore:
             home, members = self._home(x.vhost, name), ()
             if quorum.is_quorum(x.arguments) and self.registry.queue(x.vhost, name) is None:
                 placed = qq.place(self.registry.queues(), x.arguments, self.node, self.cluster_now, self.down,
-                                  self._salt, self.quorum_cluster_size)
+                                  self._salt, self.quorum_cluster_size,
+                                  self.registry.queue_policy_definition(x.vhost, name, quorum.TYPE),
+                                  self.declaring.leader_locator)
                 home, members = placed.home, placed.members
             rec, _ = yield Apply(PutQueue(x.vhost, name, x.durable, x.exclusive, x.auto_delete, x.arguments, x.owner,
-                                          server_named, home, members, self._now_ms() if members else 0),
+                                          server_named, home, members, self._now_ms() if members else 0,
+                                          self.declaring.relaxed_checks),
                                  texts.queue_declare_timeout(name, x.vhost, self.node))
         if isinstance(rec, AmqpError):
             return rec

@@ -364,7 +364,8 @@ def reconcile_members(core: NodeCore, _op: Reconcile) -> Op:
         if rec is None:
             continue
         load = Counter(n for r in core.registry.queues() if r.quorum for n in r.members)
-        target = target_size(rec, settings.target_group_size, core.registry.policy_value(rec, TARGET_GROUP_SIZE))
+        policy = core.registry.queue_policy_definition(rec.vhost, rec.name, "quorum")
+        target = target_size(rec, settings.target_group_size, policy.get(TARGET_GROUP_SIZE))
         node = grow_onto(rec, target, up, load)
         if node is not None:
             yield from _add(core, rec, node)

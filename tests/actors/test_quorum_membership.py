@@ -7,10 +7,11 @@ from collections import Counter
 import pytest
 
 from actors.messages.calls import Reply
-from actors.messages.node import DeclareQueue, Sync
+from actors.messages.node import DeclareQueue, QueueStats, Sync
 from actors.messages.quorum import ChangeQueueMembers, MemberStatus, NotQueueLeader, StartMember
 from actors.node.core import NodeCore, Startup
 from actors.node import quorum_queues as qqueues
+from actors.node.quorum_queues import Declaring
 from actors.node.quorum_membership import (CMR_TIMER, Reconciliation, grow_onto, matching, minimum_quorum,
                                            plan_rebalance, target_size)
 from actors.quorum.member_changes import DEADLINE_MS, MemberChanges
@@ -255,3 +256,62 @@ def test_a_new_quorum_queue_gets_no_member_on_a_forgotten_node() -> None:
     g.receive(CHANNEL, DeclareQueue(7, "/", "q", False, True, False, False, ARGS, None))
     [put] = g.held
     assert sorted(put.command.members) == [ME, OTHER]
+
+
+# ---------------------------------------------------------------- declaring: leader locator, equivalence
+def declared_members(c: NodeCore, g: Group, arguments: dict) -> tuple[str, ...]:
+    """The members (leader first) the node places a new quorum queue `q` on: what it proposes
+    (the proposal then times out, so the next declaration has its turn)."""
+    g.hold = True
+    out = g.receive(CHANNEL, DeclareQueue(7, "/", "q", False, True, False, False, arguments, None))
+    put = g.held.pop()
+    g.hold = False
+    [timer] = [e for e in out if type(e) is StartTimer and e.name.startswith("propose")]
+    g.run(c.timer(timer.name))
+    return put.command.members
+
+
+def placing_node(**declaring) -> tuple[NodeCore, Group]:
+    c = NodeCore(Registry(), ME, 2, salt=lambda n: b"\xff" * n, incarnation=1, timeout_ms=500,
+                 declaring=Declaring(**declaring))
+    g = Group(c)
+    g.run(c.start(Startup(bootstrap=True)))
+    g.run(c.nodes([ME, OTHER, THIRD], []))
+    c.registry.apply_command(PutQueue("/", "led-here", True, False, False, ARGS, home="quorum!u0", members=(ME,)))
+    return c, g
+
+
+def test_the_leader_locator_comes_from_the_policy_then_the_argument_then_the_configuration() -> None:
+    """rabbit_queue_location:leader_locator/1 (4.0). balanced: the member leading the fewest queues
+    (n1 leads one already); client-local: the declaring node."""
+    c, g = placing_node()
+    assert declared_members(c, g, ARGS)[0] == ME
+    assert declared_members(c, g, {**ARGS, "x-queue-leader-locator": "balanced"})[0] == OTHER
+    c.registry.set_policy("/", "loc", "^q$", {"queue-leader-locator": "balanced"}, apply_to="quorum_queues")
+    assert declared_members(c, g, {**ARGS, "x-queue-leader-locator": "client-local"})[0] == OTHER  # the policy's
+    c, g = placing_node(leader_locator="balanced")
+    assert declared_members(c, g, ARGS)[0] == OTHER
+    assert declared_members(c, g, {**ARGS, "x-queue-leader-locator": "client-local"})[0] == ME
+
+
+def test_balanced_placement_goes_random_above_1000_queues_of_any_type() -> None:
+    """rabbit_amqqueue:count/0 counts every queue: 1,000 classic ones make the choice random (this
+    salt makes the random choice the last candidate, n3)."""
+    c, g = placing_node(leader_locator="balanced")
+    for i in range(999):
+        c.registry.apply_command(PutQueue("/", f"c{i}", True, home=f"{ME}:queue0"))
+    assert declared_members(c, g, ARGS)[0] == THIRD
+
+
+def test_relaxed_checks_compare_a_classic_redeclaration_of_a_quorum_queue_on_seven_arguments_only() -> None:
+    for relaxed, answer in ((False, 406), (True, None)):
+        c, g = placing_node(relaxed_checks=relaxed)
+        c.registry.apply_command(PutQueue("/", "q", True, False, False, {**ARGS, "x-max-length": 5},
+                                          home="quorum!u1", members=(ME,)))
+        out = g.receive(CHANNEL, DeclareQueue(8, "/", "q", False, True, False, False,
+                                              {"x-queue-type": "classic", "x-max-length": 5}, None))
+        if answer is None:  # equivalent: the node asks the queue for its counts, for declare-ok
+            assert sends(out, QueueStats) and not sends(out, Reply)
+        else:
+            [reply] = sends(out, Reply)
+            assert reply.msg.error.code == answer

@@ -159,9 +159,33 @@ def test_target_group_size_is_a_positive_integer(value, shown):
     assert policies.validate(".*", "quorum_queues", {"target-group-size": 3}, operator=False) is None
 
 
-def test_policy_value_is_the_merged_value_for_one_queue():
+def test_the_policy_definition_of_a_queue_merges_policy_and_operator_policy():
     r = Registry()
-    r.set_policy("/", "p", "^q", {"target-group-size": 3})
+    r.set_policy("/", "p", "^q", {"target-group-size": 3, "queue-leader-locator": "balanced"})
     r.set_policy("/", "o", "^q", {"target-group-size": 5}, operator=True)
-    q, other = quorum_queue(r, "qq"), quorum_queue(r, "other")
-    assert (r.policy_value(q, "target-group-size"), r.policy_value(other, "target-group-size")) == (5, None)
+    assert r.queue_policy_definition("/", "qq", "quorum") == {"target-group-size": 5,
+                                                              "queue-leader-locator": "balanced"}
+    assert r.queue_policy_definition("/", "other", "quorum") == {}
+
+
+def test_a_policy_applies_only_to_queue_types_that_support_all_its_keys():
+    """rabbit_queue_type:is_policy_applicable/2 (4.0): the next policy down applies instead."""
+    both = P("both", priority=0, max_length=9)
+    quorum_keys = P("qq-keys", priority=5, max_length=1, delivery_limit=3)
+    classic_keys = P("cq-keys", priority=5, max_length=2, queue_mode="lazy")
+    assert policies.select([both, quorum_keys], "queue", "q", "classic") is both
+    assert policies.select([both, quorum_keys], "queue", "q", "quorum") is quorum_keys
+    assert policies.select([both, classic_keys], "queue", "q", "quorum") is both
+    assert policies.select([both, classic_keys], "queue", "q", "classic") is classic_keys
+    assert policies.select([P("tgs", target_group_size=3)], "queue", "q", "classic") is None
+
+
+@pytest.mark.parametrize("value, error", [
+    ("client-local", None), ("balanced", None), ("random", None), ("least-leaders", None),
+    ("min-masters", '<<"min-masters">> is not a valid queue leader locator value'),
+    (1, "1 is not a valid queue leader locator value"),
+])
+def test_queue_leader_locator_policy_values(value, error):
+    result = policies.validate(".*", "all", {"queue-leader-locator": value}, operator=False)
+    assert (result if result is None else result.message) == (error if error is None else
+                                                              "Validation failed\n\n" + error)
