@@ -126,12 +126,13 @@ def test_a_quorum_queue_is_given_the_merged_policy_and_resolves_its_arguments_it
     queue's policy does (rabbit_quorum_queue:gather_policy_config), so the quorum queue is told the
     policy as it is and actors/quorum/config.py resolves it against its arguments."""
     r = Registry()
-    r.set_policy("/", "p", "^q", {"overflow": "reject-publish", "max-length": 5, "delivery-limit": 3})
+    r.set_policy("/", "p", "^q", {"overflow": "reject-publish", "max-length": 5})
     args = {"x-overflow": "drop-head", "x-max-length": 2}
     classic, _ = r.declare_queue("/", "qc", arguments=args)
     quorum_q = quorum_queue(r, "qq", {"x-queue-type": "quorum", **args})
     assert r.queue_policy(classic)[2] == {"overflow": "drop-head", "max-length": 2}
-    assert r.queue_policy(quorum_q)[2] == {"overflow": "reject-publish", "max-length": 5, "delivery-limit": 3}
+    assert r.queue_policy(classic)[0] == r.queue_policy(quorum_q)[0] == "p"
+    assert r.queue_policy(quorum_q)[2] == {"overflow": "reject-publish", "max-length": 5}
 
 
 @pytest.mark.parametrize("key, value, operator_value, applies", [

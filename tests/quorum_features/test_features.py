@@ -410,3 +410,28 @@ def test_a_policy_s_overflow_wins_over_the_queue_s_argument(conns, name, broker)
     until(lambda: publish(ch, name, *[b"n%d" % i for i in range(7)]) == ["ack"] * 7 and count(ch, name) == 5,
           "the arguments' drop-head")
     assert bodies(get_all(get, name))[-5:] == [b"n%d" % i for i in range(2, 7)]
+
+
+def test_a_policy_with_a_key_the_queue_type_does_not_support_passes_it_by(conns, name, broker):
+    """rabbit_queue_type:is_policy_applicable/2 (3.10's oracle answers the same): the quorum queue
+    skips the policy that sets queue-mode and takes the next one down; the classic queue skips the
+    one that sets delivery-limit."""
+    decl, pub, _con = conns
+    d = decl.channel()
+    declare(d, name)
+    d.queue_declare(name + "-classic", durable=True)
+    policies = [("low", 0, '{"max-length": 3}'), ("quorum-keys", 5, '{"max-length": 1, "delivery-limit": 5}'),
+                ("classic-keys", 6, '{"max-length": 2, "queue-mode": "lazy"}')]
+    for suffix, priority, definition in policies:
+        ok(broker.nodes[0], "set_policy", "--priority", str(priority), f"{name}-{suffix}", f"^{name}", definition)
+    try:
+        ch = confirmed_channel(pub)
+
+        def limited(queue: str, length: int) -> bool:
+            publish(ch, queue, *[b"x"] * 4)
+            return count(ch, queue) == length
+        until(lambda: limited(name, 1), "the quorum queue at the quorum-keys policy's max-length")
+        until(lambda: limited(name + "-classic", 2), "the classic queue at the classic-keys policy's max-length")
+    finally:
+        for suffix, _priority, _definition in policies:
+            ok(broker.nodes[0], "clear_policy", f"{name}-{suffix}")
