@@ -3,11 +3,12 @@
 Theory of operation (RabbitMQ 3.10's rabbit_policy, checked against its rabbitmqctl):
 - A policy is (vhost, name, pattern, apply-to, definition, priority). It matches a queue or an
   exchange when apply-to allows the kind and the pattern is found in the name (an unanchored
-  search, as re:run); and (4.0's rabbit_queue_type:is_policy_applicable/2) a queue only when its
-  type supports every key of the definition: a policy setting delivery-limit does not apply to a
-  classic queue at all, nor one setting queue-mode to a quorum queue (`UNSUPPORTED`). Of the matching policies the one with the highest priority applies; equal
-  priorities go to the name that sorts first. Operator policies are chosen the same way,
-  independently, and may set only expires, message-ttl, max-length and max-length-bytes.
+  search, as re:run); and a queue only when its type supports every key of the definition
+  (rabbit_queue_type:is_policy_applicable/2, `UNSUPPORTED`): a policy setting delivery-limit does
+  not apply to a classic queue at all, nor one setting queue-mode to a quorum queue. Of the
+  matching policies the one with the highest priority applies; equal priorities go to the name
+  that sorts first. Operator policies are chosen the same way, independently, and may set only
+  `OPERATOR_KEYS`.
 - Policy and operator policy merge per key (RabbitMQ 4.0's merge strategies, rabbit_policies and
   rabbit_quorum_queue): the smaller value for expires, message-ttl, max-length and
   max-length-bytes; for delivery-limit the smaller unless either is negative (then the larger);
@@ -18,9 +19,10 @@ Theory of operation (RabbitMQ 3.10's rabbit_policy, checked against its rabbitmq
   dead-letter-routing-key, overflow and queue-mode the argument wins (rabbit_amqqueue_process's
   res_min / res_arg table). max-priority is not a policy key in 3.10 (rejected as unrecognised).
   That is a classic queue's resolution; a quorum queue is told the merged policy as it is
-  (`effective_definition`) and resolves its own arguments with 4.0's quorum rules, where the
-  policy's overflow wins (actors/quorum/config.py).
-- target-group-size is read by quorum membership reconciliation only (actors/node/quorum_membership.py).
+  (`queue_policy`) and resolves its own arguments with 4.0's quorum rules, where the policy's
+  overflow wins (actors/quorum/config.py).
+- target-group-size is read by quorum membership reconciliation only (actors/node/quorum_membership.py),
+  queue-leader-locator by a new quorum queue's placement (actors/node/quorum_queues.py).
 - alternate-exchange applies to exchanges; an exchange's own argument wins.
 Validation errors carry rabbitmqctl's texts; values are printed as Erlang terms (<<"x">>, 5, true).
 `PolicyTable` holds the policies of every vhost, changed only by `PolicySet` / `PolicyCleared`

@@ -148,8 +148,7 @@ class NodeCore:
         self.cluster: set[str] = {node}  # every node the cluster view has named, up or down
         self.cluster_now: set[str] = {node}  # the nodes the cluster view names now (forgotten ones go)
         self.reconciliation = reconciliation  # quorum queues' continuous membership reconciliation
-        self._reconciling = False  # a round is queued or running
-        self._triggered_meanwhile = False  # ... and something triggered a round since it began
+        self._triggered = False  # a trigger's round is due (its timer has not fired yet)
         self._leaders = qq.Leaders()  # the quorum queue members seen leading
         self._redirects: dict[int, int] = {}  # rid -> times a call was refused while no member led
         self._retries: dict[int, tuple[Address, Any]] = {}  # rid -> (member, request) to send again
@@ -238,7 +237,7 @@ class NodeCore:
 
     def timer(self, name: str) -> list[Effect]:
         if name == qm.CMR_TIMER:  # the next round is scheduled when this one ends (_answer)
-            self._reconciling, self._triggered_meanwhile = True, False
+            self._triggered = False
             self._work.append((None, qm.Reconcile()))
             self._pump()
             return self._flush()
@@ -372,9 +371,8 @@ class NodeCore:
         kind = type(msg)
         if kind is AdminAsk:
             self._admin_done(msg.ask, result)
-        elif kind is qm.Reconcile:  # sooner when the round changed something or was triggered meanwhile
-            self._reconciling = False
-            self._out += qm.schedule(self.reconciliation, triggered=result is True or self._triggered_meanwhile)
+        elif kind is qm.Reconcile:  # soon if it changed something, or a trigger's round is still due
+            self._out += qm.schedule(self.reconciliation, triggered=result is True or self._triggered)
         elif kind is _StartupOp:
             self._startup_left -= 1
             if self._startup_left == 0:
@@ -466,7 +464,7 @@ class NodeCore:
     def _trigger_reconciliation(self) -> None:
         """A round of quorum membership reconciliation after the trigger interval (4.0's CMR)."""
         self._out += qm.schedule(self.reconciliation, triggered=True)
-        self._triggered_meanwhile = self._reconciling  # the running round must not put it back later
+        self._triggered = True  # a round ending before its timer fires must not put it back later
 
     def _dispose_if_homed_here(self, vhost: str, name: str, home: str) -> None:
         if self._homed_here(home):
@@ -758,8 +756,8 @@ class NodeCore:
         yield Apply(ForgetNodeQueues(gone), _ADMIN_TIMEOUT)
         failed = (yield from qm.shrink(self, {"node": gone, "errors_only": True}))["rows"]
         if failed:
-            self._out.append(Log("node.forget_shrink_failed", "warning",
-                                 (("node", gone), ("queues", [f"{r['vhost']}/{r['name']}: {r['result']}" for r in failed]))))
+            queues = [f"{r['vhost']}/{r['name']}: {r['result']}" for r in failed]
+            self._out.append(Log("node.forget_shrink_failed", "warning", (("node", gone), ("queues", queues))))
             return AdminError(f"Failed to shrink some entities on node {gone} : Quorum queues", EX_UNAVAILABLE)
         return {"ok": True}
 

@@ -225,11 +225,13 @@ def test_forgetting_a_node_removes_its_member_of_every_quorum_queue_through_a_li
     leader it knows), never to the forgotten node, whose files are not asked for either."""
     c, g = node()
     g.run(c.nodes([ME, OTHER, THIRD], []))
-    c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1", members=(THIRD, ME, OTHER)))
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1",
+                                      members=(THIRD, ME, OTHER)))
     c._leaders.saw(member_id(THIRD, "u1"))
     g.run(c.nodes([ME, OTHER], [THIRD]))  # stopped, then forgotten: the shell removed it from the group
     [ask] = sends(g.run(c.admin("f", "forget_node_queues", {"node": THIRD})), ChangeQueueMembers)
-    assert ask == Send(Address.parse(member_id(ME, "u1")), ChangeQueueMembers(ask.msg.rid, member_id(THIRD, "u1"), False))
+    assert ask == Send(Address.parse(member_id(ME, "u1")),
+                       ChangeQueueMembers(ask.msg.rid, member_id(THIRD, "u1"), False))
     out = g.receive(ask.to, Reply(ask.msg.rid))
     assert c.registry.queue("/", "q").members == (ME, OTHER)
     assert not [e for e in out if type(e) is Send and type(e.msg).__name__ == "DeleteMember"]
@@ -243,8 +245,8 @@ def test_forgetting_the_last_member_of_a_queue_fails_as_rabbitmqctl_says_and_kee
     g.run(c.nodes([ME], []))
     c.registry.apply_command(PutQueue("/", "one", True, False, False, ARGS, home="quorum!u2", members=(OTHER,)))
     out = g.run(c.admin("f", "forget_node_queues", {"node": OTHER}))
-    assert [e for e in out if type(e) is AnswerAdmin] == [AnswerAdmin("f", {"error": f"Failed to shrink some entities on node {OTHER} : Quorum queues",
-                                        "exit": 69})]
+    error = f"Failed to shrink some entities on node {OTHER} : Quorum queues"
+    assert [e for e in out if type(e) is AnswerAdmin] == [AnswerAdmin("f", {"error": error, "exit": 69})]
     assert c.registry.queue("/", "one").members == (OTHER,)
 
 
