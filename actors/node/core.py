@@ -27,8 +27,9 @@ and the cluster's view of which nodes are up; its outputs are effects (effects/)
   log order, on the same pipe as the replies, so a channel that got declare-ok routes with a replica
   that has the queue) and has its consequences for this node's hosts: a queue homed here that a
   command created gets its actor, one removed loses it (`Dispose`, fire and forget), a policy
-  change reaches the queues homed here (`ApplyPolicy`), a deleted vhost closes this node's
-  connections on it (320), a forgotten node leaves the membership.
+  change reaches the queues homed here (`ApplyPolicy`) and, from the node it went through, the
+  leaders of the quorum queues it changes (every node remembers what each was told), a deleted
+  vhost closes this node's connections on it (320), a forgotten node leaves the membership.
 - Placement. A classic queue is homed on the declaring node (RabbitMQ's client-local rule), on one
   of its queue hosts by a hash of its name (actors/placement.py); its record keeps that host.
 - Start. The node serves (answers `Subscribe`, so its hosts start) only after its start-up
@@ -156,7 +157,7 @@ class NodeCore:
         self.subscribers: dict[Address, int] = {}  # replicas, in subscription order -> their incarnation
         self._held_subscribers: list[tuple[Address, int]] = []  # subscribed before this node serves
         self._queue_hosts_seen: set[str] = set()  # queue hosts whose replica subscribed already
-        self._queue_settings: dict[tuple[str, str], dict] = {}  # what each queue homed here was last sent
+        self._queue_settings: dict[tuple[str, str], dict] = {}  # what each queue homed here or quorum was told
         self._work: deque[tuple[Origin, Any]] = deque()
         self._running: tuple[Origin, Any, Op] | None = None
         self._calls: dict[int, tuple[Callable[[Reply], None], Ask]] = {}  # rid -> resume, its step
@@ -220,7 +221,8 @@ class NodeCore:
         mine = origin == self.node and self._proposal is not None and self._proposal[0] == key
         if self.serving:
             # the running declare creates its queue's actor and the running delete has disposed of it
-            self._consequences(cmd, result, changes, actors_done=mine and type(cmd) in (PutQueue, RemoveQueue))
+            self._consequences(cmd, result, changes, actors_done=mine and type(cmd) in (PutQueue, RemoveQueue),
+                               proposed_here=origin == self.node)
         if mine:
             self._proposal = None
             self._out.append(CancelTimer(_timer(key)))
@@ -388,6 +390,9 @@ class NodeCore:
         self._out.append(Log("node.serving", fields=(("node", self.node),)))
         self._out += qm.reconcile(self.node, self.registry.queues())
         self._out += qm.schedule(self.reconciliation, triggered=False)
+        for rec in self.registry.queues():  # what the quorum queues were told before this node started
+            if rec.quorum:
+                self._send_policy(rec, tell=False)
         held, self._held_subscribers = self._held_subscribers, []
         for sub, incarnation in held:
             self._subscribe(sub, incarnation)
@@ -423,7 +428,8 @@ class NodeCore:
     def _homed_here(self, home: str) -> bool:
         return node_of(home) == self.node
 
-    def _consequences(self, cmd: Command, result: Any, changes: list, *, actors_done: bool) -> None:
+    def _consequences(self, cmd: Command, result: Any, changes: list, *, actors_done: bool,
+                      proposed_here: bool) -> None:
         """What an applied entry means for this node's hosts (see the module docstring)."""
         policies: set[str] = set()
         for change in changes:
@@ -433,9 +439,11 @@ class NodeCore:
                 if rec is not None and self._homed_here(rec.home) and not actors_done:
                     self._create_actor(rec)
                     self._send_policy(rec)
-                elif rec is not None and rec.quorum and self.node in rec.members and not actors_done:
-                    # started by the declaring node too: a second start is a no-op, a missed one is not
-                    self._out.append(Send(qq.manager(self.node), qq.start_member(rec)(0)))
+                elif rec is not None and rec.quorum and not actors_done:
+                    self._send_policy(rec, tell=False)  # what the declaring node tells it
+                    if self.node in rec.members:
+                        # started by the declaring node too: a second start is a no-op, a missed one is not
+                        self._out.append(Send(qq.manager(self.node), qq.start_member(rec)(0)))
             elif kind is QueueDeleted:
                 self._queue_settings.pop((change.vhost, change.name), None)
                 if not actors_done:
@@ -457,9 +465,12 @@ class NodeCore:
             self._out.append(Send(Address(host_of(self.node, NODE_KIND), CLUSTER_NAME), ForgetNode(cmd.node)))
         for vhost in sorted(policies):
             for rec in self.registry.queues(vhost):
-                # a quorum queue's policy goes from the node of its first leader (a leader takes it)
-                if self._homed_here(rec.home) or (rec.quorum and rec.members[0] == self.node):
+                if self._homed_here(rec.home):
                     self._send_policy(rec)
+                elif rec.quorum:  # its leader is told by the node the change went through, as
+                    # rabbit_policy's policy_changed runs where the policy was set; every node
+                    # remembers what it was told, so that any node can tell it the next change
+                    self._send_policy(rec, tell=proposed_here)
 
     def _trigger_reconciliation(self) -> None:
         """A round of quorum membership reconciliation after the trigger interval (4.0's CMR)."""
@@ -470,9 +481,10 @@ class NodeCore:
         if self._homed_here(home):
             self._out.append(Send(queue_address(home, vhost, name), Dispose(0, False, False)))
 
-    def _send_policy(self, rec: QueueRecord) -> None:
+    def _send_policy(self, rec: QueueRecord, *, tell: bool = True) -> None:
         """Tell the queue its effective settings when they differ from what it was last told
-        (a new queue starts from its arguments, which is what "no policy" means)."""
+        (a new queue starts from its arguments, which is what "no policy" means); `tell` False:
+        only remember them (another node tells a quorum queue)."""
         policy, operator, settings = self.registry.queue_policy(rec)
         key = (rec.vhost, rec.name)
         last = self._queue_settings.get(key)
@@ -480,7 +492,8 @@ class NodeCore:
             return
         if settings != last:
             self._queue_settings[key] = settings
-            self._out.append(Send(self._queue_target(rec), ApplyPolicy(settings)))
+            if tell:
+                self._out.append(Send(self._queue_target(rec), ApplyPolicy(settings)))
 
     def _adopt(self, records: Iterable[Any]) -> list[Any]:
         """A definitions file's queues are homed on this node, which brings them in (its quorum queues

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from actors.messages.calls import Reply
-from actors.messages.node import DeclareQueue, QueueStats, Sync
+from actors.messages.node import ApplyPolicy, DeclareQueue, QueueStats, Sync
 from actors.messages.quorum import ChangeQueueMembers, MemberStatus, NotQueueLeader, StartMember
 from actors.node.core import NodeCore, Startup
 from actors.node import quorum_queues as qqueues
@@ -18,7 +18,7 @@ from actors.quorum.member_changes import DEADLINE_MS, MemberChanges
 from actors.quorum.names import member_id
 from actors.runtime.address import Address
 from effects import AnswerAdmin, ProposeCommand, Send, StartTimer
-from metadata.commands import PutQueue, SetQueueMembers
+from metadata.commands import PutQueue, SetPolicy, SetQueueMembers
 from metadata.records import QueueRecord
 from metadata.registry import Registry
 from tests.actors.test_node_core import CHANNEL, ME, OTHER, Group, node, sends
@@ -317,3 +317,22 @@ def test_relaxed_checks_compare_a_classic_redeclaration_of_a_quorum_queue_on_sev
         else:
             [reply] = sends(out, Reply)
             assert reply.msg.error.code == answer
+
+
+# ---------------------------------------------------------------- policies reach quorum queues
+def test_a_policy_change_reaches_a_quorum_queue_from_the_node_it_went_through() -> None:
+    """rabbit_policy's policy_changed runs on the node the policy was set through: here n1, which
+    is not the node of the queue's first member (n2, down, say). A change through another node is
+    told by that node; n1 remembers it, so that clearing the policy through n1 tells the queue."""
+    c, g = node()
+    g.run(c.nodes([ME, OTHER], []))
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1",
+                                      members=(OTHER, ME)))
+    out = g.run(c.admin("p", "set_policy", {"vhost": "/", "name": "lim", "pattern": "^q$",
+                                            "definition": {"max-length": 5}, "apply_to": "quorum_queues"}))
+    assert sends(out, ApplyPolicy) == [Send(qqueues.member(OTHER, c.registry.queue("/", "q")),
+                                            ApplyPolicy({"max-length": 5}))]
+    elsewhere = SetPolicy("/", "lim", "^q$", {"max-length": 7}, apply_to="quorum_queues")
+    assert not sends(g.apply(ProposeCommand(("n2", 1), elsewhere), origin=OTHER), ApplyPolicy)  # n2 tells it
+    out = g.run(c.admin("c", "clear_policy", {"vhost": "/", "name": "lim"}))
+    assert [s.msg for s in sends(out, ApplyPolicy)] == [ApplyPolicy({})]
