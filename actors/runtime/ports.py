@@ -6,18 +6,26 @@ import socket
 
 probe_timeout_s = 0.5
 
-# Below Linux's ephemeral range (32768-60999), and so is a node's default cluster port (AMQP port
-# + 20000): a port handed out here is bound later (a node starts, or restarts on the same port),
-# and a port from the ephemeral range can meanwhile become the local end of some outgoing
-# connection, which made a restarted node fail with "Address already in use".
-_range = (10000, 12768)
+
+def free_port() -> int:
+    """A loopback port nothing listens on now (the OS picks it from its ephemeral range)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# Below Linux's ephemeral range (32768-60999): a node binds its cluster port again when it
+# restarts, and a port from the ephemeral range can meanwhile become the local end of some
+# outgoing connection, which made a restarted node fail with "Address already in use".
+_stable_range = (20000, 32768)
 _handed_out: set[int] = set()
 
 
-def free_port() -> int:
-    """A loopback port nothing listens on, never one this process handed out before."""
+def stable_port() -> int:
+    """A loopback port nothing listens on, outside the ephemeral range (see above) and never one
+    this process handed out before: for ports bound again across restarts."""
     while True:
-        port = random.randrange(*_range)
+        port = random.randrange(*_stable_range)
         if port not in _handed_out and can_listen(port):
             _handed_out.add(port)
             return port
