@@ -70,3 +70,13 @@ class NeverResyncs(QuorumClient):
     def take(self):
         out, up = super().take()
         return [s for s in out if type(s.msg) is not ConsumerResync], up
+
+
+class ReturnsWhatIsOnItsWay(QueueFront):
+    """A resync takes every delivery the channel has not named for lost, even the leader's own still
+    on their way: a channel that switches to the leader it had (a probe or a FindLeader answer
+    teaching it the term) gets them twice, the second time after its ack."""
+
+    def leader_changed(self, leader):
+        super().leader_changed(leader)
+        self._own_from = None
