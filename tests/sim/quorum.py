@@ -12,11 +12,11 @@ sometimes nack with requeue.
 
 Checks (QuorumChecker), besides the Raft checker's:
 - at least once: every message a publisher got a confirm for reaches a consumer by the end;
-- only flagged when again, and never again once acked while the leadership holds: a message that
-  reaches a consumer a second time (requeued, or given back by a new leader) is flagged
-  redelivered (an unflagged one was enqueued twice), and one a consumer acked reaches no consumer
-  again unless some member took the lead since it was first delivered (a delivery lost or in
-  flight with a leader that was replaced is given back: at least once);
+- once unflagged, and never again once acked while the leadership holds: a message reaches
+  consumers not flagged redelivered once at most (twice: it was enqueued twice; its first delivery
+  may arrive after a redelivery to another consumer), and one a consumer acked reaches no
+  consumer again unless some member took the lead since it was first delivered (a delivery lost
+  or in flight with a leader that was replaced is given back: at least once);
 - none after its ack: once a member has applied the settlement of a message, no member delivers it
   again (checked on every member's applies, leader or not);
 - FIFO per publisher: the first deliveries (not redelivered) a consumer gets from one publisher come
@@ -107,6 +107,7 @@ class QuorumChecker:
         self.confirmed: set[bytes] = set()
         self.delivered: dict[bytes, int] = {}  # body -> deliveries a consumer received
         self.acked: set[bytes] = set()  # bodies a consumer acked
+        self.fresh: set[bytes] = set()  # bodies a consumer got not flagged redelivered
         self.leaderships = 0  # times a member took the lead
         self.first_delivered: dict[bytes, int] = {}  # body -> leaderships when first delivered
         self.firsts: dict[tuple[str, str], int] = {}  # (consumer, publisher) -> last first-delivery seq
@@ -134,11 +135,12 @@ class QuorumChecker:
     def received(self, now: int, consumer: str, body: bytes, redelivered: bool) -> None:
         if body in self.acked and self.first_delivered[body] == self.leaderships:
             self.violation(now, f"{consumer} got {body!r} again after a consumer acked it, same leadership")
-        elif self.delivered.get(body) and not redelivered:
-            self.violation(now, f"{consumer} got {body!r} again, not flagged redelivered")
         self.delivered[body] = self.delivered.get(body, 0) + 1
         if redelivered:
             return
+        if body in self.fresh:
+            self.violation(now, f"{consumer} got {body!r} unflagged a second time (enqueued twice?)")
+        self.fresh.add(body)
         publisher, seq = body.decode().split(":")
         last = self.firsts.get((consumer, publisher), 0)
         if int(seq) <= last:
