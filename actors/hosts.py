@@ -45,6 +45,7 @@ from actors.node.core import ADMIN_OPS, CONNECTION_ADMIN_NAME, TIMEOUT_MS_DEFAUL
 from actors.node.listings import LISTING_OPS
 from actors.node.metadata_machine import MetadataMachine
 from actors.node.quorum_membership import Reconciliation
+from actors.node.quorum_queues import Declaring
 from actors.node.metadata_member import MEMBER_NAME, start_member
 from actors.node.shell import NodeActor
 from actors.messages.alarms import WatchMemoryLimit
@@ -101,7 +102,8 @@ async def node_host(runtime: Any, spec: Any) -> None:
                      timeout_ms=cfg.get("metadata_timeout_ms", TIMEOUT_MS_DEFAULT),
                      member=Address(runtime.host, MEMBER_NAME),
                      quorum_cluster_size=cfg.get("quorum_cluster_size", CLUSTER_SIZE_DEFAULT),
-                     reconciliation=Reconciliation(**cfg.get("reconciliation", {})))
+                     reconciliation=Reconciliation(**cfg.get("reconciliation", {})),
+                     declaring=Declaring(**cfg.get("quorum_declaring", {})))
     runtime.spawn(META_NAME, node)
     known = read_members(data_dir)  # None: this node has never served
     joining = known is None and bool(cfg.get("join"))

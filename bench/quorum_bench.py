@@ -43,9 +43,10 @@ BODY_BYTES = 1024
 WINDOW = 1000
 PREFETCH = 300
 poll_s = 0.05
+release_wait_max_s = 120.0  # a drained queue's segments must be gone by then
 
 
-def wait_leaders(cluster: QuorumCluster, refs: list[QueueRef], timeout_s: float = 120.0) -> float:
+def wait_leaders(cluster: QuorumCluster, refs: list[QueueRef], timeout_s: float = 600.0) -> float:
     started = time.monotonic()
     uids = {ref.uid for ref in refs}
     while True:
@@ -251,14 +252,19 @@ def backlog_case(cluster: QuorumCluster, ref: QueueRef, total: int) -> dict:
         con.close()
         return time.perf_counter() - started
     drain_s = with_client(cluster, drain)
-    time.sleep(2)  # a drained queue snapshots on an idle tick and drops its segments
+    # a drained queue snapshots on an idle tick and drops its segments: how long that takes is a figure
+    released = time.monotonic()
+    while any(segment_bytes(cluster, ref).values()) and time.monotonic() - released < release_wait_max_s:
+        time.sleep(poll_s * 4)
+    release_s = time.monotonic() - released
     drained = host_pss(cluster)
     disk_drained = segment_bytes(cluster, ref)
     fmt = lambda d: "/".join(f"{v / mib:.0f}" for v in d.values())  # noqa: E731
     print(f"backlog of {total} x {BODY_BYTES} B: filled in {fill_s:.1f} s ({total / fill_s:.0f}/s), "
           f"drained in {drain_s:.1f} s ({total / drain_s:.0f}/s); ready at the leader {status['messages_ready']}; "
           f"quorum host PSS MiB before {fmt(before)}, peak while filling {fmt(peak)}, filled {fmt(filled)}, "
-          f"drained {fmt(drained)}; segment MiB filled {fmt(disk_filled)}, drained {fmt(disk_drained)}; "
+          f"drained {fmt(drained)}; segment MiB filled {fmt(disk_filled)}, drained {fmt(disk_drained)} "
+          f"({release_s:.1f} s after the drain); "
           f"WAL flushes over 0.5 s while filling: {len(stalls)} (longest {max(stalls, default=0):.1f} s), "
           f"leader changes logged while filling: {changes}", flush=True)
     return {"fill_s": fill_s, "drain_s": drain_s, "pss_filled": filled, "pss_drained": drained,

@@ -76,6 +76,7 @@ class PutQueue:
     home: str = ""  # the host the proposer places a new queue on (client-local: one of its own)
     members: tuple[str, ...] = ()  # a new quorum queue's member nodes, as the proposer placed them
     created_ms: int = 0  # and when (the proposer's clock)
+    relaxed: bool = False  # the proposer's relaxed_checks_on_redeclaration (metadata/quorum.py)
 
 
 @dataclass(frozen=True, slots=True)

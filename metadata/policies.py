@@ -3,14 +3,26 @@
 Theory of operation (RabbitMQ 3.10's rabbit_policy, checked against its rabbitmqctl):
 - A policy is (vhost, name, pattern, apply-to, definition, priority). It matches a queue or an
   exchange when apply-to allows the kind and the pattern is found in the name (an unanchored
-  search, as re:run). Of the matching policies the one with the highest priority applies; equal
-  priorities go to the name that sorts first. Operator policies are chosen the same way,
-  independently, and may set only expires, message-ttl, max-length and max-length-bytes.
-- Policy and operator policy merge: for a key both set, the smaller value wins.
+  search, as re:run); and a queue only when its type supports every key of the definition
+  (rabbit_queue_type:is_policy_applicable/2, `UNSUPPORTED`): a policy setting delivery-limit does
+  not apply to a classic queue at all, nor one setting queue-mode to a quorum queue. Of the
+  matching policies the one with the highest priority applies; equal priorities go to the name
+  that sorts first. Operator policies are chosen the same way, independently, and may set only
+  `OPERATOR_KEYS`.
+- Policy and operator policy merge per key (RabbitMQ 4.0's merge strategies, rabbit_policies and
+  rabbit_quorum_queue): the smaller value for expires, message-ttl, max-length and
+  max-length-bytes; for delivery-limit the smaller unless either is negative (then the larger);
+  the operator's overflow; the larger target-group-size. 4.0 lets operator policies set those
+  keys; others are refused as unrecognised.
 - A queue's own x-arguments then meet the merged policy per key: for expires, message-ttl,
   max-length and max-length-bytes the smaller value wins; for dead-letter-exchange,
   dead-letter-routing-key, overflow and queue-mode the argument wins (rabbit_amqqueue_process's
   res_min / res_arg table). max-priority is not a policy key in 3.10 (rejected as unrecognised).
+  That is a classic queue's resolution; a quorum queue is told the merged policy as it is
+  (`queue_policy`) and resolves its own arguments with 4.0's quorum rules, where the policy's
+  overflow wins (actors/quorum/config.py).
+- target-group-size is read by quorum membership reconciliation only (actors/node/quorum_membership.py),
+  queue-leader-locator by a new quorum queue's placement (actors/node/quorum_queues.py).
 - alternate-exchange applies to exchanges; an exchange's own argument wins.
 Validation errors carry rabbitmqctl's texts; values are printed as Erlang terms (<<"x">>, 5, true).
 `PolicyTable` holds the policies of every vhost, changed only by `PolicySet` / `PolicyCleared`
@@ -36,13 +48,19 @@ TYPED_APPLY_TO = {"classic_queues": "classic", "quorum_queues": "quorum", "strea
 APPLY_TO = ("queues", "exchanges", "all", *TYPED_APPLY_TO)
 MIN_KEYS = ("expires", "message-ttl", "max-length", "max-length-bytes")
 ARG_KEYS = ("dead-letter-exchange", "dead-letter-routing-key", "overflow", "queue-mode")
-# keys only quorum queues read, passed on as the policy has them: the queue resolves them against
-# its arguments itself (actors/quorum/config.py, 4.0's rules: -1 on either side lifts the limit)
-QUORUM_KEYS = ("delivery-limit", "dead-letter-strategy")
+TARGET_GROUP_SIZE = "target-group-size"
+LEADER_LOCATOR = "queue-leader-locator"  # where a new quorum queue's leader goes (metadata/quorum.py)
+# keys only quorum queues read (a quorum queue resolves them against its arguments itself,
+# actors/quorum/config.py; target-group-size is the membership reconciliation's)
+QUORUM_KEYS = ("delivery-limit", "dead-letter-strategy", TARGET_GROUP_SIZE)
 QUEUE_KEYS = MIN_KEYS + ARG_KEYS
-POLICY_KEYS = frozenset(QUEUE_KEYS + QUORUM_KEYS + ("alternate-exchange",))
+POLICY_KEYS = frozenset(QUEUE_KEYS + QUORUM_KEYS + ("alternate-exchange", LEADER_LOCATOR))
+# each queue type's capabilities(): unsupported_policies, of the keys warren knows
+UNSUPPORTED = {"classic": frozenset(("delivery-limit", "dead-letter-strategy", TARGET_GROUP_SIZE)),
+               "quorum": frozenset(("queue-mode",))}
+LEADER_LOCATOR_VALUES = ("client-local", "balanced", "random", "least-leaders")  # 4.0 maps the last two to balanced
 DEAD_LETTER_STRATEGIES = ("at-most-once", "at-least-once")
-OPERATOR_KEYS = frozenset(MIN_KEYS)
+OPERATOR_KEYS = frozenset(MIN_KEYS + ("delivery-limit", "overflow", TARGET_GROUP_SIZE))
 OVERFLOW_VALUES = ("drop-head", "reject-publish", "reject-publish-dlx")
 QUEUE_MODES = ("default", "lazy")
 
@@ -63,6 +81,8 @@ class Policy:
             if kind != "queue" or typed != queue_type:
                 return False
         elif self.apply_to != "all" and self.apply_to != kind + "s":
+            return False
+        if kind == "queue" and not UNSUPPORTED.get(queue_type, frozenset()).isdisjoint(self.definition):
             return False
         compiled = compile_pattern(self.pattern)
         return not isinstance(compiled, str) and compiled.search(name) is not None
@@ -98,6 +118,8 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
     "queue-mode": (lambda v: v in QUEUE_MODES, "a valid queue-mode value"),
     "delivery-limit": (_is_int, "a valid delivery limit"),
     "dead-letter-strategy": (lambda v: v in DEAD_LETTER_STRATEGIES, "a valid dead letter strategy"),
+    TARGET_GROUP_SIZE: (lambda v: _is_int(v) and v > 0, "a valid qq target count value"),
+    LEADER_LOCATOR: (lambda v: v in LEADER_LOCATOR_VALUES, "a valid queue leader locator value"),
 }
 
 
@@ -145,10 +167,24 @@ def select(policies: list[Policy], kind: str, name: str, queue_type: str = "clas
     return best
 
 
+def _delivery_limit(value: int, operator_value: int) -> int:
+    """-1 (unlimited) on either side: the larger, the more conservative; else the smaller."""
+    return max(value, operator_value) if value < 0 or operator_value < 0 else min(value, operator_value)
+
+
+# key -> (policy value, operator policy value) -> the value that applies; min for the others
+_MERGE: dict[str, Callable[[Any, Any], Any]] = {
+    "delivery-limit": _delivery_limit,
+    "overflow": lambda _value, operator_value: operator_value,
+    TARGET_GROUP_SIZE: max,
+}
+
+
 def merged(policy: Policy | None, operator: Policy | None) -> dict[str, Any]:
+    """The policy's definition with the operator policy's merged in (rabbit_policy:get/2)."""
     out = dict(policy.definition) if policy is not None else {}
     for key, value in (operator.definition.items() if operator is not None else ()):
-        out[key] = min(out[key], value) if key in out else value
+        out[key] = _MERGE.get(key, min)(out[key], value) if key in out else value
     return out
 
 
@@ -168,7 +204,6 @@ def queue_settings(arguments: dict[str, Any], policy_values: dict[str, Any]) -> 
             value = min(arg, pol)
         if value is not None:
             out[key] = value
-    out.update((key, policy_values[key]) for key in QUORUM_KEYS if key in policy_values)
     return out
 
 
@@ -228,13 +263,23 @@ class PolicyTable:
                 if operator is None or p.operator == operator]
 
     def queue_policy(self, q: QueueRecord) -> tuple[str, str, dict[str, Any]]:
-        """(policy name, operator policy name, effective settings) for a queue; names "" when none."""
-        pols = list(self._by_vhost.get(q.vhost, {}).values())
-        queue_type = "quorum" if q.quorum else "classic"
-        policy = select([p for p in pols if not p.operator], "queue", q.name, queue_type)
-        operator = select([p for p in pols if p.operator], "queue", q.name, queue_type)
+        """(policy name, operator policy name, effective settings) for a queue; names "" when none.
+        A classic queue's settings are its arguments met with the merged policy; a quorum queue's
+        are the merged policy as it is: it resolves its own arguments (see the module docstring)."""
+        policy, operator = self._policies_of(q.vhost, q.name, "quorum" if q.quorum else "classic")
+        definition = merged(policy, operator)
         return (policy.name if policy else "", operator.name if operator else "",
-                queue_settings(q.arguments, merged(policy, operator)))
+                definition if q.quorum else queue_settings(q.arguments, definition))
+
+    def definition(self, vhost: str, name: str, queue_type: str) -> dict[str, Any]:
+        """The merged policy and operator policy that apply to a queue of that name and type, as it
+        is or about to be declared (rabbit_policy:get/2 per key)."""
+        return merged(*self._policies_of(vhost, name, queue_type))
+
+    def _policies_of(self, vhost: str, name: str, queue_type: str) -> tuple[Policy | None, Policy | None]:
+        pols = list(self._by_vhost.get(vhost, {}).values())
+        return (select([p for p in pols if not p.operator], "queue", name, queue_type),
+                select([p for p in pols if p.operator], "queue", name, queue_type))
 
     def exchange_policy(self, vhost: str, exchange: str) -> Policy | None:
         pols = [p for p in self._by_vhost.get(vhost, {}).values() if not p.operator]

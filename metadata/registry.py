@@ -222,6 +222,10 @@ class Registry:
         """(policy name, operator policy name, effective settings) for a queue; names "" when none."""
         return self.policies_table.queue_policy(q)
 
+    def queue_policy_definition(self, vhost: str, name: str, queue_type: str = "classic") -> dict[str, Any]:
+        """What the policies that apply to a queue (existing or about to be) set, merged: rabbit_policy:get/2."""
+        return self.policies_table.definition(vhost, name, queue_type)
+
     def exchange_policy_name(self, vhost: str, exchange: str) -> str:
         policy = self.policies_table.exchange_policy(vhost, exchange)
         return policy.name if policy is not None else ""

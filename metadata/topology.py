@@ -208,7 +208,8 @@ class Topology:
         if current is not None and current.quorum:
             return quorum.redeclare_error(name, cmd.vhost, current.arguments, args, durable=cmd.durable,
                                           auto_delete=cmd.auto_delete,
-                                          owner_matches=current.exclusive_owner == owner) or current
+                                          owner_matches=current.exclusive_owner == owner,
+                                          relaxed=cmd.relaxed) or current
         if current is not None:
             if current.exclusive_owner != owner:
                 return texts.resource_locked(name, cmd.vhost)

@@ -31,6 +31,7 @@ from flow.alarms import (DEFAULT_DISK_FREE_LIMIT_BYTES, DEFAULT_MEMORY_WATERMARK
 from flow.units import UnitError, conf_size
 
 CMR = "quorum_queue.continuous_membership_reconciliation."
+RELAXED_CHECKS = "quorum_queue.property_equivalence.relaxed_checks_on_redeclaration"
 DEFAULTS: dict[str, Any] = {
     "listeners.tcp.default": 5672,  # PORT, or IP:PORT to listen on one address (load splits it)
     "node_name": "warren",
@@ -72,6 +73,8 @@ DEFAULTS: dict[str, Any] = {
     "raft.wal_max_size_bytes": 536870912,  # the node's quorum WAL rolls into segments at this size
     "raft.tick_ms": 250,  # quorum members' clock (heartbeats every 2 ticks, elections after 8-16)
     "quorum_cluster_size": 3,  # members of a new quorum queue without x-quorum-initial-group-size
+    "queue_leader_locator": None,  # None: client-local; balanced (a policy or x-queue-leader-locator wins)
+    RELAXED_CHECKS: False,  # true: redeclaring a quorum queue as classic compares seven arguments only
     # RabbitMQ 4.0's continuous membership reconciliation of quorum queues (actors/node/quorum_membership.py)
     CMR + "enabled": False,
     CMR + "target_group_size": None,  # none: reconciliation grows no queue without x-quorum-target-group-size
@@ -124,6 +127,7 @@ def _conf_positive(key: str, value: str) -> int:
 
 PARSERS: dict[str, Callable[[str, str], Any]] = {
     CMR + "enabled": _conf_bool, CMR + "auto_remove": _conf_bool, CMR + "target_group_size": _conf_positive,
+    RELAXED_CHECKS: _conf_bool,
     "listeners.tcp.default": _conf_listener,
     "vm_memory_high_watermark.relative": _conf_float, "vm_memory_high_watermark.absolute": _conf_size,
     "disk_free_limit.relative": _conf_float, "disk_free_limit.absolute": _conf_size,

@@ -1,7 +1,8 @@
 """`warrenctl flow`: the publish chain reader -> channel -> queue -> store, live, with its bottleneck named.
 
 Each connection host reports its connections and channels, each queue host its queues and the
-store its durable queues wait on (`flow_links`, as flow/bottleneck.py's `Link`s plus a label and
+store its durable queues wait on, the quorum host its leading members with the WAL and followers
+their commits wait on (`flow_links`, as flow/bottleneck.py's `Link`s plus a label and
 the credit left per link). A host that does not answer in time (stopped, or too busy to answer) is
 listed as silent, and every actor that a reported one sends to on it is shown with the state
 `no answer`: that is where the chain stops moving. It shows the node's own hosts (named by kind,
@@ -26,7 +27,7 @@ from flow.bottleneck import Bottleneck, Link, find, line
 
 CLEAR = "\x1b[H\x1b[2J"
 NO_ANSWER = "no answer"
-KIND_OF_HOST = {"queue": "queue", "conn": "channel"}  # what a silent host's actors are, by its name
+KIND_OF_HOST = {"queue": "queue", "quorum": "queue", "conn": "channel"}  # a silent host's actors, by its name
 ROOT_KINDS = ("connection",)
 
 

@@ -27,7 +27,7 @@ from actors.runtime import logs
 from actors.runtime.control import HostSpec
 from actors.runtime.curve import default_cookie_file
 from actors.runtime.node_process import run_node
-from scripts.config import CMR, LISTENER_IP, ConfigError, disk_free_limit, load, memory_watermark
+from scripts.config import CMR, LISTENER_IP, RELAXED_CHECKS, ConfigError, disk_free_limit, load, memory_watermark
 from actors.runtime.ports import can_listen, free_port
 
 
@@ -75,7 +75,9 @@ def host_specs(conf: dict) -> list[HostSpec]:
     specs = [HostSpec("node", "actors.hosts:node_host",
                       dict(common, **management, tcp_bind=f"tcp://{interface}:{cluster_port(conf)}",
                            join=conf.get("join"), metadata_timeout_ms=conf["metadata.timeout"],
-                           reconciliation=reconciliation(conf)))]
+                           reconciliation=reconciliation(conf),
+                           quorum_declaring={"leader_locator": conf["queue_leader_locator"],
+                                             "relaxed_checks": conf[RELAXED_CHECKS]}))]
     specs += [HostSpec(f"queue{i}", "actors.hosts:queue_host", dict(common)) for i in range(conf["queue_hosts"])]
     specs.append(HostSpec(QUORUM_KIND, "actors.hosts:quorum_host", dict(
         common, node=node, node_address=str(node_address(node)), tick_ms=conf["raft.tick_ms"],

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from flow.units import (UnitError, cli_disk_absolute, cli_disk_relative, cli_memory_absolute,
                         cli_memory_relative)
+from actors.quorum.names import QUORUM_KIND
 from metadata.policies import parse_definition
 from scripts import ctl_node, ctl_quorum, flow_view
 from scripts.queue_columns import QUEUE_COLUMNS, queue_rows
@@ -30,6 +31,7 @@ from scripts.queue_columns import QUEUE_COLUMNS, queue_rows
 EX_USAGE, EX_DATAERR, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL = 64, 65, 69, 70, 75
 default_node_dir = Path("var/warren")
 control_timeout_s = 10.0
+forget_timeout_s = 600.0  # forget_cluster_node removes the node's quorum queue members one at a time
 flow_ask_timeout_s = 3.0  # a host that takes longer is shown as silent in `warrenctl flow`
 
 LISTINGS: dict[str, tuple[str, tuple[str, ...]]] = {  # command -> (where, default columns)
@@ -222,8 +224,9 @@ def run_change(node: Node, a: argparse.Namespace, out: Callable[[str], None] = p
         return render(rows, list(STORE_COLUMNS), f)
     if c == "cluster_status":
         return render_cluster_status(node.ask("node", "cluster_status"), f)
-    if c == "forget_cluster_node":
-        return _ok(node, "node", c, {"node": a.node}, f, f"Removed {a.node} from the cluster")
+    if c == "forget_cluster_node":  # it shrinks every quorum queue the node was a member of: time
+        node.ask("node", c, {"node": a.node}, timeout_s=forget_timeout_s)
+        return json.dumps({"ok": True}) if f == "json" else f"Removed {a.node} from the cluster"
     if c in LIMITS:
         return set_limit(node, c, a.args)
     if c == "flow":
@@ -267,7 +270,7 @@ def flow_snapshot(node: Node) -> flow_view.Snapshot:
             if e.code == EX_UNAVAILABLE:  # the node itself is gone: nothing to show
                 raise
             return None
-    return flow_view.snapshot(node.connection_hosts() + node.queue_hosts(), ask)
+    return flow_view.snapshot(node.connection_hosts() + node.queue_hosts() + [QUORUM_KIND], ask)
 
 
 # ---------------------------------------------------------------- resource limits

@@ -39,7 +39,8 @@ CORE_MODULES = [
     "actors/queue/consumers.py", "persist/wal/core.py", "persist/wal/records.py",
     "actors/cluster/membership.py", "actors/mgmt/counters.py", "actors/mgmt/rates.py", "actors/mgmt/sample.py",
     "actors/mgmt/auth.py", "actors/mgmt/paths.py", "actors/mgmt/shapes.py", "actors/mgmt/changes.py",
-    "actors/mgmt/reads.py", "actors/mgmt/peek.py", "actors/mgmt/metrics.py", "actors/monitor/relay.py",
+    "actors/mgmt/reads.py", "actors/mgmt/peek.py", "actors/mgmt/metrics.py", "actors/mgmt/listing.py",
+    "actors/mgmt/memo.py", "actors/mgmt/rows.py", "actors/monitor/relay.py",
     "actors/node/quorum_membership.py", "actors/node/steps.py",
 ]
 # Shells inside a pure package: actors/quorum's member actor, host entry and test launchers.

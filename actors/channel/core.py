@@ -57,7 +57,7 @@ from actors.messages.channel_queue import (
 from actors.messages.direct_reply import DirectReply
 from actors.messages.node import QueueHostRestarted, QueuesGone
 from actors.messages.runtime import Undelivered
-from actors.mgmt.counters import MessageCounters
+from actors.mgmt.counters import ExchangeCounts, MessageCounters
 from effects import CloseConnection, Send
 from flow.qos import QosLedger
 from wire import methods as m
@@ -120,6 +120,7 @@ class ChannelCore:
         self.tx: list | None = None                # buffered publishes/settlements in tx mode
         self.commit: tuple[ConfirmTracker, int] | None = None  # tx.commit waiting for queues
         self.counters = MessageCounters()           # message_stats (actors/mgmt/counters.py)
+        self.exchange_counts: ExchangeCounts = {}   # the exchanges' publish_in / publish_out (idem)
         self.quorum = QuorumLinks(router.quorum_members, retry_ticks=ticks_per_second)  # quorum queues' leaders
 
     # ------------------------------------------------------------------ inputs

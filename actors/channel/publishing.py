@@ -80,6 +80,12 @@ def route(ch: ChannelCore, queues: list, x: m.BasicPublish, header: bytes, body:
     mandatory); with a tracker, it takes the next confirm seq."""
     counters = ch.counters
     counters.publish += 1
+    exchange = ch.exchange_counts.get(x.exchange)
+    if exchange is None:
+        ch.exchange_counts[x.exchange] = [1, len(queues)]
+    else:
+        exchange[0] += 1
+        exchange[1] += len(queues)
     if not queues:
         if x.mandatory:
             counters.return_unroutable += 1

@@ -5,13 +5,18 @@ HostStats(...))` at once, from what its actors hold (counters, counts, flow stat
 plain dicts with RabbitMQ's field names so they travel as msgpack maps; a host fills only the
 lists that are its own (a queue host its queues, a connection host its connections, channels and
 consumers). `flow` holds one row per actor on the publish chain (flow/bottleneck.py's `Link`
-fields) and `totals` the host's node-wide counters (retired actors included).
+fields) and `totals` the host's node-wide counters (retired actors included). `exchanges` holds a
+connection host's publish_in / publish_out per exchange (its channels', retired ones included).
+A quorum host answers its own node's collector with `raft` (one row per member on the host: its
+indexes, term, commit latency and segment files) and `wal` (the node's WAL counters); other
+nodes' collectors get neither, as rabbitmq_prometheus shows a node's own Raft members only.
 
 Every host that reports has one reporter named `REPORTER_NAME`; the collector addresses hosts as
 `Address(host, REPORTER_NAME)`, whichever node they are on.
 """
 from __future__ import annotations
 
+from dataclasses import field
 from typing import Any
 
 from actors.messages import message
@@ -33,3 +38,6 @@ class HostStats:
     consumers: list[dict[str, Any]]
     flow: list[dict[str, Any]]
     totals: dict[str, int]
+    exchanges: list[dict[str, Any]] = field(default_factory=list)
+    raft: list[dict[str, Any]] = field(default_factory=list)
+    wal: dict[str, int] = field(default_factory=dict)

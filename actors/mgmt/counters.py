@@ -9,7 +9,11 @@ node samples (every `collect_statistics_interval`, RabbitMQ's 5 s) and the node 
 into rates (rates.py). A counter only grows; when its actor goes away its totals move to the host's
 `retired` sums, so node-wide totals (Prometheus' `*_total`) never go back.
 
-Left out: per-exchange publish_in / publish_out (a dict update per publish), byte counters.
+Per exchange, a channel counts publish_in (every publish into it) and publish_out (one per queue
+the publish was routed to), as RabbitMQ's exchange `message_stats`: one dict lookup and two
+additions per publish, in `ExchangeCounts` (exchange name -> [publish_in, publish_out]).
+
+Left out: byte counters.
 """
 from __future__ import annotations
 
@@ -30,6 +34,20 @@ class MessageCounters:
         out = {name: getattr(self, name) for name in FIELDS}
         out["deliver_get"] = out["deliver"] + out["deliver_no_ack"] + out["get"] + out["get_no_ack"]
         return out
+
+
+ExchangeCounts = dict[str, list[int]]  # one vhost's exchanges: name -> [publish_in, publish_out]
+
+
+def add_exchange_counts(total: dict[tuple[str, str], list[int]], vhost: str, counts: ExchangeCounts) -> None:
+    """Add one channel's exchange counts into `total` ((vhost, name) -> [publish_in, publish_out])."""
+    for name, (n_in, n_out) in counts.items():
+        pair = total.get((vhost, name))
+        if pair is None:
+            total[(vhost, name)] = [n_in, n_out]
+        else:
+            pair[0] += n_in
+            pair[1] += n_out
 
 
 def add_into(total: dict[str, int], counts: dict[str, int]) -> dict[str, int]:

@@ -13,8 +13,21 @@ Global counters come from the channels (retired ones included), so they never go
 node runs; queue depths from the queues. `rabbitmq_identity_info` names the node and cluster as the
 Grafana dashboards expect.
 
+Raft families: this node's quorum queue members (as RabbitMQ, whose nodes each show their own
+ra servers). The six families of rabbitmq_prometheus 3.10 to 4.1 (`rabbitmq_raft_term_total`,
+`rabbitmq_raft_log_*_index`, `rabbitmq_raft_entry_commit_latency_seconds`) per member with `vhost`
+and `queue` labels, or aggregated as RabbitMQ does: sums, and the members' mean commit latency.
+From RabbitMQ 4.2's ra counters: `rabbitmq_raft_num_segments` per member and its maximum
+(`rabbitmq_raft_max_num_segments`, with `rabbitmq_raft_max_commit_latency_seconds`) aggregated,
+and the WAL's and the segment writer's counters on both endpoints (`rabbitmq_raft_wal_files`,
+`rabbitmq_raft_bytes_written`, `rabbitmq_raft_mem_tables`, `rabbitmq_raft_entries`,
+`rabbitmq_raft_segments`, labelled `module` ra_log_wal or ra_log_segment_writer). Those are
+counters whose names lack `_total`; prometheus_client would append it to a counter, so they are
+written untyped, under RabbitMQ's exact names.
+
 Left out: Erlang VM families, file-descriptor and socket counts, IO and message-store operation
-counters, Raft and WAL families (quorum queues run on the classic engine here).
+counters, RabbitMQ 4.2's renamed per-member Raft families (`rabbitmq_raft_term`,
+`rabbitmq_raft_commit_index` ...: the same values as the 3.10 names above).
 """
 from __future__ import annotations
 
@@ -23,7 +36,7 @@ from typing import Any
 from actors.mgmt.shapes import View
 
 Family = tuple[str, str, str, list[tuple[dict[str, str], float]]]
-GAUGE, COUNTER = "gauge", "counter"
+GAUGE, COUNTER, UNTYPED = "gauge", "counter", "untyped"
 AMQP = {"protocol": "amqp091"}
 CLASSIC = {"protocol": "amqp091", "queue_type": "rabbit_classic_queue"}
 
@@ -104,6 +117,53 @@ _CHANNEL = [  # (family, type, help, value of a channel row)
      lambda c: c["message_stats"].get("drop_unroutable", 0)),
 ]
 
+_RAFT = [  # rabbitmq_prometheus 3.10 to 4.1 (ra_metrics): (family, type, help, a member row's field)
+    ("rabbitmq_raft_term_total", COUNTER, "Current Raft term number", "term"),
+    ("rabbitmq_raft_log_snapshot_index", GAUGE, "Raft log snapshot index", "snapshot_index"),
+    ("rabbitmq_raft_log_last_applied_index", GAUGE, "Raft log last applied index", "last_applied"),
+    ("rabbitmq_raft_log_commit_index", GAUGE, "Raft log commit index", "commit_index"),
+    ("rabbitmq_raft_log_last_written_index", GAUGE, "Raft log last written index", "last_written_index"),
+]
+_COMMIT_LATENCY = ("rabbitmq_raft_entry_commit_latency_seconds", "Time taken for a log entry to be committed")
+QUORUM_SYSTEM = {"ra_system": "quorum_queues"}
+_WAL = {"ra_system": "quorum_queues", "module": "ra_log_wal"}
+_SEGMENT_WRITER = {"ra_system": "quorum_queues", "module": "ra_log_segment_writer"}
+# ra's WAL and segment writer counters: (family, help, [(labels, the WAL counter)])
+_WAL_COUNTERS = [
+    ("rabbitmq_raft_wal_files", "Number of write-ahead log files created", [(_WAL, "wal_files")]),
+    ("rabbitmq_raft_bytes_written", "Number of bytes written",
+     [(_WAL, "bytes_written"), (_SEGMENT_WRITER, "segment_bytes")]),
+    ("rabbitmq_raft_mem_tables", "Number of in-memory tables handled", [(_SEGMENT_WRITER, "mem_tables")]),
+    ("rabbitmq_raft_entries", "Number of entries written", [(_SEGMENT_WRITER, "segment_entries")]),
+    ("rabbitmq_raft_segments", "Number of segments written", [(_SEGMENT_WRITER, "segments")]),
+]
+
+
+def raft(members: list[dict[str, Any]], wal: dict[str, int], per_object: bool) -> list[Family]:
+    """The Raft and WAL families of this node's quorum queue members and WAL."""
+    out: list[Family] = []
+    rows = sorted(members, key=lambda r: (r["vhost"], r["queue"]))
+    latencies = [r["commit_latency_ms"] / 1000 for r in rows]
+    for name, kind, help_, key in _RAFT:
+        out.append((name, kind, help_, [({"vhost": r["vhost"], "queue": r["queue"]}, r[key]) for r in rows]
+                    if per_object else [({}, sum(r[key] for r in rows))]))
+    name, help_ = _COMMIT_LATENCY
+    out.append((name, GAUGE, help_, [({"vhost": r["vhost"], "queue": r["queue"]}, s) for r, s in zip(rows, latencies)]
+                if per_object else [({}, sum(latencies) / len(latencies) if latencies else 0)]))
+    if per_object:
+        out.append(("rabbitmq_raft_num_segments", GAUGE, "The number of non-empty segment files.",
+                    [({"vhost": r["vhost"], "queue": r["queue"]}, r["segments"]) for r in rows]))
+    elif rows:  # RabbitMQ 4.2 leaves them out without quorum queues
+        out.append(("rabbitmq_raft_max_num_segments", GAUGE, "The number of non-empty segment files.",
+                    [(QUORUM_SYSTEM, max(r["segments"] for r in rows))]))
+        out.append(("rabbitmq_raft_max_commit_latency_seconds", GAUGE, "Approximate time taken from an entry "
+                    "being written to the log until it is committed.", [(QUORUM_SYSTEM, max(latencies))]))
+    if wal:
+        out += [(name, UNTYPED, help_, [(labels, wal.get(key, 0)) for labels, key in counters])
+                for name, help_, counters in _WAL_COUNTERS]
+    return out
+
+
 def families(view: View, per_object: bool) -> list[Family]:
     s, reg, f = view.sample, view.registry, view.facts
     t = s.totals
@@ -140,15 +200,14 @@ def families(view: View, per_object: bool) -> list[Family]:
     ]
     out += [(name, COUNTER, help_, [(labels, t.get(counter, 0))]) for name, help_, counter, labels in _GLOBAL]
     queues = sorted(s.queues.items())
+    rows = [row for _, row in queues]
+    labels = [{"vhost": v, "queue": q} for (v, q), _ in queues] if per_object else []  # shared by the families
     for name, help_, key in _QUEUE:
-        if per_object:
-            samples = [({"vhost": v, "queue": q}, row.get(key, 0)) for (v, q), row in queues]
-        else:
-            samples = [({}, sum(row.get(key, 0) for _, row in queues))]
-        out.append((name, GAUGE, help_, samples))
+        values = [row.get(key, 0) for row in rows]
+        out.append((name, GAUGE, help_, list(zip(labels, values)) if per_object else [({}, sum(values))]))
+    published = [row.get("message_stats", {}).get("publish", 0) for row in rows]
     out.append(("rabbitmq_queue_messages_published_total", COUNTER, "Total number of messages published to queues",
-                [({"vhost": v, "queue": q}, row.get("message_stats", {}).get("publish", 0)) for (v, q), row in queues]
-                if per_object else [({}, sum(row.get("message_stats", {}).get("publish", 0) for _, row in queues))]))
+                list(zip(labels, published)) if per_object else [({}, sum(published))]))
     for name, kind, help_, value in _CHANNEL:
         if per_object:
             samples = [({"channel": c["name"]}, value(c)) for c in s.channels]
@@ -158,6 +217,7 @@ def families(view: View, per_object: bool) -> list[Family]:
     out.append(("rabbitmq_connection_channels", GAUGE, "Channels on a connection",
                 [({"channel": c["name"]}, c["channels"]) for c in s.connections] if per_object
                 else [({}, sum(c["channels"] for c in s.connections))]))
+    out += raft(s.raft, s.wal, per_object)
     return out
 
 def alarms(f: dict[str, Any]) -> list[Family]:

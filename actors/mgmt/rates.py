@@ -31,6 +31,20 @@ class Rates:
         self._prev = {key: cur[key] for key in samples if key in cur}
         self._cur = {key: (now_ms, values) for key, values in samples.items()}
 
+    def frozen(self) -> Rates:
+        """These rates as they are now, for a request that spans loop turns: `observe` replaces
+        its tables and never changes them, so the copy shares them as they are."""
+        copy = Rates()
+        copy._prev, copy._cur = self._prev, self._cur
+        return copy
+
+    def still(self, key: Hashable) -> bool:
+        """Whether every rate of `key` is 0.0: its latest sample equals the one before, or it
+        has only one (or none)."""
+        cur = self._cur.get(key)
+        prev = self._prev.get(key)
+        return cur is None or prev is None or prev[0] >= cur[0] or prev[1] == cur[1]
+
     def rates(self, key: Hashable) -> dict[str, float]:
         """Per second, for every value of `key`'s latest sample (0.0 without an earlier one)."""
         cur = self._cur.get(key)
@@ -41,14 +55,21 @@ class Rates:
         if prev is None or prev[0] >= at:
             return {name: 0.0 for name in values}
         before, old = prev
+        if old == values:  # an idle object (most of them): no arithmetic
+            return dict.fromkeys(values, 0.0)
         seconds = (at - before) / 1000
         return {name: round((value - old.get(name, 0)) / seconds, 2) for name, value in values.items()}
 
 
 def with_details(values: Mapping[str, int | float], rates: Mapping[str, float]) -> dict:
-    """RabbitMQ's pairs: `name` and `name_details: {"rate": r}` for every value."""
+    """RabbitMQ's pairs: `name` and `name_details: {"rate": r}` for every value (a rate of 0.0
+    shares one details dict: most objects are idle, and the management memo keeps their rows)."""
     out: dict = {}
     for name, value in values.items():
         out[name] = value
-        out[f"{name}_details"] = {"rate": rates.get(name, 0.0)}
+        rate = rates.get(name, 0.0)
+        out[f"{name}_details"] = {"rate": rate} if rate else _STILL
     return out
+
+
+_STILL = {"rate": 0.0}  # never changed: shapes copy, never mutate, what they are given

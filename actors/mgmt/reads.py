@@ -1,18 +1,20 @@
-"""The API's reads (GET): which rows a caller sees, in which shape, filtered and sorted.
+"""The API's reads (GET): which rows a caller sees, in which shape, filtered, sorted and paged.
 
 Theory of operation: `answer(view, caller, route, args, query)` is the whole decision for a GET:
 the tag a route needs (auth.py), the vhosts the caller sees (a `management` user its own, a
 `monitoring` or `administrator` user all), 404 for an object or vhost that does not exist (or
 that the caller may not see, as RabbitMQ answers), then the rows in their shapes (shapes.py), and
-RabbitMQ's query options: `columns=a,b.c` keeps those (dotted) fields, `sort=field` and
-`sort_reverse=true` order the rows. A listing of connections, channels or consumers shows the
-caller's own to a `management` user and all of them to `monitoring`.
+RabbitMQ's query options (listing.py): `columns`, `sort` and `sort_reverse`, and for the listings
+RabbitMQ pages (queues, exchanges, vhosts, connections, channels) `page`, `page_size`, `name` and
+`use_regex`. A listing of connections, channels or consumers shows the caller's own to a
+`management` user and all of them to `monitoring`. Queue and exchange rows come from the view's
+memo (memo.py) when it has one; `prepare` makes them ahead, a slice at a time, for the shell.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from actors.mgmt import auth, shapes
+from actors.mgmt import auth, listing, shapes
 from actors.mgmt.changes import NOT_FOUND, Answer
 from actors.mgmt.shapes import View
 from flow.bottleneck import Link, find
@@ -34,43 +36,34 @@ def answer(view: View, caller: auth.Caller, route: str, args: dict[str, str], qu
     read = _READS.get(route)
     if read is None:
         return Answer(405, {"error": "Method Not Allowed", "reason": "Method Not Allowed"})
+    if view.memo is not None:
+        view.memo.begin(view.registry)
     body = read(view, caller, args, vhosts)
     if body is None:
         return Answer(404, NOT_FOUND)
     if isinstance(body, list):
-        body = _sorted(body, query)
-    if query.get("columns"):
-        columns = [c for c in query["columns"].split(",") if c]
-        body = [_columns(row, columns) for row in body] if isinstance(body, list) else _columns(body, columns)
-    return Answer(200, body)
+        return listing.answer(body, query, _LISTINGS.get(route, _UNPAGED))
+    columns = [c for c in query.get("columns", "").split(",") if c]
+    return Answer(200, listing.pick(body, columns) if columns else body)
 
 
-def _columns(row: dict, columns: list[str]) -> dict:
-    out: dict = {}
-    for column in columns:
-        value: Any = row
-        for part in column.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if value is None and column.split(".")[0] not in row:
-            continue
-        target = out
-        parts = column.split(".")
-        for part in parts[:-1]:
-            target = target.setdefault(part, {})
-        target[parts[-1]] = value
-    return out
-
-
-def _sorted(rows: list, query: dict[str, str]) -> list:
-    key = query.get("sort")
-    if key:
-        def value(row: dict) -> Any:
-            v: Any = row
-            for part in key.split("."):
-                v = v.get(part) if isinstance(v, dict) else None
-            return (v is None, str(v) if not isinstance(v, (int, float)) else v)
-        rows = sorted(rows, key=value, reverse=query.get("sort_reverse") == "true")
-    return rows
+def prepare(view: View, route: str, args: dict[str, str], slice_rows: int = 256) -> Iterator[None]:
+    """Make the memo's rows of a queue or exchange listing, yielding after every `slice_rows`
+    (the shell lets its loop run in between); nothing for other routes or without a memo."""
+    memo = view.memo
+    if memo is None or route not in _MEMO_ROUTES:
+        return
+    memo.begin(view.registry)
+    queues, exchanges = view.registry.queues(), view.registry.exchanges()
+    memo.prune(queues, exchanges)
+    records = queues if route.startswith("queues") else exchanges
+    if "vhost" in args:
+        records = [rec for rec in records if rec.vhost == args["vhost"]]
+    make = memo.queue if route.startswith("queues") else memo.exchange
+    for i in range(0, len(records), slice_rows):
+        for rec in records[i:i + slice_rows]:
+            make(view, rec)
+        yield
 
 
 def _mine(caller: auth.Caller, row: dict) -> bool:
@@ -79,21 +72,24 @@ def _mine(caller: auth.Caller, row: dict) -> bool:
 
 def _queues(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> list:
     want = {a["vhost"]} if "vhost" in a else vhosts
-    return [shapes.queue(view, q) for q in view.registry.queues() if q.vhost in want]
+    row = view.memo.queue if view.memo is not None else shapes.queue
+    return [row(view, q) for q in view.registry.queues(a.get("vhost")) if q.vhost in want]
 
 
 def _queue(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> dict | None:
-    rec = next((q for q in view.registry.queues(a["vhost"]) if q.name == a["name"]), None)
+    rec = view.registry.queue(a["vhost"], a["name"])
     return None if rec is None else shapes.queue(view, rec, detail=True)
 
 
 def _exchanges(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> list:
     want = {a["vhost"]} if "vhost" in a else vhosts
-    return [shapes.exchange(view, x) for x in view.registry.exchanges() if x.vhost in want]
+    row = view.memo.exchange if view.memo is not None else shapes.exchange
+    return [row(view, x) for x in view.registry.exchanges(a.get("vhost")) if x.vhost in want]
 
 
 def _exchange(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> dict | None:
-    x = next((x for x in view.registry.exchanges(a["vhost"]) if x.name == a["name"]), None)
+    name = "" if a["name"] == "amq.default" else a["name"]  # RabbitMQ's name of the default exchange in URLs
+    x = next((x for x in view.registry.exchanges(a["vhost"]) if x.name == name), None)
     return None if x is None else shapes.exchange(view, x, detail=True)
 
 
@@ -234,6 +230,13 @@ _READS: dict[str, Read] = {
     "aliveness": lambda view, caller, a, vhosts: {"status": "ok"},
     "flow": _flow,
 }
+_UNPAGED = listing.Options()
+_REGISTRY_PAGED = listing.Options(listing.BY_NAME, presorted=True, paginated=True)  # listed by vhost, then name
+_CONNECTIONS_PAGED = listing.Options(listing.BY_NAME, paginated=True, counts_first=True)
+_LISTINGS = {"queues": _REGISTRY_PAGED, "queues_vhost": _REGISTRY_PAGED, "exchanges": _REGISTRY_PAGED,
+             "exchanges_vhost": _REGISTRY_PAGED, "vhosts": _REGISTRY_PAGED, "connections": _CONNECTIONS_PAGED,
+             "channels": _CONNECTIONS_PAGED}
+_MEMO_ROUTES = {"queues", "queues_vhost", "exchanges", "exchanges_vhost"}
 _NEEDS = {"users": auth.ADMINISTRATOR, "user": auth.ADMINISTRATOR, "permissions": auth.ADMINISTRATOR,
           "permission": auth.ADMINISTRATOR, "vhost_permissions": auth.ADMINISTRATOR,
           "user_permissions": auth.ADMINISTRATOR, "definitions": auth.ADMINISTRATOR,

@@ -5,6 +5,9 @@ counters, connections, channels and consumers, the publish chain's flow rows - t
 `warrenctl flow` shows: QueueManager.flow_links, actors/reader/admin.py's flow_links) and answers
 one `HostStats`. Nothing here runs per message; the cost is one pass over the host's actors per
 sample. Field names are the management API's, so the node only joins and shapes.
+A quorum host adds, for its own node's collector only, one row of Raft metrics per member (ra's
+names: term, snapshot_index, last_applied, commit_index, last_written_index, commit_latency) and
+the WAL's counters, which the Prometheus endpoint shows as rabbitmq_prometheus does.
 """
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ from typing import Any
 
 from actors.messages.calls import Reply
 from actors.messages.stats import REPORTER_NAME, CollectStats, HostStats
-from actors.mgmt.counters import add_into
+from actors.mgmt.counters import add_exchange_counts, add_into
+from actors.placement import node_of
 from actors.reader import admin as conn_admin
 from actors.runtime.address import Address
 
@@ -39,9 +43,19 @@ class QueueHostReporter:
                           sender=self.address)
 
 
+def raft_row(member: Any) -> dict[str, Any]:
+    """One quorum queue member's Raft metrics (ra's ra_metrics fields, and its segment files)."""
+    core = member.core
+    config = core.state.config
+    return {"vhost": config.vhost, "queue": config.name, "term": core.term, "snapshot_index": core.snapshot_index,
+            "last_applied": core.applied, "commit_index": core.commit, "last_written_index": core.log.written_index(),
+            "commit_latency_ms": member.commit_latency_ms, "segments": len(core.log.segments.files)}
+
+
 class QuorumHostReporter:
     """The quorum queues whose member on this node leads (each queue is counted once, by its
-    leader): their counts, and the leader's node."""
+    leader): their counts, and the leader's node; to its own node, every member's Raft metrics
+    and the WAL's counters."""
 
     def __init__(self, runtime: Any, host: Any, node: str) -> None:
         self.runtime = runtime
@@ -58,8 +72,13 @@ class QuorumHostReporter:
                                "pid": status["id"],  # RabbitMQ's pid of a quorum queue: its leader's
                                "state": "running", "flow": "running",
                                "message_stats": {"publish": status["published"]}})
-        self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, queues, [], [], [], [], {})),
-                          sender=self.address)
+        raft: list[dict[str, Any]] = []
+        wal: dict[str, int] = {}
+        if node_of(sender.host) == self.node:
+            raft = [raft_row(member) for member in self.host.members.values()]
+            wal = self.host.wal.stats()
+        self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, queues, [], [], [], [], {}, raft=raft,
+                                                           wal=wal)), sender=self.address)
 
 
 class ConnectionHostReporter:
@@ -82,6 +101,7 @@ class ConnectionHostReporter:
                        capabilities=dict(reader.opened.capabilities) if reader.opened else {})
         channels = []
         totals = dict(ctx.retired)
+        exchanges = {key: list(pair) for key, pair in ctx.retired_exchanges.items()}
         for row in conn_admin.list_channels(ctx):
             reader = by_owner[row["connection"]]
             ch = reader.channels[row["number"]]
@@ -89,6 +109,7 @@ class ConnectionHostReporter:
             f = _flow(states, ch.address.name)
             counts = core.message_stats()
             add_into(totals, counts)
+            add_exchange_counts(exchanges, core.vhost, core.exchange_counts)
             channels.append({**row, "message_stats": counts, "flow_share": f["flow_share"],
                              "messages_unconfirmed": len(core.confirm) if core.confirm is not None else 0,
                              "transactional": core.tx is not None,
@@ -100,5 +121,8 @@ class ConnectionHostReporter:
         consumers = conn_admin.list_consumers(ctx)
         totals.update(connections_opened=ctx.connections_opened, channels_opened=ctx.channels_opened,
                       connections=len(connections), channels=len(channels))
+        exchange_rows = [{"vhost": vhost, "name": name, "publish_in": n_in, "publish_out": n_out}
+                         for (vhost, name), (n_in, n_out) in exchanges.items()]
         self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, [], connections, channels, consumers,
-                                                           flow, totals)), sender=self.address)
+                                                           flow, totals, exchanges=exchange_rows)),
+                          sender=self.address)

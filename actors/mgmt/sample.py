@@ -5,8 +5,10 @@ hands the answers, with the time they were asked for, to `merge`. The sample is 
 listing joins the registry with: a queue the registry has and the sample lacks (declared since
 the sample, or its host is restarting) is shown with zero counts, as RabbitMQ shows a queue whose
 stats have not been emitted yet. `rate_values` names the objects and values that get rates:
-per queue its counters and depths, per channel its counters, per vhost and for the node the sums.
-Hosts of any node may answer; the sample does not care where a row came from.
+per queue its counters and depths, per channel its counters, per exchange its publish_in and
+publish_out (summed over the connection hosts), per vhost and for the node the sums.
+Hosts of any node may answer; the sample does not care where a row came from. The Raft rows and
+WAL counters come from this node's quorum host only (actors/mgmt/reporters.py).
 """
 from __future__ import annotations
 
@@ -28,6 +30,9 @@ class Sample:
     consumers: list[dict[str, Any]] = field(default_factory=list)
     flow: list[dict[str, Any]] = field(default_factory=list)
     totals: dict[str, int] = field(default_factory=dict)
+    exchanges: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    raft: list[dict[str, Any]] = field(default_factory=list)  # this node's quorum queue members
+    wal: dict[str, int] = field(default_factory=dict)          # this node's WAL counters
 
 
 def merge(at_ms: int, answers: Iterable[Any]) -> Sample:
@@ -41,6 +46,11 @@ def merge(at_ms: int, answers: Iterable[Any]) -> Sample:
         sample.consumers.extend(a.consumers)
         sample.flow.extend(a.flow)
         add_into(sample.totals, a.totals)
+        for x in a.exchanges:
+            add_into(sample.exchanges.setdefault((x["vhost"], x["name"]), {}),
+                     {"publish_in": x["publish_in"], "publish_out": x["publish_out"]})
+        sample.raft.extend(a.raft)
+        add_into(sample.wal, a.wal)
     sample.connections.sort(key=lambda c: c["name"])
     sample.channels.sort(key=lambda c: (c["connection"], c["number"]))
     return sample
@@ -48,7 +58,7 @@ def merge(at_ms: int, answers: Iterable[Any]) -> Sample:
 
 def rate_values(sample: Sample) -> dict[Hashable, dict[str, int]]:
     """The values to keep rates of, by object: ("queue", vhost, name), ("channel", name),
-    ("vhost", vhost) and ("node",)."""
+    ("exchange", vhost, name), ("vhost", vhost) and ("node",)."""
     out: dict[Hashable, dict[str, int]] = {}
     node: dict[str, int] = {}
     for (vhost, name), q in sample.queues.items():
@@ -60,6 +70,8 @@ def rate_values(sample: Sample) -> dict[Hashable, dict[str, int]]:
         stats = ch.get("message_stats", {})
         out[("channel", ch["name"])] = dict(stats)
         add_into(out.setdefault(("vhost", ch["vhost"]), {}), stats)
+    for (vhost, name), counts in sample.exchanges.items():
+        out[("exchange", vhost, name)] = counts
     out[("node",)] = add_into(node, {k: v for k, v in sample.totals.items() if k in _NODE_COUNTERS})
     return out
 

@@ -2,17 +2,21 @@
 
 Thin handlers: a request is routed on its raw path (paths.py: `%2F` is the default vhost, so the
 path must not be decoded before it is split), authenticated (auth.py), then
-- a GET is answered from the registry and the latest sample (reads.py, shapes.py);
+- a GET is answered from the registry and the latest sample (reads.py, shapes.py); the rows of
+  long listings are kept between requests (memo.py) and made a slice at a time, the loop running
+  in between, so listing 10,000 queues does not stop the node host;
 - a change is planned (changes.py) and run as the node core's admin operation, in the node's
   serial order, like warrenctl's;
 - publish and get go over AMQP to the node's own listener as the HTTP user (amqp_client.py).
 The web UI's files (www/) are served at `/`. The Prometheus endpoint reads the latest sample
-through a prometheus_client custom collector (metrics.py names the families).
+(metrics.py names the families) and writes the text through a prometheus_client custom
+collector, on a thread.
 
 Listening on 127.0.0.1 by default (`management.tcp.ip`), as RabbitMQ's guidance for loopback.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator
@@ -21,9 +25,10 @@ from urllib.parse import parse_qsl
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
 
-from actors.mgmt import auth, changes, metrics, paths, peek, reads
+from actors.mgmt import auth, changes, metrics, paths, peek, reads, rows
+from actors.mgmt.memo import RowMemo
 from actors.mgmt.amqp_client import BrokerError, Session, properties, props_from_json, props_to_json
 from actors.mgmt.shapes import View
 
@@ -42,10 +47,11 @@ class Management:
         self.amqp_port = amqp_port
         self.listeners = listeners
         self.runners: list[web.AppRunner] = []
+        self.memo = RowMemo()
 
     def view(self) -> View:
         c = self.collector
-        return View(self.node.core.registry, c.sample, c.rates, self.node_name, facts=c.facts)
+        return View(self.node.core.registry, c.sample, c.rates.frozen(), self.node_name, facts=c.facts, memo=self.memo)
 
     # ---------------------------------------------------------------- servers
     async def start(self, ip: str, api_port: int, prometheus_port: int) -> None:
@@ -89,7 +95,10 @@ class Management:
             return web.json_response(caller.body, status=caller.status)
         query = dict(parse_qsl(raw.partition("?")[2]))
         if request.method == "GET":
-            return _json(reads.answer(self.view(), caller, route, args, query, self.listeners))
+            view = self.view()
+            for _ in reads.prepare(view, route, args):
+                await asyncio.sleep(0)  # long listings are made a slice at a time: the node goes on
+            return _json(reads.answer(view, caller, route, args, query, self.listeners))
         body = await _body(request)
         if route == "exchange_publish" and request.method == "POST":
             return _json(await self._publish(caller, args, body))
@@ -146,21 +155,34 @@ class Management:
         return changes.Answer(200, shape(result))
 
     async def scrape(self, request: web.Request) -> web.Response:
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Families(self.view(), request.path.endswith("/per-object")))
-        return web.Response(body=generate_latest(registry), headers={"Content-Type": PROMETHEUS_TEXT})
+        """The families are read on the loop (from the registry and the sample, which the loop
+        changes); the text, the costly part with many queues, is written on a thread: it is
+        Python, so the loop still runs between the interpreter's switches."""
+        families = metrics.families(self.view(), request.path.endswith("/per-object"))
+        return web.Response(body=await asyncio.to_thread(_exposition, families),
+                            headers={"Content-Type": PROMETHEUS_TEXT})
+
+
+_FAMILY_CLASSES = {metrics.COUNTER: CounterMetricFamily, metrics.GAUGE: GaugeMetricFamily,
+                   metrics.UNTYPED: UnknownMetricFamily}
+
+
+def _exposition(families: list[metrics.Family]) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families(families))
+    return generate_latest(registry)
 
 
 class _Families:
     """prometheus_client's custom collector over metrics.families."""
 
-    def __init__(self, view: View, per_object: bool) -> None:
-        self.view, self.per_object = view, per_object
+    def __init__(self, families: list[metrics.Family]) -> None:
+        self.families = families
 
     def collect(self) -> Iterator[Metric]:
-        for name, kind, help_, samples in metrics.families(self.view, self.per_object):
+        for name, kind, help_, samples in self.families:
             labels = list(samples[0][0]) if samples else []
-            cls = CounterMetricFamily if kind == metrics.COUNTER else GaugeMetricFamily
+            cls = _FAMILY_CLASSES[kind]
             family = cls(metrics.prometheus_name(name, kind), help_, labels=labels)
             for label_values, value in samples:
                 family.add_metric([str(label_values[k]) for k in labels], value)
@@ -179,4 +201,4 @@ async def _body(request: web.Request) -> Any:
 def _json(answer: changes.Answer) -> web.Response:
     if answer.body is None:
         return web.Response(status=answer.status)
-    return web.json_response(answer.body, status=answer.status)
+    return web.Response(body=rows.encode(answer.body), status=answer.status, content_type="application/json")

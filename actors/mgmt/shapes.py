@@ -10,7 +10,7 @@ appears once an object has counters, as in RabbitMQ. Values RabbitMQ takes from 
 (the members, as the sample cannot tell which are down).
 
 Everything here is a function of its arguments: `View` carries what a request sees (registry,
-sample, rates, the node's name and facts).
+sample, rates, the node's name and facts, and the memo of rows kept between requests).
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ class View:
     node: str  # e.g. "warren@localhost"
     product_version: str = "0.1.0"
     facts: dict[str, Any] = field(default_factory=dict)  # the node's measured facts (memory, disk, pid ...)
+    memo: Any = None  # the kept rows of long listings (memo.RowMemo), when the caller keeps them
 
 
 def printable(value: Any) -> Any:
@@ -65,10 +66,11 @@ def message_stats(values: dict[str, int], rates: dict[str, float], names: tuple[
 
 
 # ---------------------------------------------------------------- queues
-def queue(view: View, rec: Any, *, detail: bool = False) -> dict:
+def queue(view: View, rec: Any, *, detail: bool = False, policy: tuple[str, str, dict] | None = None) -> dict:
+    """`policy`: the registry's queue_policy(rec), when the caller has it."""
     reg, node = view.registry, view.node
     s = view.sample.queues.get((rec.vhost, rec.name))
-    policy, operator, effective = reg.queue_policy(rec)
+    policy, operator, effective = policy or reg.queue_policy(rec)
     qtype = rec.arguments.get("x-queue-type")
     qtype = qtype.decode() if isinstance(qtype, bytes) else (qtype or "classic")
     rates = view.rates.rates(("queue", rec.vhost, rec.name))
@@ -109,11 +111,18 @@ def queue(view: View, rec: Any, *, detail: bool = False) -> dict:
 
 
 # ---------------------------------------------------------------- exchanges and bindings
-def exchange(view: View, x: Any, *, detail: bool = False) -> dict:
+def exchange(view: View, x: Any, *, detail: bool = False, policy: str | None = None) -> dict:
+    """`policy`: the name of the exchange's policy, when the caller has it."""
+    if policy is None:
+        policy = view.registry.exchange_policy_name(x.vhost, x.name)
     out = {"arguments": printable(x.arguments), "auto_delete": x.auto_delete, "durable": x.durable,
            "internal": x.internal, "name": x.name, "type": x.type, "vhost": x.vhost,
            "user_who_performed_action": "rmq-internal" if not x.name or x.name.startswith("amq.") else "",
-           "policy": view.registry.exchange_policy_name(x.vhost, x.name) or None}
+           "policy": policy or None}
+    counts = view.sample.exchanges.get((x.vhost, x.name))
+    if counts:  # as RabbitMQ: publish_out only once something was routed on
+        shown = {k: n for k, n in counts.items() if n or k == "publish_in"}
+        out["message_stats"] = with_details(shown, view.rates.rates(("exchange", x.vhost, x.name)))
     if detail:
         out.update(incoming=[], outgoing=[])
     return out

@@ -27,8 +27,9 @@ and the cluster's view of which nodes are up; its outputs are effects (effects/)
   log order, on the same pipe as the replies, so a channel that got declare-ok routes with a replica
   that has the queue) and has its consequences for this node's hosts: a queue homed here that a
   command created gets its actor, one removed loses it (`Dispose`, fire and forget), a policy
-  change reaches the queues homed here (`ApplyPolicy`), a deleted vhost closes this node's
-  connections on it (320), a forgotten node leaves the membership.
+  change reaches the queues homed here (`ApplyPolicy`) and, from the node it went through, the
+  leaders of the quorum queues it changes (every node remembers what each was told), a deleted
+  vhost closes this node's connections on it (320), a forgotten node leaves the membership.
 - Placement. A classic queue is homed on the declaring node (RabbitMQ's client-local rule), on one
   of its queue hosts by a hash of its name (actors/placement.py); its record keeps that host.
 - Start. The node serves (answers `Subscribe`, so its hosts start) only after its start-up
@@ -69,7 +70,7 @@ from actors.placement import (CLUSTER_NAME, NODE_KIND, QUEUE_ROUTER_NAME, ROUTER
 from actors.runtime.address import Address
 from effects import AnswerAdmin, CancelTimer, Effect, Log, ProposeCommand, Send, StartTimer
 from metadata import names, passwords, quorum
-from metadata.admin_errors import EX_SOFTWARE, AdminError, no_vhost
+from metadata.admin_errors import EX_SOFTWARE, EX_UNAVAILABLE, AdminError, no_vhost
 from metadata.changes import PolicyCleared, PolicySet, QueueCreated, QueueDeleted, VhostDeleted
 from metadata.commands import (
     AddBinding, AddUser, AddVhost, ChangePassword, ClearPermissions, ClearPolicy, Command, ForgetNodeQueues,
@@ -132,7 +133,8 @@ class NodeCore:
                  incarnation: int, timeout_ms: int = TIMEOUT_MS_DEFAULT,
                  now_ms: Callable[[], int] = lambda: 0,
                  quorum_cluster_size: int = quorum.CLUSTER_SIZE_DEFAULT,
-                 reconciliation: qm.Reconciliation = qm.Reconciliation()) -> None:
+                 reconciliation: qm.Reconciliation = qm.Reconciliation(),
+                 declaring: qq.Declaring = qq.Declaring()) -> None:
         self.registry = registry
         self.node = node
         self.queue_hosts = queue_hosts
@@ -140,12 +142,14 @@ class NodeCore:
         self._salt = salt  # n -> n random bytes (the OS's, in the shell)
         self._now_ms = now_ms  # wall-clock milliseconds (a quorum queue's creation time: x-expires)
         self.quorum_cluster_size = quorum_cluster_size  # members of a new quorum queue by default
+        self.declaring = declaring  # the leader locator and equivalence checks configured
         self._incarnation = incarnation  # tells this run's proposals from an earlier run's in the log
         self.serving = False
         self.down: set[str] = set()  # nodes the cluster sees down
         self.cluster: set[str] = {node}  # every node the cluster view has named, up or down
         self.cluster_now: set[str] = {node}  # the nodes the cluster view names now (forgotten ones go)
         self.reconciliation = reconciliation  # quorum queues' continuous membership reconciliation
+        self._triggered = False  # a trigger's round is due (its timer has not fired yet)
         self._leaders = qq.Leaders()  # the quorum queue members seen leading
         self._redirects: dict[int, int] = {}  # rid -> times a call was refused while no member led
         self._retries: dict[int, tuple[Address, Any]] = {}  # rid -> (member, request) to send again
@@ -153,7 +157,7 @@ class NodeCore:
         self.subscribers: dict[Address, int] = {}  # replicas, in subscription order -> their incarnation
         self._held_subscribers: list[tuple[Address, int]] = []  # subscribed before this node serves
         self._queue_hosts_seen: set[str] = set()  # queue hosts whose replica subscribed already
-        self._queue_settings: dict[tuple[str, str], dict] = {}  # what each queue homed here was last sent
+        self._queue_settings: dict[tuple[str, str], dict] = {}  # what each queue homed here or quorum was told
         self._work: deque[tuple[Origin, Any]] = deque()
         self._running: tuple[Origin, Any, Op] | None = None
         self._calls: dict[int, tuple[Callable[[Reply], None], Ask]] = {}  # rid -> resume, its step
@@ -217,7 +221,8 @@ class NodeCore:
         mine = origin == self.node and self._proposal is not None and self._proposal[0] == key
         if self.serving:
             # the running declare creates its queue's actor and the running delete has disposed of it
-            self._consequences(cmd, result, changes, actors_done=mine and type(cmd) in (PutQueue, RemoveQueue))
+            self._consequences(cmd, result, changes, actors_done=mine and type(cmd) in (PutQueue, RemoveQueue),
+                               proposed_here=origin == self.node)
         if mine:
             self._proposal = None
             self._out.append(CancelTimer(_timer(key)))
@@ -233,9 +238,9 @@ class NodeCore:
         return self._flush()
 
     def timer(self, name: str) -> list[Effect]:
-        if name == qm.CMR_TIMER:
+        if name == qm.CMR_TIMER:  # the next round is scheduled when this one ends (_answer)
+            self._triggered = False
             self._work.append((None, qm.Reconcile()))
-            self._out += qm.schedule(self.reconciliation, triggered=False)
             self._pump()
             return self._flush()
         if name.startswith(_RETRY_TIMER):
@@ -263,8 +268,8 @@ class NodeCore:
         queues: a node that has just started has not heard from anyone yet."""
         gone = set(down) & self._seen_up
         named = set(up) | set(down) | {self.node}
-        if self.serving and named != self.cluster_now:  # a node joined or was forgotten
-            self._out += qm.schedule(self.reconciliation, triggered=True)
+        if self.serving and (named != self.cluster_now or set(down) - {self.node} != self.down):
+            self._trigger_reconciliation()  # a node joined, was forgotten, came up or went down
         self.cluster |= named
         self.cluster_now = named
         self._seen_up = (self._seen_up | set(up)) - set(down)
@@ -313,7 +318,7 @@ class NodeCore:
         if type(step) is Apply:
             self._propose(step)
             return
-        if node_of(step.to.host) in self.down:
+        if node_of(step.to.host) in self._unreachable():
             self._advance(Reply(0, error=step.down or step.missing))
             return
         self._rid += 1
@@ -368,6 +373,8 @@ class NodeCore:
         kind = type(msg)
         if kind is AdminAsk:
             self._admin_done(msg.ask, result)
+        elif kind is qm.Reconcile:  # soon if it changed something, or a trigger's round is still due
+            self._out += qm.schedule(self.reconciliation, triggered=result is True or self._triggered)
         elif kind is _StartupOp:
             self._startup_left -= 1
             if self._startup_left == 0:
@@ -383,6 +390,9 @@ class NodeCore:
         self._out.append(Log("node.serving", fields=(("node", self.node),)))
         self._out += qm.reconcile(self.node, self.registry.queues())
         self._out += qm.schedule(self.reconciliation, triggered=False)
+        for rec in self.registry.queues():  # what the quorum queues were told before this node started
+            if rec.quorum:
+                self._send_policy(rec, tell=False)
         held, self._held_subscribers = self._held_subscribers, []
         for sub, incarnation in held:
             self._subscribe(sub, incarnation)
@@ -418,7 +428,8 @@ class NodeCore:
     def _homed_here(self, home: str) -> bool:
         return node_of(home) == self.node
 
-    def _consequences(self, cmd: Command, result: Any, changes: list, *, actors_done: bool) -> None:
+    def _consequences(self, cmd: Command, result: Any, changes: list, *, actors_done: bool,
+                      proposed_here: bool) -> None:
         """What an applied entry means for this node's hosts (see the module docstring)."""
         policies: set[str] = set()
         for change in changes:
@@ -428,9 +439,11 @@ class NodeCore:
                 if rec is not None and self._homed_here(rec.home) and not actors_done:
                     self._create_actor(rec)
                     self._send_policy(rec)
-                elif rec is not None and rec.quorum and self.node in rec.members and not actors_done:
-                    # started by the declaring node too: a second start is a no-op, a missed one is not
-                    self._out.append(Send(qq.manager(self.node), qq.start_member(rec)(0)))
+                elif rec is not None and rec.quorum and not actors_done:
+                    self._send_policy(rec, tell=False)  # what the declaring node tells it
+                    if self.node in rec.members:
+                        # started by the declaring node too: a second start is a no-op, a missed one is not
+                        self._out.append(Send(qq.manager(self.node), qq.start_member(rec)(0)))
             elif kind is QueueDeleted:
                 self._queue_settings.pop((change.vhost, change.name), None)
                 if not actors_done:
@@ -443,7 +456,7 @@ class NodeCore:
             elif kind is PolicySet or kind is PolicyCleared:
                 policies.add(change.vhost)
         if policies:  # a policy change triggers quorum membership reconciliation (RabbitMQ 4.0's CMR)
-            self._out += qm.schedule(self.reconciliation, triggered=True)
+            self._trigger_reconciliation()
         if type(cmd) is RemoveVhost and isinstance(result, list):  # its queues went with the vhost
             for rec in result:
                 self._queue_settings.pop((rec.vhost, rec.name), None)
@@ -452,17 +465,26 @@ class NodeCore:
             self._out.append(Send(Address(host_of(self.node, NODE_KIND), CLUSTER_NAME), ForgetNode(cmd.node)))
         for vhost in sorted(policies):
             for rec in self.registry.queues(vhost):
-                # a quorum queue's policy goes from the node of its first leader (a leader takes it)
-                if self._homed_here(rec.home) or (rec.quorum and rec.members[0] == self.node):
+                if self._homed_here(rec.home):
                     self._send_policy(rec)
+                elif rec.quorum:  # its leader is told by the node the change went through, as
+                    # rabbit_policy's policy_changed runs where the policy was set; every node
+                    # remembers what it was told, so that any node can tell it the next change
+                    self._send_policy(rec, tell=proposed_here)
+
+    def _trigger_reconciliation(self) -> None:
+        """A round of quorum membership reconciliation after the trigger interval (4.0's CMR)."""
+        self._out += qm.schedule(self.reconciliation, triggered=True)
+        self._triggered = True  # a round ending before its timer fires must not put it back later
 
     def _dispose_if_homed_here(self, vhost: str, name: str, home: str) -> None:
         if self._homed_here(home):
             self._out.append(Send(queue_address(home, vhost, name), Dispose(0, False, False)))
 
-    def _send_policy(self, rec: QueueRecord) -> None:
+    def _send_policy(self, rec: QueueRecord, *, tell: bool = True) -> None:
         """Tell the queue its effective settings when they differ from what it was last told
-        (a new queue starts from its arguments, which is what "no policy" means)."""
+        (a new queue starts from its arguments, which is what "no policy" means); `tell` False:
+        only remember them (another node tells a quorum queue)."""
         policy, operator, settings = self.registry.queue_policy(rec)
         key = (rec.vhost, rec.name)
         last = self._queue_settings.get(key)
@@ -470,7 +492,8 @@ class NodeCore:
             return
         if settings != last:
             self._queue_settings[key] = settings
-            self._out.append(Send(self._queue_target(rec), ApplyPolicy(settings)))
+            if tell:
+                self._out.append(Send(self._queue_target(rec), ApplyPolicy(settings)))
 
     def _adopt(self, records: Iterable[Any]) -> list[Any]:
         """A definitions file's queues are homed on this node, which brings them in (its quorum queues
@@ -495,7 +518,7 @@ class NodeCore:
 
     def _host_restarted(self, x: HostRestarted) -> Op:
         gone = HostChannelsGone(x.host, f"{x.incarnation:x}")
-        for node in sorted(self.cluster - self.down):
+        for node in sorted(self.cluster_now - self.down):
             self._out.append(Send(qq.manager(node), gone))
         yield Apply(RemoveOwnedQueues(f"{x.host}:", prefix=True), RETRY_LATER)
 
@@ -526,11 +549,14 @@ class NodeCore:
                 name = self.registry.fresh_queue_name(x.vhost)
             home, members = self._home(x.vhost, name), ()
             if quorum.is_quorum(x.arguments) and self.registry.queue(x.vhost, name) is None:
-                placed = qq.place(self.registry.queues(), x.arguments, self.node, self.cluster, self.down,
-                                  self._salt, self.quorum_cluster_size)
+                placed = qq.place(self.registry.queues(), x.arguments, self.node, self.cluster_now, self.down,
+                                  self._salt, self.quorum_cluster_size,
+                                  self.registry.queue_policy_definition(x.vhost, name, quorum.TYPE),
+                                  self.declaring.leader_locator)
                 home, members = placed.home, placed.members
             rec, _ = yield Apply(PutQueue(x.vhost, name, x.durable, x.exclusive, x.auto_delete, x.arguments, x.owner,
-                                          server_named, home, members, self._now_ms() if members else 0),
+                                          server_named, home, members, self._now_ms() if members else 0,
+                                          self.declaring.relaxed_checks),
                                  texts.queue_declare_timeout(name, x.vhost, self.node))
         if isinstance(rec, AmqpError):
             return rec
@@ -559,12 +585,17 @@ class NodeCore:
             return error
         yield Ask(self._queue_target(rec), QueueStats, _queue_down(rec.name))  # answered by a leader
         self._send_policy(rec)
+        self._trigger_reconciliation()  # 4.0's queue_created trigger, on the declaring node
         return QueueDeclared(rec.name, 0, 0)
+
+    def _unreachable(self) -> set[str]:
+        """The nodes a call cannot reach: those down and those forgotten (named once, no longer)."""
+        return self.down | (self.cluster - self.cluster_now)
 
     def _queue_target(self, rec: QueueRecord) -> Address:
         """Where a call to the queue goes: its actor, or the quorum queue member that leads."""
         if rec.quorum:
-            return self._leaders.target(rec, self.down)
+            return self._leaders.target(rec, self._unreachable())
         return queue_address(rec.home, rec.vhost, rec.name)
 
     @staticmethod
@@ -726,9 +757,21 @@ class NodeCore:
         return rec if rec is not None else AdminError(f"Queue '{name}' in vhost '{vhost}' does not exist")
 
     def _forget_node(self, a: dict) -> Op:
-        """warrenctl forget_cluster_node: the node's queues go with it (RabbitMQ deletes the durable
-        classic queues homed on a forgotten node); the shell has removed it from the Raft group."""
-        yield Apply(ForgetNodeQueues(a["node"]), _ADMIN_TIMEOUT)
+        """warrenctl forget_cluster_node, once the shell has removed the node from the metadata
+        group (so it is forgotten whatever follows, as in RabbitMQ): its classic queues go (RabbitMQ
+        deletes the durable classic queues homed on a forgotten node), then its member of every
+        quorum queue (rabbit_quorum_queue:shrink_all/1: the groups count their majorities without
+        it). A queue that cannot lose it (its last member, no majority to commit the change) makes
+        the command fail with RabbitMQ's error, as rabbitmqctl's does."""
+        gone = a["node"]
+        self.cluster.add(gone)  # forgotten (the cluster view may not say so yet): no call goes there
+        self.cluster_now.discard(gone)
+        yield Apply(ForgetNodeQueues(gone), _ADMIN_TIMEOUT)
+        failed = (yield from qm.shrink(self, {"node": gone, "errors_only": True}))["rows"]
+        if failed:
+            queues = [f"{r['vhost']}/{r['name']}: {r['result']}" for r in failed]
+            self._out.append(Log("node.forget_shrink_failed", "warning", (("node", gone), ("queues", queues))))
+            return AdminError(f"Failed to shrink some entities on node {gone} : Quorum queues", EX_UNAVAILABLE)
         return {"ok": True}
 
 

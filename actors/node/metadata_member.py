@@ -48,7 +48,7 @@ def start_member(runtime: Any, data_dir: str, node: str, machine: MetadataMachin
     me = member_id(node)
     voters = frozenset({me}) if alone else frozenset()
     core = RaftCore(me, ClusterConfig(voters), writer.member(me), machine, random.Random(), settings)
-    member = MemberActor(runtime, Address(runtime.host, MEMBER_NAME), core, WalActor(writer, loop))
+    member = MemberActor(runtime, Address(runtime.host, MEMBER_NAME), core, WalActor(writer, loop, runtime.send_queued))
     runtime.spawn(MEMBER_NAME, member)
 
     def tick() -> None:

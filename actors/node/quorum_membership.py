@@ -23,13 +23,20 @@ Reconciliation on serve: this node's quorum host gets `StartMember` for every qu
 names this node (a member missed while it was down at declare, say) and `KeepMembers` with those
 queues, so a member of a queue deleted while this node was down goes.
 
-Continuous membership reconciliation (RabbitMQ 4.0's CMR, off by default: `Reconciliation`): every
-`interval_ms`, and once `trigger_interval_ms` after a trigger (a node joined or left the cluster, a
-policy changed), each node reconciles the queues whose member on it leads: a queue with fewer
-members than its target group size (x-quorum-target-group-size, else the configured
-target_group_size; none: no growth) gets members on running nodes that have none, those holding
-the fewest members first; with `auto_remove`, members on nodes no longer in the cluster go (never
-the last). A node or member failure is not a trigger, as in RabbitMQ.
+Continuous membership reconciliation (RabbitMQ 4.0's CMR, off by default: `Reconciliation`;
+rabbit_quorum_queue_periodic_membership_reconciliation): a round runs every `interval_ms`, or
+`trigger_interval_ms` after a trigger or after a round that changed something (so a queue grows
+one member per round, a round apart). 4.0's triggers: a node joining, leaving, coming up or going
+down (rabbit_node_monitor tells the reconciliation of every node it sees come and go, whatever the
+guide says of failures), a policy change, and a quorum queue declared through this node. In a
+round each node looks at the queues whose member on it leads:
+- with `auto_remove`, members on nodes no longer in the cluster go (never the last), and that
+  queue grows no further this round;
+- otherwise a queue below its target size (`target_size`: the largest of the configured
+  target_group_size, x-quorum-target-group-size and the policies' target-group-size; none: no
+  growth) gets ONE member, on a running node without one (the one holding the fewest members,
+  where RabbitMQ picks at random), if an odd size is reachable (the size is even, or two nodes
+  are free) and every other member is running (`grow_onto`).
 """
 from __future__ import annotations
 
@@ -47,6 +54,7 @@ from actors.quorum.names import member_id
 from effects import Effect, Send, StartTimer
 from metadata.admin_errors import EX_SOFTWARE, EX_UNAVAILABLE, AdminError, no_vhost
 from metadata.commands import SetQueueMembers
+from metadata.policies import TARGET_GROUP_SIZE
 from metadata.records import QueueRecord
 from wire.errors import NOT_FOUND, AmqpError
 
@@ -315,42 +323,54 @@ def schedule(settings: Reconciliation, *, triggered: bool) -> list[Effect]:
     return [StartTimer(CMR_TIMER, settings.trigger_interval_ms if triggered else settings.interval_ms)]
 
 
-def target_size(rec: QueueRecord, settings: Reconciliation) -> int | None:
-    value = rec.arguments.get(TARGET_ARGUMENT)
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return settings.target_group_size
+def target_size(rec: QueueRecord, configured: int | None, policy_value: Any) -> int:
+    """get_target_size/2: the largest of the configured target group size, the queue's
+    x-quorum-target-group-size and the target-group-size its policies give it (0: none)."""
+    def positive(value: Any) -> int:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return max(positive(configured), positive(rec.arguments.get(TARGET_ARGUMENT)), positive(policy_value))
 
 
-def plan_growth(rec: QueueRecord, target: int | None, up: set[str], load: Counter[str]) -> list[str]:
-    """The nodes to add members on, fewest members held first (then by name)."""
-    if target is None or len(rec.members) >= target:
-        return []
+def grow_onto(rec: QueueRecord, target: int, up: set[str], load: Counter[str]) -> str | None:
+    """should_add_node/3 and the node to add a member on: a running node without one (the one
+    holding the fewest members, then by name), when the queue is below its target, an odd size is
+    reachable (its size is even, or two nodes are free) and every member is running."""
     free = sorted((n for n in up if n not in rec.members), key=lambda n: (load[n], n))
-    return free[:target - len(rec.members)]
+    size = len(rec.members)
+    if not free or size >= target or (size % 2 and len(free) < 2) or not set(rec.members) <= up:
+        return None
+    return free[0]
 
 
 def reconcile_members(core: NodeCore, _op: Reconcile) -> Op:
+    """One round (see the module docstring); whether it added or removed members (or tried to)."""
     settings: Reconciliation = core.reconciliation
     reply = yield Ask(qq.manager(core.node), lambda rid: MemberStatus(rid, ""), _NOPROC)
     leading = {uid for uid, st in (reply.value or {}).items() if st["role"] == "leader"} if reply.ok else set()
     present = core.cluster_now | {core.node}
     up = present - core.down
+    changed = False
     for first in [r for r in matching(core.registry.queues()) if qq.uid_of(r) in leading]:
         key = (first.vhost, first.name, first.home)
-        for node in [n for n in first.members if n not in present] if settings.auto_remove else []:
-            rec = _current(core, key)
-            if rec is not None and len(rec.members) > 1:
-                yield from _delete(core, rec, node)
+        dangling = [n for n in first.members if n not in present] if settings.auto_remove else []
+        if dangling:
+            for node in dangling:
+                rec = _current(core, key)
+                if rec is not None and len(rec.members) > 1:
+                    yield from _delete(core, rec, node)
+            changed = True
+            continue
         rec = _current(core, key)
         if rec is None:
             continue
         load = Counter(n for r in core.registry.queues() if r.quorum for n in r.members)
-        for node in plan_growth(rec, target_size(rec, settings), up, load):
-            rec = _current(core, key)
-            if rec is not None:
-                yield from _add(core, rec, node)
-    return None
+        policy = core.registry.queue_policy_definition(rec.vhost, rec.name, "quorum")
+        target = target_size(rec, settings.target_group_size, policy.get(TARGET_GROUP_SIZE))
+        node = grow_onto(rec, target, up, load)
+        if node is not None:
+            yield from _add(core, rec, node)
+            changed = True
+    return changed
 
 
 def _current(core: NodeCore, key: tuple[str, str, str]) -> QueueRecord | None:

@@ -17,12 +17,12 @@ These are generator steps of NodeCore operations (actors/node/core.py), sharing 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from actors.messages.quorum import DeleteMember, StartMember
-from actors.placement import quorum_home, quorum_uid
+from actors.placement import node_of, quorum_home, quorum_uid
 from actors.quorum.names import manager_id, member_id, uid_of_member
 from actors.runtime.address import Address
 from metadata import quorum
@@ -30,6 +30,14 @@ from metadata.records import QueueRecord
 from wire.errors import INTERNAL_ERROR, AmqpError
 
 RETRY_MS = 100  # a call a member refused during an election is sent again this much later
+
+
+@dataclass(frozen=True, slots=True)
+class Declaring:
+    """rabbitmq.conf's settings for declaring quorum queues (beyond quorum_cluster_size)."""
+
+    leader_locator: str | None = None  # queue_leader_locator: client-local (None) or balanced
+    relaxed_checks: bool = False  # quorum_queue.property_equivalence.relaxed_checks_on_redeclaration
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,21 +57,22 @@ class Rng:
 
 
 def place(queues: list[QueueRecord], arguments: dict[str, Any], local: str, nodes: set[str], down: set[str],
-          salt: Callable[[int], bytes], cluster_size: int) -> Placement:
-    """A new quorum queue's home and member nodes, declared through `local`."""
+          salt: Callable[[int], bytes], cluster_size: int, policy: Mapping[str, Any] | None = None,
+          leader_locator: str | None = None) -> Placement:
+    """A new quorum queue's home and member nodes, declared through `local`, with the policy that
+    will apply to it and the configured queue_leader_locator (metadata/quorum.py's leader_locator).
+    Above 1,000 queues of any type (rabbit_amqqueue:count/0) members and leader go at random."""
     members_on: Counter[str] = Counter()
     leaders_on: Counter[str] = Counter()
-    count = 0
     for rec in queues:
         if rec.quorum:
-            count += 1
             members_on.update(rec.members)
             leaders_on[rec.members[0]] += 1
     ordered = sorted(nodes)
     size = quorum.group_size(arguments, len(ordered), cluster_size)
-    leader, followers = quorum.place(size, quorum.leader_locator(arguments), local, ordered,
-                                     [n for n in ordered if n not in down], count, members_on, leaders_on,
-                                     Rng(salt))
+    locator = quorum.leader_locator(arguments, policy, leader_locator)
+    leader, followers = quorum.place(size, locator, local, ordered, [n for n in ordered if n not in down],
+                                     len(queues), members_on, leaders_on, Rng(salt))
     return Placement(quorum_home(salt(8).hex()), (leader, *followers))
 
 
@@ -105,9 +114,10 @@ class Leaders:
         self._by_uid: dict[str, Address] = {}
 
     def target(self, rec: QueueRecord, down: set[str]) -> Address:
-        """Where to send a call: the last leader seen, else the first member on a node that is up."""
+        """Where to send a call: the last leader seen, else (or if its node is down since) the first
+        member on a node that is up, which redirects the call to the leader it knows."""
         seen = self._by_uid.get(uid_of(rec))
-        if seen is not None:
+        if seen is not None and node_of(seen.host) not in down:
             return seen
         up = [n for n in rec.members if n not in down] or list(rec.members)
         return member(up[0], rec)

@@ -33,6 +33,7 @@ from actors.node import metadata_machine
 from actors.node.core import NodeCore, Startup
 from actors.node.listings import listing
 from actors.node.quorum_membership import Reconciliation
+from actors.node.quorum_queues import Declaring
 from actors.placement import kind_of
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
@@ -48,7 +49,7 @@ attempt_s = 1.0  # a proposal with no answer this long (its leader died, say) is
 class NodeActor:
     def __init__(self, runtime: Any, name: str, registry: Registry, node: str, queue_hosts: int, *,
                  timeout_ms: int, member: Address, quorum_cluster_size: int,
-                 reconciliation: Reconciliation = Reconciliation()) -> None:
+                 reconciliation: Reconciliation = Reconciliation(), declaring: Declaring = Declaring()) -> None:
         self.runtime = runtime
         self.address = Address(runtime.host, name)
         self.node = node
@@ -57,7 +58,7 @@ class NodeActor:
         self.core = NodeCore(registry, node, queue_hosts, salt=os.urandom, timeout_ms=timeout_ms,
                              incarnation=int.from_bytes(os.urandom(6), "big"),
                              now_ms=lambda: time.time_ns() // 1_000_000, quorum_cluster_size=quorum_cluster_size,
-                             reconciliation=reconciliation)
+                             reconciliation=reconciliation, declaring=declaring)
         self._asks: dict[int, asyncio.Future] = {}
         self._ask_ids = itertools.count(1)
         self._corr = itertools.count(1)

@@ -1,8 +1,10 @@
 """A quorum queue's configuration: what is fixed at declaration, and the settings policies change.
 
 Theory of operation (rabbit_quorum_queue:gather_policy_config/2 and dead_letter_handler/2, 4.0):
-the machine holds ONE effective `QueueSettings`; the node computes it from the queue's x-arguments
-and the policy that applies to it with `resolve_settings`, and the member proposes it whole
+the machine holds ONE effective `QueueSettings`. The node tells the queue's leader the policy that
+applies to it as it is (the policy and the operator policy merged, metadata/policies.py, never
+resolved against the arguments as a classic queue's are); the member computes the settings from
+its x-arguments and that policy with `resolve_settings` and proposes them whole
 (`commands.UpdateSettings`) whenever a policy changes. Which value wins, per key, as RabbitMQ:
 - max-length, max-length-bytes, expires, message-ttl: the lower of argument and policy;
 - overflow: the policy's; dead-letter-exchange, -routing-key, -strategy: the argument's;
@@ -15,8 +17,8 @@ at-least-once only with overflow reject-publish, otherwise it falls back to at-m
 and creation time, which never change.
 
 Values were validated at declaration (actors/metadata/arguments.py); longstrs may arrive as bytes
-and are decoded here. Left out: operator policies, and x-overflow reject-publish-dlx (refused for
-quorum queues at declaration; a policy asking for it is ignored, as RabbitMQ logs and ignores it).
+and are decoded here. x-overflow reject-publish-dlx, from the arguments or a policy, runs as
+drop-head (RabbitMQ logs a warning and ignores it for quorum queues).
 """
 from __future__ import annotations
 

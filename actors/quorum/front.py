@@ -17,8 +17,10 @@ with `refused=None`: the Raft core drops a deposed leader's pending proposals wi
 Ordering rules kept here:
 - Confirm only what is committed: a publish is confirmed from the machine's reply, which the core
   gives only once the entry is committed (on a majority's disks) and applied.
-- A delivery's body is read from the log while the effect that names it is carried out (the same
-  run of applies), before a snapshot could let the log be compacted past it (effects.py).
+- A delivery's body is read from the log at the end of the run of applies that delivered it
+  (`after_run`, which the member calls before it may take a snapshot), so the log cannot have been
+  compacted past it (effects.py); consecutive deliveries to one consumer in that run, one per
+  committed entry, leave as one Deliver, in their place among the other sends.
 - An answer before what its command caused: the core gives the reply before the machine's effects,
   and this front emits both in that order, so consume-ok precedes the first delivery.
 - A new leader announces itself (`QueueLeader` to every channel its state knows) and takes
@@ -190,6 +192,15 @@ def with_delivery_count(header: bytes, count: int) -> bytes:
 PROBE_MS = 5_000  # how often a leader asks the channels holding unacked deliveries if they are there
 
 
+class _Deliveries:
+    """Deliveries to one consumer waiting in `QueueFront.out` for their bodies."""
+
+    __slots__ = ("channel", "tag", "delivered")
+
+    def __init__(self, channel: str, tag: str, delivered: list) -> None:
+        self.channel, self.tag, self.delivered = channel, tag, delivered
+
+
 class QueueFront:
     def __init__(self, view: MemberView, machine: QuorumMachine, arguments: dict[str, Any],
                  node: Hashable | None = None) -> None:
@@ -207,6 +218,7 @@ class QueueFront:
         self._resyncs: list[tuple[str, ConsumerResync]] = []  # until caught up
         self._announce = False
         self._own_from: int | None = None  # msg ids from here on: delivered by this member as leader
+        self._unread = False  # `out` holds _Deliveries whose bodies are not read yet
         self.gone: set[str] = set()  # address prefixes of channels suspected gone (channels_gone)
         self.downed: dict[str, set[str]] = {}  # channel -> the consumer tags ConsumersDown removed
         self._next_probe_ms = 0
@@ -274,9 +286,15 @@ class QueueFront:
     def machine_effect(self, effect: Any) -> None:
         kind = type(effect)
         if kind is qe.Deliver:
-            messages = self._messages(effect.messages)
-            if messages:
-                self.out.append(Send(effect.channel, Deliver(effect.tag, messages)))
+            # every entry a flush commits delivers on its own: consecutive deliveries to one
+            # consumer leave as ONE Deliver, their bodies read in one pass (_read_deliveries)
+            out = self.out
+            last = out[-1] if out else None
+            if type(last) is _Deliveries and last.channel == effect.channel and last.tag == effect.tag:
+                last.delivered += effect.messages
+            else:
+                out.append(_Deliveries(effect.channel, effect.tag, list(effect.messages)))
+                self._unread = True
         elif kind is qe.Timer:
             self.out.append(StartTimer(effect.name, max(0, effect.at_ms - self.now_ms)))
         elif kind is qe.DeadLetter:
@@ -323,9 +341,13 @@ class QueueFront:
 
     def after_run(self) -> None:
         """The end of a member input: a new leader that has caught up announces itself, restarts
-        the machine's leader work (timers, pending deletion) and takes the deferred resyncs."""
-        if not (self._announce or self._resyncs) or not self.view.caught_up():
-            return
+        the machine's leader work (timers, pending deletion) and takes the deferred resyncs; the
+        bodies of the run's deliveries are read (before the member may snapshot)."""
+        if (self._announce or self._resyncs) and self.view.caught_up():
+            self._caught_up()
+        self._read_deliveries()
+
+    def _caught_up(self) -> None:
         if self._announce:
             self._announce = False
             state, term, me = self.view.state(), self.view.term(), self.view.id
@@ -353,6 +375,7 @@ class QueueFront:
 
     def flush(self) -> list[Any]:
         """Everything to send since the last flush; confirms last, one per channel."""
+        self._read_deliveries()
         out, self.out = self.out, []
         for channel, seqs in self._rejected.items():
             out.append(Send(channel, Rejected(seqs)))
@@ -594,8 +617,26 @@ class QueueFront:
         assert not missing, f"message bodies missing from the log: {missing[:5]}"
         return found
 
-    def _messages(self, delivered: Any) -> list[Message]:
-        found = self._read([index for _msg_id, index, _count in delivered])
+    def _read_deliveries(self) -> None:
+        """Turn the pending `_Deliveries` in `out` into Deliver sends, reading every body they
+        name in one pass (one log read per run of consecutive indexes)."""
+        if not self._unread:
+            return
+        self._unread = False
+        out = self.out
+        pending = [k for k, e in enumerate(out) if type(e) is _Deliveries]
+        found = self._read([index for k in pending for _msg_id, index, _count in out[k].delivered])
+        for k in pending:
+            d = out[k]
+            messages = self._messages(d.delivered, found)
+            out[k] = Send(d.channel, Deliver(d.tag, messages)) if messages else None
+        if None in out:
+            self.out = [e for e in out if e is not None]
+
+    def _messages(self, delivered: Any, found: dict[int, tuple[str, str, bytes, bytes]] | None = None,
+                  ) -> list[Message]:
+        if found is None:
+            found = self._read([index for _msg_id, index, _count in delivered])
         out = []
         for msg_id, index, count in delivered:
             if index not in found:

@@ -53,7 +53,8 @@ from actors.quorum.config import queue_config
 from actors.placement import node_of
 from actors.quorum.front import QueueFront, RaftView, channels
 from actors.quorum.machine import QuorumMachine
-from actors.quorum.member import QuorumMember
+from actors.quorum.flow_links import flow_links
+from actors.quorum.member import QuorumMember, monotonic_ms
 from actors.quorum.member_table import MemberSpec
 from actors.quorum.names import MANAGER_NAME, channel_incarnation, member_id, member_name
 from actors.raft.hosts import Profiler, gc_threshold
@@ -95,7 +96,7 @@ class QuorumHost:
         self.writer = WalWriter(disk, cfg.get("wal_max_size_bytes", WAL_MAX_SIZE_BYTES),
                                 cfg.get("segment_max_entries", SEGMENT_MAX_ENTRIES))
         self.writer.recover(keep=keys.__contains__)
-        self.wal = WalActor(self.writer, loop)
+        self.wal = WalActor(self.writer, loop, runtime.send_queued)
         self.members: dict[str, QuorumMember] = {}
         self.by_id: dict[str, QuorumMember] = {}  # by member id (where dead-letter settlements go)
         # without a registry (the quorum-only test launchers) dead-lettered messages are dropped
@@ -268,6 +269,8 @@ def quorum_host(runtime: Any, spec: Any, registry: Any = None) -> QuorumHost:
             return host.disk_usage()
         if op == "wal_stats":
             return host.wal.stats()
+        if op == "flow_links":
+            return flow_links(list(host.members.values()), host.wal, runtime.host, monotonic_ms())
         if op == "start_members":  # [{uid, name, nodes, vhost?, arguments?, created_ms?}, ...]
             host.start_members([MemberSpec(m["uid"], m.get("vhost", "/"), m["name"], tuple(m["nodes"]),
                                            dict(m.get("arguments", {})), m.get("created_ms", 0))

@@ -24,6 +24,9 @@ the sends after it, snapshots only of what the WAL has written); this actor is i
 goes to the front as `committed`, NotLeader as `not_leader`, LeaderChanged as `leader_changed`,
 machine effects as `machine_effect`, after_flush/kick to the WalActor.
 
+Flow: after every input a leader records what its commit waits on (flow/commit_wait.py: its WAL
+write, followers' acks), which `warrenctl flow` shows (actors/quorum/flow_links.py).
+
 Time: the wall clock in milliseconds stamps every command (the machine decides TTLs from it);
 timers are the event loop's (ActorEffects, 1 ms ticks).
 """
@@ -43,6 +46,7 @@ from actors.quorum.release import QueueView, ReleaseCursor
 from actors.raft.wal import WalActor
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
+from flow.commit_wait import CommitWait, commit_waits_on
 from effects import Send
 from effects.interpreter import Interpreter
 from raft import messages as peer
@@ -61,6 +65,10 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
 class QuorumMember:
     def __init__(self, runtime: Any, me: Address, core: RaftCore, wal: WalActor, front: QueueFront,
                  wal_key: str, *, dead_letter: Callable[[Any], None] | None = None) -> None:
@@ -72,10 +80,13 @@ class QuorumMember:
         self.wal_key = wal_key
         self.dead_letter = dead_letter
         self.release = ReleaseCursor(core.snapshot_index)
+        self.commit_wait = CommitWait(monotonic_ms())
         self.recovered = core.log.last_index_term()[0]
         self.leader_since: float | None = None
         self.stopped = False
         self._applied_seen = -1
+        self.commit_latency_ms = 0  # ra's commit_latency (rabbitmq_raft_entry_commit_latency_seconds)
+        self._command_ms_seen = core.state.now_ms
         self._addresses: dict[str, Address] = {}
         self._turn_scheduled = False
         self._per_turn = core.settings.append_per_turn
@@ -212,6 +223,8 @@ class QuorumMember:
 
     def _finish_input(self) -> None:
         front = self.front
+        if self.core.applied != self._applied_seen:
+            self._measure_commit_latency()
         self._applied_seen = self.core.applied
         front.after_run()
         proposals = front.take_proposals()
@@ -225,6 +238,26 @@ class QuorumMember:
             if snapshot is not None:
                 self.run(core.write_snapshot(*snapshot))
         self._out(front.flush())
+        self._observe_commit_wait()
+
+    def _observe_commit_wait(self) -> None:
+        core = self.core
+        waiting: frozenset[str] = frozenset()
+        if core.role == LEADER:
+            last = core.log.last_index_term()[0]
+            if core.commit < last:
+                waiting = commit_waits_on(last, core.log.written_index(), core.config.voters,
+                                          {m: pr.match for m, pr in core.progress.items()})
+        self.commit_wait.observe(waiting, monotonic_ms())
+
+    def _measure_commit_latency(self) -> None:
+        """As ra: the wall-clock time from a command's proposal (the ms it carries) until it is
+        applied here, taken when a command newer than the last one measured has been applied
+        (entries without a time, such as a new leader's no-op, leave it as it was)."""
+        command_ms = self.core.state.now_ms
+        if command_ms != self._command_ms_seen:
+            self._command_ms_seen = command_ms
+            self.commit_latency_ms = max(0, now_ms() - command_ms)
 
     def _view(self) -> QueueView:
         state = self.core.state

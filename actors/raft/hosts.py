@@ -72,7 +72,7 @@ def raft_host(runtime: Any, spec: Any) -> None:
     writer = WalWriter(disk, cfg.get("wal_max_size_bytes", WAL_MAX_SIZE_BYTES),
                        cfg.get("segment_max_entries", SEGMENT_MAX_ENTRIES))
     writer.recover()
-    wal = WalActor(writer, loop)
+    wal = WalActor(writer, loop, runtime.send_queued)
     settings = RaftSettings(**{**settings_default, **cfg.get("settings", {})})
     members: dict[str, MemberActor] = {}
     for group in group_names(cfg["groups"]):

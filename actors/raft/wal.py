@@ -12,8 +12,10 @@ delivered synchronously, before that member can truncate again (persist/wal/core
 `after_flush(callback)` runs the callback right after the next sync, before any `written`: a member
 that saved its hard state (a WAL record) releases the messages it held back behind it.
 `at_turn_end(callback)` runs it at the start of the next flush, before the write: a leader sends
-its AppendEntries for the turn there, so the followers' writes overlap the leader's own sync
-instead of following it.
+its AppendEntries for the turn there, and `send_queued` (the runtime's) then sends them and
+everything else the turn queued for other processes (channels' credit grants above all) before
+the write and sync block the loop, so the followers' writes overlap the leader's own sync instead
+of following it, and publishers are not held while this process writes and applies.
 
 Why method calls and not messages: `MemberLog` must live in the writer's process anyway, and a
 local message would cost each commit another loop turn.
@@ -26,6 +28,7 @@ from typing import Callable
 
 import structlog
 
+from flow.state import FlowState
 from persist.wal.writer import WalWriter
 
 log = structlog.get_logger("warren.raft.wal")
@@ -34,9 +37,11 @@ slow_flush_s = 0.5  # log a warning when one write+sync takes this long
 
 
 class WalActor:
-    def __init__(self, writer: WalWriter, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, writer: WalWriter, loop: asyncio.AbstractEventLoop,
+                 send_queued: Callable[[], None] = lambda: None) -> None:
         self.writer = writer
         self._loop = loop
+        self._send_queued = send_queued
         self._members: dict[str, Callable[[int], None]] = {}
         self._upto: dict[str, int] = {}
         self._scheduled = False
@@ -44,6 +49,7 @@ class WalActor:
         self._turn_end: list[Callable[[], None]] = []
         self.flushes = 0
         self.entries_flushed = 0
+        self.syncing = FlowState(1000, changed_at=int(time.monotonic() * 1000))  # time in write+sync
 
     def register(self, member: str, on_written: Callable[[int], None], written: int) -> None:
         """`written`: the member's durable last index at start (for the entry count only)."""
@@ -76,13 +82,17 @@ class WalActor:
         turn_end, self._turn_end = self._turn_end, []
         for callback in turn_end:
             callback()
+        self._send_queued()
         after, self._after = self._after, []
         if not self.writer.core.pending_bytes() and not self.writer.rolling:
             for callback in after:  # nothing queued: everything before them is durable
                 callback()
             return
         started = time.monotonic()
+        now_ms = int(started * 1000)
+        self.syncing = self.syncing.observe(True, max(now_ms, self.syncing.changed_at))
         written = self.writer.flush()
+        self.syncing = self.syncing.observe(False, max(int(time.monotonic() * 1000), self.syncing.changed_at))
         for callback in after:
             callback()
         elapsed = time.monotonic() - started
@@ -101,4 +111,5 @@ class WalActor:
 
     def stats(self) -> dict:
         return {"flushes": self.flushes, "entries": self.entries_flushed,
-                "syncs": getattr(self.writer.disk, "syncs", 0), "rollovers": self.writer.rollovers}
+                "syncs": getattr(self.writer.disk, "syncs", 0), "rollovers": self.writer.rollovers,
+                **self.writer.counters.as_dict()}

@@ -39,7 +39,7 @@ from actors.channel.core import CLOSED, ChannelCore, consumer_timeout_default_ms
 from actors.channel.publish_checks import MAX_MESSAGE_SIZE_DEFAULT, effective_max_message_size
 from actors.channel.shell import ChannelActor
 from actors.messages.node import ConnectionClosed, QueueHostRestarted, QueuesGone
-from actors.mgmt.counters import add_into
+from actors.mgmt.counters import add_exchange_counts, add_into
 from actors.reader.core import ConnectionCore, Settings
 from actors.runtime.address import Address
 from effects import (ChannelsDown, CloseSocket, Opened, OpenChannel, PauseReading, ResumeReading, SetFrameMax,
@@ -203,6 +203,7 @@ class Reader(asyncio.BufferedProtocol):
             del self.channels[ch.core.number]
             self.core.channel_finished(ch.core.number)
             add_into(self.host.retired, ch.core.message_stats())  # node-wide totals never go back
+            add_exchange_counts(self.host.retired_exchanges, ch.core.vhost, ch.core.exchange_counts)
         self.host.runtime.remove(ch.address.name)
 
     def _channels_down(self) -> None:
@@ -294,6 +295,7 @@ class ConnectionHostContext:
         self.rng = random.Random(seed)
         self.readers: set[Reader] = set()
         self.retired: dict[str, int] = {}  # message counters of the channels that are gone
+        self.retired_exchanges: dict[tuple[str, str], list[int]] = {}  # and their exchange counts
         self.read_share = ReadShare()
         self.read_buffer = memoryview(bytearray(self.read_share.solo_bytes))
         self.clock = time.monotonic  # what the event loop's clock reads too

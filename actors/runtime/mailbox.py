@@ -300,6 +300,16 @@ class Runtime:
             assert self._loop is not None, "Runtime.start() must run before send()"
             self._loop.call_soon(self._flush)
 
+    def send_queued(self) -> None:
+        """Send now what is queued for other hosts, rather than at the end of the loop turn.
+        For a callback about to block the loop (a WAL's write and sync): what the turn's input
+        produced (credit grants, a leader's AppendEntries) need not wait for it. Local messages
+        still wait for the turn's flush: dispatching them here would run actors inside the
+        callback. Each host's items keep their order, so every link stays FIFO."""
+        outbox = self._outbox
+        for host in [h for h in outbox if h != self.host]:
+            self._send_frame(host, outbox.pop(host))
+
     def _send_credit(self, frm: Address, to: Address, amount: int) -> None:
         self._enqueue(to.host, (frm.name, to.name, Credit(amount), 0))
 

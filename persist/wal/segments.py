@@ -154,21 +154,21 @@ class SegmentSet:
         return k
 
     # -- changes -------------------------------------------------------------------------------
-    def write(self, entries: list[Entry], floor: int) -> None:
-        """Make `entries` durable in segments. They start at limit + 1, or anywhere when the
+    def write(self, entries: list[Entry], floor: int) -> int:
+        """Make `entries` durable in segments; returns how many segment files it appended to. They start at limit + 1, or anywhere when the
         segments are empty, or at the log's `floor` when everything the segments validly hold
         lies below it: a truncation lowered `limit`, then a compaction or a snapshot raised the
         floor above it and released the memtable up to there. Those files are then dropped
         first, so the set stays contiguous (no file may be followed by a hole)."""
         self._apply_limit()
         if not entries:
-            return
+            return 0
         if self._segs and entries[0].index > self.limit + 1:
             assert entries[0].index <= floor, "segment write leaves a hole above the floor"
             self._remove_from(0)
         if self._segs:
             assert entries[0].index == self.last + 1, "segment write not contiguous"
-        pos = 0
+        pos = files = 0
         while pos < len(entries):
             seg = self._segs[-1] if self._segs else None
             if seg is None or seg.count >= self.max_entries:
@@ -188,7 +188,9 @@ class SegmentSet:
             if len(chunk) == seg.count:  # a new file: its name is durable before the next starts
                 self.disk.fsync_dir(self.dir)
             pos += len(chunk)
+            files += 1
         self.limit = self.last
+        return files
 
     def _apply_limit(self) -> None:
         """Cut the files down to `limit` (now that the WAL record causing it is durable).

@@ -54,6 +54,23 @@ class LogGapError(Exception):
         self.gaps = gaps
 
 
+class WalCounters:
+    """What the WAL and the rollover's segment writing did since the process started, by the
+    names of ra's counters (ra_log_wal: wal_files, batches, writes, bytes_written;
+    ra_log_segment_writer: mem_tables, segments, entries, bytes_written), which
+    rabbitmq_prometheus shows. They only grow."""
+
+    __slots__ = ("wal_files", "batches", "writes", "bytes_written", "mem_tables", "segments", "segment_entries",
+                 "segment_bytes")
+
+    def __init__(self) -> None:
+        for name in self.__slots__:
+            setattr(self, name, 0)
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
 class WalWriter:
     def __init__(self, disk: Disk, wal_max_size_bytes: int = WAL_MAX_SIZE_BYTES,
                  segment_max_entries: int = SEGMENT_MAX_ENTRIES) -> None:
@@ -66,6 +83,7 @@ class WalWriter:
         self._roll_queue: list[str] | None = None  # members whose frozen table is being written
         self.roll_step_bytes = ROLL_STEP_BYTES
         self.rollovers = 0
+        self.counters = WalCounters()
 
     @property
     def current_file(self) -> str:
@@ -133,6 +151,10 @@ class WalWriter:
             path = self.current_file
             self.disk.append_parts(path, batch.parts)
             self.disk.sync(path)
+            counters = self.counters
+            counters.batches += 1
+            counters.writes += batch.records
+            counters.bytes_written += batch.nbytes
             written = self.core.written(batch)
             logs = self.logs
             for member, upto in written.items():
@@ -162,6 +184,7 @@ class WalWriter:
         """Write up to `roll_step_bytes` of the frozen tables into segments; finish the rollover
         (delete the old WAL files, release the tables) once every member's is written."""
         queue, frozen, budget = self._roll_queue, self.core.frozen, self.roll_step_bytes
+        counters = self.counters
         assert queue is not None
         while queue and budget > 0:
             member = queue[0]
@@ -174,11 +197,15 @@ class WalWriter:
             if table is None or not table.items or lo > table.last:
                 segments.write([], member_log.first_index())  # cut what a truncation made invalid
                 queue.pop(0)
+                counters.mem_tables += table is not None and bool(table.items)
                 continue
             count = max(1, budget * len(table.items) // max(1, table.nbytes))
             chunk = table.slice(lo, lo + count)
-            segments.write(chunk, member_log.first_index())
-            budget -= sum(len(e.command) for e in chunk)
+            counters.segments += segments.write(chunk, member_log.first_index())
+            chunk_bytes = sum(len(e.command) for e in chunk)
+            counters.segment_entries += len(chunk)
+            counters.segment_bytes += chunk_bytes
+            budget -= chunk_bytes
         if queue:
             return
         self.core.roll_done()
@@ -191,6 +218,7 @@ class WalWriter:
         self.rollovers += 1
 
     def _start_file(self, seq: int) -> None:
+        self.counters.wal_files += 1
         self._seq = seq
         self.disk.open(self.current_file)
         self.disk.fsync_dir("wal")

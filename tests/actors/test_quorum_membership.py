@@ -2,18 +2,26 @@
 table (actors/quorum/member_changes.py), and the node's add/delete operations as exact effects."""
 from __future__ import annotations
 
+from collections import Counter
+
+import pytest
+
 from actors.messages.calls import Reply
-from actors.messages.node import Sync
-from actors.messages.quorum import ChangeQueueMembers, NotQueueLeader, StartMember
+from actors.messages.node import ApplyPolicy, DeclareQueue, QueueStats, Sync
+from actors.messages.quorum import ChangeQueueMembers, MemberStatus, NotQueueLeader, StartMember
+from actors.node.core import NodeCore, Startup
 from actors.node import quorum_queues as qqueues
-from actors.node.quorum_membership import matching, minimum_quorum, plan_rebalance
+from actors.node.quorum_queues import Declaring
+from actors.node.quorum_membership import (CMR_TIMER, Reconciliation, grow_onto, matching, minimum_quorum,
+                                           plan_rebalance, target_size)
 from actors.quorum.member_changes import DEADLINE_MS, MemberChanges
 from actors.quorum.names import member_id
 from actors.runtime.address import Address
-from effects import AnswerAdmin, ProposeCommand, Send
-from metadata.commands import PutQueue, SetQueueMembers
+from effects import AnswerAdmin, ProposeCommand, Send, StartTimer
+from metadata.commands import PutQueue, SetPolicy, SetQueueMembers
 from metadata.records import QueueRecord
-from tests.actors.test_node_core import ME, OTHER, node, sends
+from metadata.registry import Registry
+from tests.actors.test_node_core import CHANNEL, ME, OTHER, Group, node, sends
 
 def qq(name: str, *members: str, vhost: str = "/") -> QueueRecord:
     return QueueRecord(vhost, name, True, None, False, {"x-queue-type": "quorum"}, home=f"quorum!{name}",
@@ -99,3 +107,232 @@ def test_delete_member_refuses_the_last_and_records_before_deleting_files() -> N
     [delete] = [e for e in out if type(e) is Send and type(e.msg).__name__ == "DeleteMember"]
     assert delete.to == qqueues.manager(OTHER) and c.registry.queue("/", "q").members == (ME,)
     assert not [e for e in out if type(e) is ProposeCommand]
+
+
+# ---------------------------------------------------------------- continuous membership reconciliation
+@pytest.mark.parametrize("configured, argument, policy, target", [
+    (None, None, None, 0),      # none anywhere: no growth
+    (3, None, None, 3),
+    (None, 5, None, 5),
+    (None, None, 4, 4),
+    (3, 5, 4, 5),               # the largest of the three (get_target_size/2)
+    (7, 5, 4, 7),
+    (None, 2, 4, 4),            # a policy raises the argument's target, never lowers it
+    (None, "3", 0, 0),          # not a positive integer: as if unset
+])
+def test_the_target_size_is_the_largest_of_configuration_argument_and_policy(configured, argument, policy, target):
+    rec = qq("q", "a") if argument is None else QueueRecord(
+        "/", "q", True, None, False, {"x-queue-type": "quorum", "x-quorum-target-group-size": argument},
+        home="quorum!q", members=("a",))
+    assert target_size(rec, configured, policy) == target
+
+
+@pytest.mark.parametrize("members, target, up, grows_onto", [
+    ("a", 3, "abc", "b"),       # 1 -> 2: odd, two nodes free
+    ("a", 3, "ab", None),       # odd with one node free: never to an even size
+    ("ab", 3, "abc", "c"),      # even: grows
+    ("ab", 2, "abc", None),     # at its target
+    ("abc", 5, "abcde", "d"),
+    ("abc", 4, "abcd", None),   # odd, one free node
+    ("ab", 3, "bc", None),      # a member is not running
+    ("a", 3, "a", None),        # nowhere to grow
+])
+def test_a_queue_grows_one_member_at_a_time_to_odd_sizes_when_its_members_run(members, target, up, grows_onto):
+    assert grow_onto(qq("q", *members), target, set(up), Counter()) == grows_onto
+
+
+def test_growth_goes_to_the_node_holding_the_fewest_members() -> None:
+    assert grow_onto(qq("q", "a"), 3, {"a", "b", "c"}, Counter({"b": 4, "c": 1})) == "c"
+
+
+CMR = Reconciliation(enabled=True, target_group_size=None, interval_ms=60_000, trigger_interval_ms=100)
+
+
+def cmr_node() -> tuple[NodeCore, Group]:
+    c = NodeCore(Registry(), ME, 2, salt=lambda n: b"s" * n, incarnation=1, timeout_ms=500, reconciliation=CMR)
+    g = Group(c)
+    g.run(c.start(Startup(bootstrap=True)))
+    g.run(c.nodes([ME, OTHER, THIRD], []))
+    return c, g
+
+
+def rounds(effects: list) -> list[int]:
+    """When the next rounds of reconciliation were asked for (ms)."""
+    return [e.ticks for e in effects if type(e) is StartTimer and e.name == CMR_TIMER]
+
+
+def leads(uid: str) -> dict:
+    return {uid: {"role": "leader", "term": 1}}
+
+
+def test_a_target_group_size_policy_triggers_a_round_that_grows_the_queue_one_member_per_round() -> None:
+    c, g = cmr_node()
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1", members=(ME,)))
+    out = g.run(c.admin("p", "set_policy", {"vhost": "/", "name": "grow", "pattern": "^q$",
+                                            "definition": {"target-group-size": 3}, "apply_to": "quorum_queues"}))
+    assert rounds(out) == [100]  # a policy change: a round after the trigger interval
+    [status] = g.run(c.timer(CMR_TIMER))
+    assert status == Send(qqueues.manager(ME), MemberStatus(status.msg.rid, ""))
+    [start] = g.receive(status.to, Reply(status.msg.rid, leads("u1")))
+    assert type(start.msg) is StartMember and start.to == qqueues.manager(OTHER)  # n2 sorts before n3
+    [ask] = g.receive(start.to, Reply(start.msg.rid))
+    assert ask.msg == ChangeQueueMembers(ask.msg.rid, member_id(OTHER, "u1"), True)
+    out = g.receive(ask.to, Reply(ask.msg.rid))
+    assert c.registry.queue("/", "q").members == (ME, OTHER)
+    assert rounds(out) == [100]  # it changed something: the next round soon
+    [status] = g.run(c.timer(CMR_TIMER))
+    [start] = g.receive(status.to, Reply(status.msg.rid, leads("u1")))
+    assert start.to == qqueues.manager(THIRD)
+    [ask] = g.receive(start.to, Reply(start.msg.rid))
+    g.receive(ask.to, Reply(ask.msg.rid))
+    assert c.registry.queue("/", "q").members == (ME, OTHER, THIRD)
+    [status] = g.run(c.timer(CMR_TIMER))
+    assert g.receive(status.to, Reply(status.msg.rid, leads("u1"))) == [StartTimer(CMR_TIMER, 60_000)]  # at target
+
+
+def test_a_round_only_grows_queues_led_here_and_a_trigger_during_a_round_is_kept() -> None:
+    c, g = cmr_node()
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, {**ARGS, "x-quorum-target-group-size": 3},
+                                      home="quorum!u1", members=(ME,)))
+    [status] = g.run(c.timer(CMR_TIMER))
+    assert rounds(g.run(c.nodes([ME, OTHER], [THIRD]))) == [100]  # n3 went down: a trigger
+    out = g.receive(status.to, Reply(status.msg.rid, {"u1": {"role": "follower", "term": 1}}))
+    assert rounds(out) == [100]  # nothing to do here, but the trigger's round still comes soon
+    assert c.registry.queue("/", "q").members == (ME,)
+
+
+def test_auto_remove_drops_members_on_forgotten_nodes_before_growing() -> None:
+    c = NodeCore(Registry(), ME, 2, salt=lambda n: b"s" * n, incarnation=1, timeout_ms=500,
+                 reconciliation=Reconciliation(enabled=True, auto_remove=True, target_group_size=3,
+                                               trigger_interval_ms=100))
+    g = Group(c)
+    g.run(c.start(Startup(bootstrap=True)))
+    g.run(c.nodes([ME, OTHER], []))  # THIRD is no longer in the cluster
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1",
+                                      members=(ME, OTHER, THIRD)))
+    [status] = g.run(c.timer(CMR_TIMER))
+    [ask] = g.receive(status.to, Reply(status.msg.rid, leads("u1")))
+    assert ask.msg == ChangeQueueMembers(ask.msg.rid, member_id(THIRD, "u1"), False)
+    out = g.receive(ask.to, Reply(ask.msg.rid))
+    assert c.registry.queue("/", "q").members == (ME, OTHER)
+    assert not sends(out, StartMember) and rounds(out) == [100]
+
+
+# ---------------------------------------------------------------- forget_cluster_node
+def test_forgetting_a_node_removes_its_member_of_every_quorum_queue_through_a_live_member() -> None:
+    """rabbit_quorum_queue:shrink_all/1 after forget_cluster_node. The node last saw the forgotten
+    node's member lead: the change goes to a member on a node that is up (it redirects to the
+    leader it knows), never to the forgotten node, whose files are not asked for either."""
+    c, g = node()
+    g.run(c.nodes([ME, OTHER, THIRD], []))
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1",
+                                      members=(THIRD, ME, OTHER)))
+    c._leaders.saw(member_id(THIRD, "u1"))
+    g.run(c.nodes([ME, OTHER], [THIRD]))  # stopped, then forgotten: the shell removed it from the group
+    [ask] = sends(g.run(c.admin("f", "forget_node_queues", {"node": THIRD})), ChangeQueueMembers)
+    assert ask == Send(Address.parse(member_id(ME, "u1")),
+                       ChangeQueueMembers(ask.msg.rid, member_id(THIRD, "u1"), False))
+    out = g.receive(ask.to, Reply(ask.msg.rid))
+    assert c.registry.queue("/", "q").members == (ME, OTHER)
+    assert not [e for e in out if type(e) is Send and type(e.msg).__name__ == "DeleteMember"]
+    [sync] = sends(out, Sync)
+    assert g.receive(sync.to, Reply(sync.msg.rid)) == [AnswerAdmin("f", {"ok": True})]
+
+
+def test_forgetting_the_last_member_of_a_queue_fails_as_rabbitmqctl_says_and_keeps_it() -> None:
+    c, g = node()
+    g.run(c.nodes([ME, OTHER], []))  # OTHER named once, not any more: forgotten before the command ran
+    g.run(c.nodes([ME], []))
+    c.registry.apply_command(PutQueue("/", "one", True, False, False, ARGS, home="quorum!u2", members=(OTHER,)))
+    out = g.run(c.admin("f", "forget_node_queues", {"node": OTHER}))
+    error = f"Failed to shrink some entities on node {OTHER} : Quorum queues"
+    assert [e for e in out if type(e) is AnswerAdmin] == [AnswerAdmin("f", {"error": error, "exit": 69})]
+    assert c.registry.queue("/", "one").members == (OTHER,)
+
+
+def test_a_new_quorum_queue_gets_no_member_on_a_forgotten_node() -> None:
+    c, g = node()
+    g.run(c.nodes([ME, OTHER, THIRD], []))
+    g.run(c.nodes([ME, OTHER], []))  # THIRD forgotten
+    g.hold = True
+    g.receive(CHANNEL, DeclareQueue(7, "/", "q", False, True, False, False, ARGS, None))
+    [put] = g.held
+    assert sorted(put.command.members) == [ME, OTHER]
+
+
+# ---------------------------------------------------------------- declaring: leader locator, equivalence
+def declared_members(c: NodeCore, g: Group, arguments: dict) -> tuple[str, ...]:
+    """The members (leader first) the node places a new quorum queue `q` on: what it proposes
+    (the proposal then times out, so the next declaration has its turn)."""
+    g.hold = True
+    out = g.receive(CHANNEL, DeclareQueue(7, "/", "q", False, True, False, False, arguments, None))
+    put = g.held.pop()
+    g.hold = False
+    [timer] = [e for e in out if type(e) is StartTimer and e.name.startswith("propose")]
+    g.run(c.timer(timer.name))
+    return put.command.members
+
+
+def placing_node(**declaring) -> tuple[NodeCore, Group]:
+    c = NodeCore(Registry(), ME, 2, salt=lambda n: b"\xff" * n, incarnation=1, timeout_ms=500,
+                 declaring=Declaring(**declaring))
+    g = Group(c)
+    g.run(c.start(Startup(bootstrap=True)))
+    g.run(c.nodes([ME, OTHER, THIRD], []))
+    c.registry.apply_command(PutQueue("/", "led-here", True, False, False, ARGS, home="quorum!u0", members=(ME,)))
+    return c, g
+
+
+def test_the_leader_locator_comes_from_the_policy_then_the_argument_then_the_configuration() -> None:
+    """rabbit_queue_location:leader_locator/1 (4.0). balanced: the member leading the fewest queues
+    (n1 leads one already); client-local: the declaring node."""
+    c, g = placing_node()
+    assert declared_members(c, g, ARGS)[0] == ME
+    assert declared_members(c, g, {**ARGS, "x-queue-leader-locator": "balanced"})[0] == OTHER
+    c.registry.set_policy("/", "loc", "^q$", {"queue-leader-locator": "balanced"}, apply_to="quorum_queues")
+    assert declared_members(c, g, {**ARGS, "x-queue-leader-locator": "client-local"})[0] == OTHER  # the policy's
+    c, g = placing_node(leader_locator="balanced")
+    assert declared_members(c, g, ARGS)[0] == OTHER
+    assert declared_members(c, g, {**ARGS, "x-queue-leader-locator": "client-local"})[0] == ME
+
+
+def test_balanced_placement_goes_random_above_1000_queues_of_any_type() -> None:
+    """rabbit_amqqueue:count/0 counts every queue: 1,000 classic ones make the choice random (this
+    salt makes the random choice the last candidate, n3)."""
+    c, g = placing_node(leader_locator="balanced")
+    for i in range(999):
+        c.registry.apply_command(PutQueue("/", f"c{i}", True, home=f"{ME}:queue0"))
+    assert declared_members(c, g, ARGS)[0] == THIRD
+
+
+def test_relaxed_checks_compare_a_classic_redeclaration_of_a_quorum_queue_on_seven_arguments_only() -> None:
+    for relaxed, answer in ((False, 406), (True, None)):
+        c, g = placing_node(relaxed_checks=relaxed)
+        c.registry.apply_command(PutQueue("/", "q", True, False, False, {**ARGS, "x-max-length": 5},
+                                          home="quorum!u1", members=(ME,)))
+        out = g.receive(CHANNEL, DeclareQueue(8, "/", "q", False, True, False, False,
+                                              {"x-queue-type": "classic", "x-max-length": 5}, None))
+        if answer is None:  # equivalent: the node asks the queue for its counts, for declare-ok
+            assert sends(out, QueueStats) and not sends(out, Reply)
+        else:
+            [reply] = sends(out, Reply)
+            assert reply.msg.error.code == answer
+
+
+# ---------------------------------------------------------------- policies reach quorum queues
+def test_a_policy_change_reaches_a_quorum_queue_from_the_node_it_went_through() -> None:
+    """rabbit_policy's policy_changed runs on the node the policy was set through: here n1, which
+    is not the node of the queue's first member (n2, down, say). A change through another node is
+    told by that node; n1 remembers it, so that clearing the policy through n1 tells the queue."""
+    c, g = node()
+    g.run(c.nodes([ME, OTHER], []))
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1",
+                                      members=(OTHER, ME)))
+    out = g.run(c.admin("p", "set_policy", {"vhost": "/", "name": "lim", "pattern": "^q$",
+                                            "definition": {"max-length": 5}, "apply_to": "quorum_queues"}))
+    assert sends(out, ApplyPolicy) == [Send(qqueues.member(OTHER, c.registry.queue("/", "q")),
+                                            ApplyPolicy({"max-length": 5}))]
+    elsewhere = SetPolicy("/", "lim", "^q$", {"max-length": 7}, apply_to="quorum_queues")
+    assert not sends(g.apply(ProposeCommand(("n2", 1), elsewhere), origin=OTHER), ApplyPolicy)  # n2 tells it
+    out = g.run(c.admin("c", "clear_policy", {"vhost": "/", "name": "lim"}))
+    assert [s.msg for s in sends(out, ApplyPolicy)] == [ApplyPolicy({})]

@@ -162,24 +162,49 @@ def test_a_partition_leaves_the_majority_changing_and_the_minority_refusing(clus
     assert names["n1"] == names["n2"] == names["n3"]
 
 
+def quorum_members(cluster: Cluster, name: str, queue: str) -> list[str]:
+    rows = cluster.control(name, "node", "queue_policies", {})
+    return next(sorted(r["members"]) for r in rows if r["name"] == queue)
+
+
 def test_a_forgotten_node_leaves_the_cluster_with_its_queues(cluster: Cluster) -> None:
+    """Its classic queues go; its member of every quorum queue goes (rabbit_quorum_queue:shrink_all,
+    which rabbitmqctl forget_cluster_node runs), so the queues' majorities count without it; a queue
+    whose last member it was cannot shrink and the command says so, the node forgotten all the same."""
     conn, ch = connect(cluster, "n3")
     ch.queue_declare("home-n3", durable=True)
+    ch.queue_declare("qq-n3", durable=True, arguments={"x-queue-type": "quorum"})  # led from n3
+    ch.queue_declare("qq-only-n3", durable=True, arguments={"x-queue-type": "quorum",
+                                                           "x-quorum-initial-group-size": 1})
+    ch.confirm_delivery()
+    for i in range(5):
+        ch.basic_publish("", "qq-n3", b"%d" % i, pika.BasicProperties(delivery_mode=2))
     conn.close()
     refused = cluster.control("n1", "node", "forget_cluster_node", {"node": cluster.node_name("n3")})
     assert "must be stopped" in refused["error"]
     cluster.nodes["n3"].stop()
-    n3 = cluster.node_name("n3")
+    n1, n2, n3 = (cluster.node_name(n) for n in ("n1", "n2", "n3"))
     until(lambda: n3 not in running(cluster, "n1"), "n1 seeing n3 stopped")
-    assert cluster.control("n1", "node", "forget_cluster_node", {"node": n3}) == {"ok": True}
+    assert cluster.control("n1", "node", "forget_cluster_node", {"node": n3}) == {
+        "error": f"Failed to shrink some entities on node {n3} : Quorum queues", "exit": 69}
     for name in ("n1", "n2"):
         until(lambda name=name: n3 not in cluster.cluster_status(name)["members"], f"{name} forgetting n3")
         assert n3 not in cluster.cluster_status(name)["metadata_voters"]
+        assert quorum_members(cluster, name, "qq-n3") == [n1, n2]
+        assert quorum_members(cluster, name, "qq-only-n3") == [n3]  # its last member: RabbitMQ keeps it too
     conn, ch = connect(cluster, "n2")
     with pytest.raises(pika.exceptions.ChannelClosedByBroker) as e:
         ch.queue_declare("home-n3", passive=True)
     assert e.value.reply_code == 404
+    ch = conn.channel()
+    ch.confirm_delivery()
+    ch.basic_publish("", "qq-n3", b"after", pika.BasicProperties(delivery_mode=2))  # confirmed by n1 and n2
+    got = [ch.basic_get("qq-n3", auto_ack=True)[2] for _ in range(6)]
+    assert got == [b"0", b"1", b"2", b"3", b"4", b"after"]
     conn.close()
+    # the group is n1 and n2 now: quorum_status shows them only
+    status = cluster.control("n1", "node", "quorum_status", {"vhost": "/", "name": "qq-n3"})
+    assert sorted(r["Node Name"] for r in status["rows"]) == [n1, n2]
 
 
 def test_a_queue_requeues_what_a_consumer_on_a_killed_node_held(cluster: Cluster) -> None:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pika
 import pytest
@@ -80,6 +81,22 @@ def duty_cycle(pid: int, stop: threading.Event, on_s: float = 0.01, off_s: float
     return thread
 
 
+@contextmanager
+def slow_syncs(pid: int) -> Iterator[subprocess.Popen]:
+    """Every fdatasync of process `pid` takes SLOW_SYNC_US longer (strace's fault injection)."""
+    strace = subprocess.Popen(["strace", "-qq", "-f", "-p", str(pid), "-e", "trace=fdatasync",
+                               "-e", f"inject=fdatasync:delay_enter={SLOW_SYNC_US}", "-o", "/dev/null"],
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        yield strace
+    finally:
+        if strace.poll() is None:
+            strace.terminate()
+            strace.wait()
+        else:
+            pytest.fail(f"strace could not attach: {strace.stderr.read()}")
+
+
 def test_a_slow_consumer_is_not_a_bottleneck_of_publishing(node):
     """A consumer that takes one message at a time grows its queue; publishers are not slowed."""
     declare(node, "fv.slow_consumer")
@@ -132,11 +149,7 @@ def test_a_busy_queue_host_is_named_and_so_is_one_that_stopped_answering(node, f
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is needed to slow the disk's syncs down")
 def test_a_slow_disk_is_named_as_the_store_its_queue_waits_on(node, flood):
     declare(node, "fv.disk", durable=True)
-    queue_pid = control(admin(node), "queue0", "pid", {})
-    strace = subprocess.Popen(["strace", "-qq", "-f", "-p", str(queue_pid), "-e", "trace=fdatasync",
-                               "-e", f"inject=fdatasync:delay_enter={SLOW_SYNC_US}", "-o", "/dev/null"],
-                              stderr=subprocess.PIPE, text=True)
-    try:
+    with slow_syncs(control(admin(node), "queue0", "pid", {})) as strace:
         flood("fv.disk", persistent=True)
         snap = until(lambda: strace.poll() is None and (s := flow(node))["line"].startswith("bottleneck: store") and s,
                      "the store named", timeout_s=60)
@@ -145,9 +158,19 @@ def test_a_slow_disk_is_named_as_the_store_its_queue_waits_on(node, flood):
         queue = next(link for link in snap["links"] if link["name"] == f"{QUEUE_HOST}/q:/:fv.disk")
         assert queue["state"] == "flow" and queue["flow_share"] >= 0.5
         assert "fv.disk\tflow" in ok(node, "list_queues", "name", "state")  # the share lasts the window
-    finally:
-        if strace.poll() is None:
-            strace.terminate()
-            strace.wait()
-        else:
-            pytest.fail(f"strace could not attach: {strace.stderr.read()}")
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is needed to slow the disk's syncs down")
+def test_a_slow_disk_under_a_quorum_queue_is_named_as_the_wal_its_leader_waits_on(node, flood):
+    with pika.BlockingConnection(pika.URLParameters(node.url)) as c:
+        c.channel().queue_declare("fv.quorum", durable=True, arguments={"x-queue-type": "quorum"})
+    wal = f"data@{HOST}:quorum/wal"
+    with slow_syncs(control(admin(node), "quorum", "pid", {})) as strace:
+        flood("fv.quorum", persistent=True)
+        snap = until(lambda: strace.poll() is None and (s := flow(node))["line"].startswith(f"bottleneck: wal {wal}")
+                     and s, "the WAL named", timeout_s=60)
+        leader = next(link for link in snap["links"] if link["kind"] == "queue" and "fv.quorum" in link["label"])
+        assert leader["state"] == "flow" and leader["downstream"] == [wal], leader
+        assert snap["line"] == f"bottleneck: wal {wal} (queue {leader['name']} in flow, waiting on it)"
+        channel = next(link for link in snap["links"] if link["kind"] == "channel" and leader["name"] in link["downstream"])
+        assert channel["state"] == "flow"

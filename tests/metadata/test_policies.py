@@ -2,7 +2,7 @@
 import pytest
 
 from metadata import policies
-from metadata.commands import ClearPolicy
+from metadata.commands import ClearPolicy, PutQueue
 from metadata.policies import Policy
 from metadata.registry import Registry
 
@@ -111,8 +111,82 @@ def test_4_0_applies_a_policy_to_one_queue_type_and_passes_quorum_keys_on_as_set
     assert policies.select([quorum_only, classic_only], "queue", "q", "quorum") is quorum_only
     assert policies.select([quorum_only, classic_only], "queue", "q", "classic") is classic_only
     assert policies.select([quorum_only], "exchange", "q") is None
-    # the quorum queue resolves delivery-limit and dead-letter-strategy against its own arguments
-    assert policies.queue_settings({"x-delivery-limit": 2, "x-max-length": 1}, quorum_only.definition) == {
-        "max-length": 1, "delivery-limit": 5, "dead-letter-strategy": "at-least-once"}
     reason = policies.validate("^q", "all", {"dead-letter-strategy": "sometimes"}, operator=False).message
     assert reason.endswith('<<"sometimes">> is not a valid dead letter strategy')
+
+
+def quorum_queue(r: Registry, name: str, arguments: dict | None = None):
+    r.apply_command(PutQueue("/", name, True, False, False, arguments or {"x-queue-type": "quorum"},
+                             home=f"quorum!{name}", members=("n1@box",)))
+    return r.queue("/", name)
+
+
+def test_a_quorum_queue_is_given_the_merged_policy_and_resolves_its_arguments_itself():
+    """A classic queue's arguments win for overflow (rabbit_amqqueue_process's res_arg); a quorum
+    queue's policy does (rabbit_quorum_queue:gather_policy_config), so the quorum queue is told the
+    policy as it is and actors/quorum/config.py resolves it against its arguments."""
+    r = Registry()
+    r.set_policy("/", "p", "^q", {"overflow": "reject-publish", "max-length": 5})
+    args = {"x-overflow": "drop-head", "x-max-length": 2}
+    classic, _ = r.declare_queue("/", "qc", arguments=args)
+    quorum_q = quorum_queue(r, "qq", {"x-queue-type": "quorum", **args})
+    assert r.queue_policy(classic)[2] == {"overflow": "drop-head", "max-length": 2}
+    assert r.queue_policy(classic)[0] == r.queue_policy(quorum_q)[0] == "p"
+    assert r.queue_policy(quorum_q)[2] == {"overflow": "reject-publish", "max-length": 5}
+
+
+@pytest.mark.parametrize("key, value, operator_value, applies", [
+    ("max-length", 5, 3, 3),
+    ("message-ttl", 100, 500, 100),
+    ("delivery-limit", 5, 3, 3),
+    ("delivery-limit", -1, 3, 3),   # -1 on either side: the larger, the more conservative
+    ("delivery-limit", 4, -1, 4),
+    ("overflow", "drop-head", "reject-publish", "reject-publish"),  # the operator's
+    ("target-group-size", 3, 5, 5),  # the larger (rabbit_quorum_queue:merge_policy_value/3)
+    ("target-group-size", 5, 3, 5),
+])
+def test_operator_policies_merge_per_key_as_4_0(key, value, operator_value, applies):
+    op = P("o", operator=True, **{key.replace("-", "_"): operator_value})
+    assert policies.validate(".*", "all", op.definition, operator=True) is None
+    assert policies.merged(P("p", **{key.replace("-", "_"): value}), op) == {key: applies}
+
+
+@pytest.mark.parametrize("value, shown", [(0, "0"), (-2, "-2"), ("3", '<<"3">>'), (1.5, "1.5"), (True, "true")])
+def test_target_group_size_is_a_positive_integer(value, shown):
+    """rabbit_quorum_queue:validate_policy/1 (4.0), for policies and operator policies alike."""
+    for operator in (False, True):
+        error = policies.validate(".*", "quorum_queues", {"target-group-size": value}, operator=operator)
+        assert error.message == f"Validation failed\n\n{shown} is not a valid qq target count value"
+    assert policies.validate(".*", "quorum_queues", {"target-group-size": 3}, operator=False) is None
+
+
+def test_the_policy_definition_of_a_queue_merges_policy_and_operator_policy():
+    r = Registry()
+    r.set_policy("/", "p", "^q", {"target-group-size": 3, "queue-leader-locator": "balanced"})
+    r.set_policy("/", "o", "^q", {"target-group-size": 5}, operator=True)
+    assert r.queue_policy_definition("/", "qq", "quorum") == {"target-group-size": 5,
+                                                              "queue-leader-locator": "balanced"}
+    assert r.queue_policy_definition("/", "other", "quorum") == {}
+
+
+def test_a_policy_applies_only_to_queue_types_that_support_all_its_keys():
+    """rabbit_queue_type:is_policy_applicable/2 (4.0): the next policy down applies instead."""
+    both = P("both", priority=0, max_length=9)
+    quorum_keys = P("qq-keys", priority=5, max_length=1, delivery_limit=3)
+    classic_keys = P("cq-keys", priority=5, max_length=2, queue_mode="lazy")
+    assert policies.select([both, quorum_keys], "queue", "q", "classic") is both
+    assert policies.select([both, quorum_keys], "queue", "q", "quorum") is quorum_keys
+    assert policies.select([both, classic_keys], "queue", "q", "quorum") is both
+    assert policies.select([both, classic_keys], "queue", "q", "classic") is classic_keys
+    assert policies.select([P("tgs", target_group_size=3)], "queue", "q", "classic") is None
+
+
+@pytest.mark.parametrize("value, error", [
+    ("client-local", None), ("balanced", None), ("random", None), ("least-leaders", None),
+    ("min-masters", '<<"min-masters">> is not a valid queue leader locator value'),
+    (1, "1 is not a valid queue leader locator value"),
+])
+def test_queue_leader_locator_policy_values(value, error):
+    result = policies.validate(".*", "all", {"queue-leader-locator": value}, operator=False)
+    assert (result if result is None else result.message) == (error if error is None else
+                                                              "Validation failed\n\n" + error)

@@ -5,8 +5,10 @@ Run by hand against an oracle with its management plugin (it makes objects, traf
     .venv/bin/python -m tests.mgmt.record_oracle 25672 25699
     scripts/rabbitmq_oracle stop /tmp/oracle
 What is kept: per request the status, the body's key paths (of a list's first row), error bodies
-whole, and the names of the rabbitmq_* metric families at /metrics and /metrics/per-object. The
-tests compare warren's answers with these, never values that differ run to run.
+whole, and the names of the rabbitmq_* metric families at /metrics and /metrics/per-object; for the
+listing options (PAGES: sort, pagination, name filters, columns) the page's counts and key order
+and the names of its items. The tests compare warren's answers with these, never values that
+differ run to run.
 """
 from __future__ import annotations
 
@@ -36,6 +38,51 @@ def key_paths(body: object, prefix: str = "") -> list[str]:
         if isinstance(v, dict) and k not in OPAQUE:
             out += key_paths(v, prefix + k + ".")
     return sorted(out)
+
+
+# listing options, on the objects shape_traffic makes (the oracle's amq.rabbitmq.trace and warren's
+# are both there); connections' and channels' names differ between brokers, so only counts are kept
+PAGES = [
+    ("page_first", "/api/queues?page=1&page_size=1"),
+    ("page_reverse", "/api/queues?page=2&page_size=1&sort=name&sort_reverse=true"),
+    ("page_default_size", "/api/queues?page=1"),
+    ("page_empty_after_last", "/api/queues?page=3&page_size=1"),
+    ("page_out_of_range", "/api/queues?page=4&page_size=1"),
+    ("page_zero", "/api/queues?page=0"),
+    ("page_zero_sized", "/api/queues?page=1&page_size=0"),
+    ("page_too_big", "/api/queues?page=1&page_size=501"),
+    ("page_not_a_number", "/api/queues?page=abc"),
+    ("page_size_not_a_number", "/api/queues?page_size=abc"),
+    ("page_name_substring", "/api/queues?page=1&name=QQ"),
+    ("page_name_regex", "/api/queues?page=1&name=^shape_q$&use_regex=true"),
+    ("page_name_bad_regex", "/api/queues?page=1&name=q%5B&use_regex=true"),
+    ("page_columns", "/api/queues?page=1&page_size=1&columns=name,messages"),
+    ("page_vhost", "/api/queues/%2F?page=1&page_size=1&sort=messages&sort_reverse=true"),
+    ("name_without_page", "/api/queues?name=qq"),
+    ("sort_dotted", "/api/queues?sort=message_stats.publish&sort_reverse=true"),
+    ("exchanges_filtered", "/api/exchanges?page=2&page_size=3&name=amq"),
+    ("exchanges_by_type", "/api/exchanges?page=1&sort=type"),
+    ("vhosts_page", "/api/vhosts?page=1"),
+    ("connections_page", "/api/connections?page=1"),
+    ("channels_page", "/api/channels?page=1&page_size=1"),
+]
+NAMELESS = {"connections_page", "channels_page"}
+
+
+def page_summary(name: str, status: int, body: object) -> dict:
+    """What the tests compare of a listing answer: its status, and the error, or the page's
+    counts and key order, or the items' names."""
+    entry: dict = {"status": status}
+    if status >= 400:
+        entry["body"] = body
+    elif isinstance(body, dict):
+        entry["keys"] = list(body)
+        entry["counts"] = {k: v for k, v in body.items() if k != "items"}
+        if name not in NAMELESS:
+            entry["items"] = [item if len(item) < 3 else item["name"] for item in body["items"]]
+    else:
+        entry["items"] = [item["name"] for item in body]
+    return entry
 
 
 def shape_traffic(amqp_port: int) -> pika.BlockingConnection:
@@ -146,6 +193,7 @@ def main(mgmt_port: int, amqp_port: int) -> None:
     ]
     for name, method, path, body in steps:
         rec(name, method, path, body)
+    pages = {name: page_summary(name, *req("GET", path)) for name, path in PAGES}
     for user, tag in [("mon", "monitoring"), ("mgm", "management"), ("pol", "policymaker"), ("none", "")]:
         req("PUT", f"/api/users/{user}", {"password": "pw", "tags": tag})
         req("PUT", f"/api/permissions/%2F/{user}", {"configure": ".*", "write": ".*", "read": ".*"})
@@ -164,7 +212,7 @@ def main(mgmt_port: int, amqp_port: int) -> None:
             text = resp.read().decode()
         metrics[path] = sorted({line.split()[2] for line in text.splitlines()
                                 if line.startswith("# TYPE rabbitmq_")})
-    OUT.write_text(json.dumps({"api": shapes, "metrics": metrics}, indent=1, sort_keys=True) + "\n")
+    OUT.write_text(json.dumps({"api": shapes, "metrics": metrics, "pages": pages}, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

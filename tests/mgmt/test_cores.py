@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import base64
+import json
 import random
 
-from actors.mgmt import auth, changes, metrics, paths, peek
+from actors.mgmt import auth, changes, listing, metrics, paths, peek, rows
 from actors.mgmt.rates import Rates
+from actors.mgmt.rows import Row
 from actors.mgmt.sample import Sample
 from actors.mgmt.shapes import View, properties_key
 from metadata.registry import Registry
@@ -141,3 +143,58 @@ def test_metric_families_aggregate_or_label_per_object():
     per = {name: samples for name, _, _, samples in metrics.families(view, True)}
     assert per["rabbitmq_queue_messages_ready"] == [({"vhost": "/", "queue": "a"}, 2), ({"vhost": "/", "queue": "b"}, 3)]
     assert "rabbitmq_alarms_memory_used_watermark" not in per
+
+
+def test_raft_families_sum_the_members_or_label_them():
+    members = [{"vhost": "/", "queue": "b", "term": 2, "snapshot_index": 4, "last_applied": 10, "commit_index": 11,
+                "last_written_index": 12, "commit_latency_ms": 4, "segments": 2},
+               {"vhost": "/", "queue": "a", "term": 1, "snapshot_index": 0, "last_applied": 5, "commit_index": 5,
+                "last_written_index": 5, "commit_latency_ms": 2, "segments": 0}]
+    wal = {"wal_files": 2, "bytes_written": 900, "segment_bytes": 300, "mem_tables": 1, "segments": 3,
+           "segment_entries": 7, "batches": 5, "writes": 9}
+    agg = {name: (kind, samples) for name, kind, _, samples in metrics.raft(members, wal, False)}
+    assert agg["rabbitmq_raft_term_total"] == (metrics.COUNTER, [({}, 3)])
+    assert agg["rabbitmq_raft_log_commit_index"] == (metrics.GAUGE, [({}, 16)])
+    assert agg["rabbitmq_raft_entry_commit_latency_seconds"] == (metrics.GAUGE, [({}, 0.003)])  # the mean, as 3.10
+    assert agg["rabbitmq_raft_max_num_segments"] == (metrics.GAUGE, [({"ra_system": "quorum_queues"}, 2)])
+    assert agg["rabbitmq_raft_max_commit_latency_seconds"] == (metrics.GAUGE, [({"ra_system": "quorum_queues"}, 0.004)])
+    assert agg["rabbitmq_raft_bytes_written"] == (metrics.UNTYPED, [
+        ({"ra_system": "quorum_queues", "module": "ra_log_wal"}, 900),
+        ({"ra_system": "quorum_queues", "module": "ra_log_segment_writer"}, 300)])
+    assert agg["rabbitmq_raft_entries"][1] == [({"ra_system": "quorum_queues", "module": "ra_log_segment_writer"}, 7)]
+    per = {name: samples for name, _, _, samples in metrics.raft(members, wal, True)}
+    assert per["rabbitmq_raft_log_last_written_index"] == [({"vhost": "/", "queue": "a"}, 5),
+                                                           ({"vhost": "/", "queue": "b"}, 12)]
+    assert per["rabbitmq_raft_num_segments"] == [({"vhost": "/", "queue": "a"}, 0), ({"vhost": "/", "queue": "b"}, 2)]
+    assert "rabbitmq_raft_max_num_segments" not in per and per["rabbitmq_raft_wal_files"][0][1] == 2
+    # no quorum queue on the node (and no quorum host's answer yet): RabbitMQ 3.10's zeros only
+    none = {name: samples for name, _, _, samples in metrics.raft([], {}, False)}
+    assert none == {name: [({}, 0)] for name in ("rabbitmq_raft_term_total", "rabbitmq_raft_log_snapshot_index",
+                                                 "rabbitmq_raft_log_last_applied_index", "rabbitmq_raft_log_commit_index",
+                                                 "rabbitmq_raft_log_last_written_index",
+                                                 "rabbitmq_raft_entry_commit_latency_seconds")}
+
+
+def test_listing_options_errors_and_erlang_order():
+    assert listing.pagination_of({}) is None
+    assert listing.pagination_of({"page_size": "7"}) is None  # no page: no pagination
+    assert listing.pagination_of({"page": "2"}) == listing.Pagination(2, 100, "", False)
+    assert listing.pagination_of({"page": "1", "page_size": "500", "name": "x", "use_regex": "true"}) == \
+        listing.Pagination(1, 500, "x", True)
+    assert listing.pagination_of({"page": "1.5"}) == listing.INVALID
+    assert listing.pagination_of({"page": "-1"}).body["reason"] == \
+        "Invalid pagination parameters: page number -1, page size undefined"
+    ordered = [3, 10.5, False, True, None, {}, {"a": 1}, [], [1], "", "a", "b"]
+    assert sorted(reversed(ordered), key=listing.erlang_order) == ordered
+    rows = [{"name": "b", "vhost": "/", "n": 2}, {"name": "a", "vhost": "/"}, {"name": "c", "vhost": "/", "n": 1}]
+    assert [r["name"] for r in listing.sort(rows, {"sort": "n"}, listing.BY_NAME)] == ["a", "c", "b"]
+    assert listing.sort(rows, {"sort": ""}, listing.BY_NAME) == rows  # an empty sort= keeps the order
+    assert listing.pick({"a": {"b": 1, "c": 2}, "d": None}, ["a.b", "d", "e"]) == {"a": {"b": 1}, "d": None}
+
+
+def test_rows_are_spliced_into_the_json_of_listings_and_pages():
+    a, b = Row.of({"name": "a", "n": [1, 2]}), Row.of({"name": "é"})
+    for body, plain in [([a, b], [a.value, b.value]), ({"total_count": 2, "items": [a, b], "page": 1},
+                                                       {"total_count": 2, "items": [a.value, b.value], "page": 1}),
+                        ([], []), ({"x": None}, {"x": None}), (a, a.value)]:
+        assert rows.encode(body) == json.dumps(plain).encode()

@@ -39,3 +39,12 @@ def test_a_value_new_in_the_later_sample_counts_from_zero():
 def test_with_details_pairs_each_value_with_its_rate():
     assert with_details({"publish": 3, "ack": 1}, {"publish": 0.5}) == {
         "publish": 3, "publish_details": {"rate": 0.5}, "ack": 1, "ack_details": {"rate": 0.0}}
+
+
+def test_frozen_rates_stay_those_of_their_sample():
+    r = Rates()
+    r.observe(0, {"q": {"publish": 10}})
+    r.observe(5000, {"q": {"publish": 60}})
+    frozen = r.frozen()
+    r.observe(10000, {"q": {"publish": 60}})
+    assert (frozen.rates("q"), r.rates("q")) == ({"publish": 10.0}, {"publish": 0.0})

@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from actors.quorum import commands as c
 from actors.quorum.config import AT_LEAST_ONCE, AT_MOST_ONCE, QueueSettings, queue_config, resolve_settings
 from actors.quorum.traits import traits
+from metadata.commands import PutQueue
+from metadata.registry import Registry
 from tests.quorum.harness import H, header
 
 
@@ -27,9 +29,40 @@ from tests.quorum.harness import H, header
     ({"x-overflow": "reject-publish-dlx"}, {}, QueueSettings()),  # not for quorum queues
     ({"x-dead-letter-exchange": b"a"}, {"dead-letter-exchange": "b", "dead-letter-routing-key": "k"},
      QueueSettings(dead_letter_exchange="a", dead_letter_routing_key="k")),
+    # overflow: the policy's, whichever way round (3.10's quorum queues and 4.0's alike)
+    ({"x-overflow": "reject-publish"}, {"overflow": "drop-head"}, QueueSettings(overflow="drop-head")),
+    ({}, {"overflow": "reject-publish"}, QueueSettings(overflow="reject-publish")),
+    ({"x-overflow": "reject-publish"}, {"overflow": "reject-publish-dlx"}, QueueSettings()),  # ignored: drop-head
+    # the numeric limits: the lower, whichever side sets it
+    ({"x-max-length": 3}, {"max-length": 10}, QueueSettings(max_length=3)),
+    ({"x-max-length-bytes": 100}, {"max-length-bytes": 50}, QueueSettings(max_length_bytes=50)),
+    ({"x-expires": 1000}, {"expires": 9000}, QueueSettings(expires_ms=1000)),  # 3.10's quorum: the policy's
+    ({"x-message-ttl": 0}, {"message-ttl": 10}, QueueSettings(message_ttl_ms=0)),
+    ({"x-delivery-limit": -1}, {"delivery-limit": -5}, QueueSettings(delivery_limit=None)),
+    ({"x-delivery-limit": 0}, {"delivery-limit": 4}, QueueSettings(delivery_limit=0)),
+    # dead-lettering: the argument's, key by key; the policy fills what the arguments leave out
+    ({"x-dead-letter-routing-key": "a"}, {"dead-letter-routing-key": "b", "dead-letter-exchange": "dlx"},
+     QueueSettings(dead_letter_exchange="dlx", dead_letter_routing_key="a")),
+    ({"x-dead-letter-strategy": "at-most-once"}, {"dead-letter-strategy": "at-least-once"}, QueueSettings()),
+    ({}, {"dead-letter-strategy": "at-least-once"}, QueueSettings(dead_letter_strategy=AT_LEAST_ONCE)),
 ])
 def test_arguments_and_policy_resolve_as_rabbitmq(arguments, policy, expected):
     assert resolve_settings(arguments, policy) == expected
+
+
+def test_the_node_tells_a_quorum_queue_its_policy_unresolved_so_the_policy_s_overflow_wins():
+    """End to end through the pure parts: the registry's answer for a quorum queue (what the node
+    sends as ApplyPolicy) resolved by the queue against its arguments (what the member proposes).
+    A classic queue's overflow argument wins (rabbit_amqqueue_process); a quorum queue's does not."""
+    r = Registry()
+    r.set_policy("/", "p", "^q", {"overflow": "reject-publish", "max-length": 5, "message-ttl": 100})
+    r.set_policy("/", "o", "^q", {"max-length": 4, "delivery-limit": -1}, operator=True)
+    arguments = {"x-queue-type": "quorum", "x-overflow": "drop-head", "x-max-length": 10, "x-message-ttl": 500,
+                 "x-delivery-limit": 7}
+    r.apply_command(PutQueue("/", "q", True, False, False, arguments, home="quorum!q", members=("n1@box",)))
+    _policy, _operator, told = r.queue_policy(r.queue("/", "q"))
+    assert resolve_settings(arguments, told) == QueueSettings(max_length=4, overflow="reject-publish",
+                                                              message_ttl_ms=100, delivery_limit=7)
 
 
 @pytest.mark.parametrize("settings, handler", [

@@ -388,3 +388,50 @@ def test_a_quorum_queues_policy_sets_max_length_and_delivery_limit(conns, name, 
         assert count(ch, name + "-classic") == 3
     finally:
         ok(broker.nodes[0], "clear_policy", name)
+
+
+def test_a_policy_s_overflow_wins_over_the_queue_s_argument(conns, name, broker):
+    """rabbit_quorum_queue:gather_policy_config: the policy's overflow wins over x-overflow (a
+    classic queue's argument would win), and the lower max-length of the two applies; the 3.10
+    oracle answers the same (policy reject-publish over x-overflow drop-head, and the reverse)."""
+    decl, pub, con = conns
+    declare(decl.channel(), name, **{"x-overflow": "drop-head", "x-max-length": 5})
+    ok(broker.nodes[0], "set_policy", "--apply-to", "quorum_queues", name, f"^{name}$",
+       '{"overflow": "reject-publish", "max-length": 2}')
+    try:
+        ch, get = confirmed_channel(pub), con.channel()
+        until(lambda: "nack" in publish(ch, name, b"probe", b"probe", b"probe"), "the policy's reject-publish")
+        get_all(get, name)
+        assert publish(ch, name, *[b"m%d" % i for i in range(5)]) == ["ack", "ack", "ack", "nack", "nack"]
+        assert bodies(get_all(get, name)) == [b"m0", b"m1", b"m2"]
+    finally:
+        ok(broker.nodes[0], "clear_policy", name)
+    # without the policy the arguments apply again: drop-head at 5
+    until(lambda: publish(ch, name, *[b"n%d" % i for i in range(7)]) == ["ack"] * 7 and count(ch, name) == 5,
+          "the arguments' drop-head")
+    assert bodies(get_all(get, name))[-5:] == [b"n%d" % i for i in range(2, 7)]
+
+
+def test_a_policy_with_a_key_the_queue_type_does_not_support_passes_it_by(conns, name, broker):
+    """rabbit_queue_type:is_policy_applicable/2 (3.10's oracle answers the same): the quorum queue
+    skips the policy that sets queue-mode and takes the next one down; the classic queue skips the
+    one that sets delivery-limit."""
+    decl, pub, _con = conns
+    d = decl.channel()
+    declare(d, name)
+    d.queue_declare(name + "-classic", durable=True)
+    policies = [("low", 0, '{"max-length": 3}'), ("quorum-keys", 5, '{"max-length": 1, "delivery-limit": 5}'),
+                ("classic-keys", 6, '{"max-length": 2, "queue-mode": "lazy"}')]
+    for suffix, priority, definition in policies:
+        ok(broker.nodes[0], "set_policy", "--priority", str(priority), f"{name}-{suffix}", f"^{name}", definition)
+    try:
+        ch = confirmed_channel(pub)
+
+        def limited(queue: str, length: int) -> bool:
+            publish(ch, queue, *[b"x"] * 4)
+            return count(ch, queue) == length
+        until(lambda: limited(name, 1), "the quorum queue at the quorum-keys policy's max-length")
+        until(lambda: limited(name + "-classic", 2), "the classic queue at the classic-keys policy's max-length")
+    finally:
+        for suffix, _priority, _definition in policies:
+            ok(broker.nodes[0], "clear_policy", f"{name}-{suffix}")

@@ -181,6 +181,24 @@ def test_reconciliation_grows_a_queue_to_its_target_after_a_trigger(cluster: Clu
     until(lambda: len(queue_row(cluster, "n3", "ops.cmr")["members"]) == 3, "ops.cmr grown to 3 members")
 
 
+def test_a_target_group_size_policy_grows_the_queues_it_applies_to(cluster: Cluster) -> None:
+    """4.0's target-group-size policy key: validated as rabbit_quorum_queue:validate_policy/1 does,
+    and read by the reconciliation (setting it is a trigger); the queue grows a member per round."""
+    err = fails(cluster, "n1", 69, "set_policy", "--apply-to", "quorum_queues", "tgs", "^ops\\.tgs$",
+                '{"target-group-size": 0}')
+    assert "0 is not a valid qq target count value" in err
+    conn = pika.BlockingConnection(pika.URLParameters(cluster.url("n3")))
+    conn.channel().queue_declare("ops.tgs", durable=True, arguments={
+        "x-queue-type": "quorum", "x-quorum-initial-group-size": 1})
+    conn.close()
+    assert queue_row(cluster, "n3", "ops.tgs")["members"] == [cluster.node_name("n3")]
+    ok(cluster, "n1", "set_policy", "--apply-to", "quorum_queues", "tgs", "^ops\\.tgs$", '{"target-group-size": 3}')
+    try:
+        until(lambda: len(queue_row(cluster, "n1", "ops.tgs")["members"]) == 3, "ops.tgs grown to 3 members")
+    finally:
+        ok(cluster, "n1", "clear_policy", "tgs")
+
+
 def test_a_member_left_on_a_node_that_was_down_is_deleted_when_it_serves(cluster: Cluster) -> None:
     conn = pika.BlockingConnection(pika.URLParameters(cluster.url("n1")))
     conn.channel().queue_declare("ops.gone", durable=True, arguments={"x-queue-type": "quorum"})
