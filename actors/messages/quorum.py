@@ -16,8 +16,9 @@ channel -> any member:
 - `FindLeader`: a channel that heard nothing for a while asks; a leader answers `QueueLeader`, any
   other member `NotQueueLeader(leader, term, None)`.
 channel -> leader:
-- `ConsumerResync`: after a leader change, what the channel holds of one consumer's deliveries;
-  the leader returns the rest (lost in flight: redelivered, delivery count + 1).
+- `ConsumerResync`: after a leader change, what the channel holds of one consumer's deliveries
+  and the last msg id it was given; the leader returns the rest (lost in flight: redelivered,
+  delivery count + 1), but for its own deliveries after that msg id (still on their way).
 node -> a node's quorum host (its manager, actors/quorum/host.py), each answered with `Reply`:
 - `StartMember` (durable before the answer), `DeleteMember` (its files gone before the answer),
   `MemberStatus` (the answer's value: the member's status dict, or None when there is none).
@@ -72,6 +73,7 @@ class ConsumerResync:
     held: list[int]       # msg ids delivered to the channel and not settled
     acked: list[int]      # settled since the last leader change (their Settle may have been lost)
     discarded: list[int]
+    last_msg_id: int      # the highest msg id the channel was given for this consumer (-1: none)
 
 
 @message

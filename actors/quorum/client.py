@@ -25,9 +25,10 @@ leads (`take()[0]`: Sends to member ids). The channel sees one queue, whichever 
   leader that stays leader in its term has lost nothing the client sent it (one FIFO link to a
   live process; a member that restarts leads again only in a later term), it is merely slow, and
   re-sending to it then would only add load where there is too much already.
-- A switch re-sends, in this order: a `ConsumerResync` per consumer (what it holds unacked, and
-  what it settled lately, whose Settle may have died with the old leader: the new leader settles
-  those again, which is harmless, and returns the rest, redelivered with a higher delivery count;
+- A switch re-sends, in this order: a `ConsumerResync` per consumer (what it holds unacked, what
+  it settled lately, whose Settle may have died with the old leader, and the last msg id it was
+  given: the new leader settles those again, which is harmless, and returns the rest, redelivered
+  with a higher delivery count, but for its own deliveries after that msg id, still on their way;
   a switch may well be to a member that turns out not to lead, so nothing is forgotten), the call
   in progress, every unconfirmed message (one batch), then whatever a non-leader refused that
   is not tracked otherwise (settles, grants, a channel's goodbye). A consumer whose Consume is
@@ -41,8 +42,9 @@ leads (`take()[0]`: Sends to member ids). The channel sees one queue, whichever 
 
 Ordering rule: after a switch nothing new reaches the new leader before the re-sends above, so a
 publisher's sequence arrives there in order. Duplicates are possible (a resend of what the old
-leader committed is dropped by the machine; a delivery in flight across the switch may come twice);
-losses are not. Deliveries a new leader repeats (same msg id) are dropped here. Bounded memory: the settlements remembered for a resync are the last
+leader committed is dropped by the machine; a delivery in flight from an old leader across the
+switch may come twice, flagged redelivered the second time); losses are not. Deliveries a new
+leader repeats (same msg id) are dropped here. Bounded memory: the settlements remembered for a resync are the last
 `settled_memory` per consumer (a Settle older than that and lost with a leader makes its message
 come back once more).
 """
@@ -240,7 +242,7 @@ class QuorumClient:
             tag = get_tag(call.rid)
             con = self.consumers[tag] = _Consumer(self.settled_memory)
             con.cancelled = True  # gone once settled
-            msg_id = msg.value.message[0]
+            msg_id = con.last_msg_id = msg.value.message[0]
             con.held[msg_id] = None
             self.holder[msg_id] = tag
         elif type(call) is Cancel:
@@ -302,7 +304,7 @@ class QuorumClient:
             if consuming is None:
                 consuming = self._consuming()
             if tag not in consuming:
-                self._out.append(Send(self.target, ConsumerResync(tag, [], [], [])))
+                self._out.append(Send(self.target, ConsumerResync(tag, [], [], [], con.last_msg_id)))
 
     def _switch(self, leader: str, term: int) -> None:
         self.target, self.term = leader, term
@@ -314,7 +316,7 @@ class QuorumClient:
         for tag, con in self.consumers.items():  # the settled ids stay: the target may not lead
             if tag not in consuming:  # a leader that does not know it yet would cancel it
                 out.append(Send(leader, ConsumerResync(tag, list(con.held), list(con.acked),
-                                                       list(con.discarded))))
+                                                       list(con.discarded), con.last_msg_id)))
         for rid in sorted(self.calls):
             out.append(Send(leader, self.calls[rid]))
         self._publish_all([numbered for _seq, numbered in self.unconfirmed.values()])

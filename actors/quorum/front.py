@@ -26,6 +26,12 @@ Ordering rules kept here:
 - A new leader announces itself (`QueueLeader` to every channel its state knows) and takes
   `ConsumerResync`s only once it has applied an entry of its own term, i.e. everything committed
   before it: a consumer's deliveries that the old leader made (or never sent) are then in its state.
+- A resync returns no delivery this leader made itself and the channel has not seen yet (after the
+  last msg id it saw): that one is on its way on a FIFO link, and would come twice, the second
+  time after its ack. (A switch to the member that leads already - a channel that learns the
+  term from a probe or a FindLeader answer - resyncs while such a delivery is on its way.) What
+  an earlier leader delivered may have died with it and goes back, as what the channel saw and
+  neither holds nor settled (a requeue lost with a leader).
 
 Identities: a channel is its address as text (the machine's `channel`); a consumer is (channel,
 consumer tag); a basic.get's one-message consumer is (channel, "get:<rid>"). The publisher of an
@@ -211,6 +217,7 @@ class QueueFront:
         self._pending: dict[str, int] = {}  # channel -> proposals it waits for
         self._resyncs: list[tuple[str, ConsumerResync]] = []  # until caught up
         self._announce = False
+        self._own_from: int | None = None  # msg ids from here on: delivered by this member as leader
         self._unread = False  # `out` holds _Deliveries whose bodies are not read yet
         self.gone: set[str] = set()  # address prefixes of channels suspected gone (channels_gone)
         self.downed: dict[str, set[str]] = {}  # channel -> the consumer tags ConsumersDown removed
@@ -264,8 +271,10 @@ class QueueFront:
     def leader_changed(self, leader: str | None) -> None:
         if leader == self.view.id:
             self._announce = True
+            self._own_from = self.view.state().next_msg_id
             return
         self._announce = False
+        self._own_from = None
         self._resyncs.clear()
         if self.view.state().dlx.worker == self.view.id:  # its worker's books are the next leader's now
             self.out.append(DeadLetterWorkerStopped())
@@ -456,7 +465,11 @@ class QueueFront:
             self.out.append(Send(channel, ConsumerCancelled(tag)))
             return
         known = set(msg.held) | set(msg.acked) | set(msg.discarded)
-        missing = tuple(i for i in con.checked if i not in known)
+        last, own = msg.last_msg_id, self._own_from
+        # past the last msg id the channel saw, this leader's own deliveries are still on their way
+        # (one FIFO link to a live channel): returning them would deliver them twice
+        missing = tuple(i for i in con.checked
+                        if i not in known and (i <= last or own is None or i < own))
         if missing:
             self.proposals.append((c.encode(c.Return(now, channel, tag, missing)), None))
 

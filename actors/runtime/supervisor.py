@@ -2,8 +2,12 @@
 
 It creates one HostActor (one OS process) per HostSpec. Thespian's SIGCHLD handling tells it
 `ChildActorExited` when a host process dies - a SIGKILL included (tests/actors check this) - and
-it re-creates that host from the same spec. It forwards control asks to the named host and
-relays the answer; asked itself ("$supervisor"), it answers with its hosts and restarts, or with
+it re-creates that host from the same spec. But once it has handed over one child's exit,
+Thespian reaps every other child dead by then without a word (`_handleChildExited` ->
+`_childExited`): of two hosts killed together (both connection hosts), the second was never
+restarted. So the node watch also looks at each host's process and restarts one that is gone
+unreported (a `ChildActorExited` for it coming later finds its address replaced, and is
+ignored). It forwards control asks to the named host and relays the answer; asked itself ("$supervisor"), it answers with its hosts and restarts, or with
 "node_status" the node's status (node_status.py). Every `node_watch_interval_s` it checks the node's main process; if that died
 (kill -9), it takes the Thespian admin down with it so no process outlives the node.
 """
@@ -40,6 +44,15 @@ def _take_down_admin() -> None:
             sibling.kill()
     admin.kill()
     os._exit(0)
+
+
+def _child_running(pid: int) -> bool:
+    """Whether `pid` is a child of this process that runs (once reaped, its pid may be reused)."""
+    try:
+        process = psutil.Process(pid)
+        return process.ppid() == os.getpid() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 class Supervisor(ActorTypeDispatcher):
@@ -81,8 +94,13 @@ class Supervisor(ActorTypeDispatcher):
         name = next((n for n, a in self._hosts.items() if a == msg.childAddress), None)
         if name is None or self._stopping:
             return
+        self._restart(name)
+
+    def _restart(self, name: str) -> None:
         self.restarts += 1
-        self._records.setdefault(name, HostRecord()).restarts += 1
+        record = self._records.setdefault(name, HostRecord())
+        record.restarts += 1
+        record.pid = 0  # until the new one's HostStarted: the watch leaves a starting host alone
         log.warning("supervisor.host_exited", host=name, restart=self.restarts)
         self._start_host(self._specs[name])
 
@@ -115,4 +133,10 @@ class Supervisor(ActorTypeDispatcher):
             self._stopping = True
             _take_down_admin()
             return
+        for name, record in list(self._records.items()):
+            if record.pid and not _child_running(record.pid):  # its exit went unreported
+                # Thespian still counts the dead child among ours, and would wait for it to exit
+                # when the node stops: tell it (this handler ignores the old address)
+                self.send(self.myAddress, ChildActorExited(self._hosts[name]))
+                self._restart(name)
         self.wakeupAfter(timedelta(seconds=node_watch_interval_s))

@@ -102,6 +102,23 @@ def test_supervisor_restarts_a_sigkilled_host(tmp_path: Path) -> None:
         node.stop()
 
 
+def test_hosts_killed_together_are_all_restarted(tmp_path: Path) -> None:
+    """Thespian reports one child's exit and reaps the others dead by then without a word: of the
+    connection hosts killed together by the quorum queue tests, one was never restarted."""
+    hosts = ["a", "b", "c"]
+    node = Node(tmp_path, [*hosts, "d"])
+    try:
+        for round in range(1, 4):
+            for pid in [node.ask(host, "pid") for host in hosts]:
+                os.kill(pid, signal.SIGKILL)
+            until(lambda: node.ask("$supervisor", "status")["restarts"] == round * len(hosts),
+                  f"all three restarted (round {round})", wait_s)
+        for host in hosts:  # each one there, on the data path too
+            assert node.ask("d", "send_echo", {"host": host}, timeout=wait_s) == [f"{host}/echo", "echo", [1, 2]]
+    finally:
+        node.stop()
+
+
 def test_sigterm_stops_every_process(tmp_path: Path) -> None:
     node = Node(tmp_path, ["a", "b"])
     procs = node.processes(["a", "b"])

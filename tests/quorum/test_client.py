@@ -60,7 +60,7 @@ def test_a_new_leader_gets_resyncs_the_call_in_progress_and_every_unconfirmed_me
     q.receive(B, QueueLeader(B, 2))
     out, up = q.take()
     assert up == []
-    assert out == [Send(B, ConsumerResync("t", [1], [0], [2])), Send(B, Get(2, True)),
+    assert out == [Send(B, ConsumerResync("t", [1], [0], [2], 2)), Send(B, Get(2, True)),
                    Send(B, Publish([published(1, b"a"), published(2, b"b")]), 2)]
     assert (q.target, q.term) == (B, 2)
     q.send(Publish([published(3, b"c")]))
@@ -76,7 +76,7 @@ def test_settlements_are_remembered_across_switches_up_to_a_bound():
     q.send(Settle([0, 1, 2], [], []))
     q.receive(B, QueueLeader(B, 1))
     q.receive(C, QueueLeader(C, 2))
-    assert q.take()[0][-1] == Send(C, ConsumerResync("t", [], [1, 2], []))
+    assert q.take()[0][-1] == Send(C, ConsumerResync("t", [], [1, 2], [], 2))
 
 
 def test_stale_leader_news_never_switches_back():
@@ -171,7 +171,7 @@ def test_a_get_with_ack_is_held_for_the_resync_until_settled():
     got = Reply(7, GetResult(Message(3, False, "x", "rk", b"h", b"m"), 0))
     q.receive(A, got)
     q.receive(B, QueueLeader(B, 1))
-    assert q.take()[0][-1] == Send(B, ConsumerResync("get:7", [3], [], []))
+    assert q.take()[0][-1] == Send(B, ConsumerResync("get:7", [3], [], [], 3))
     q.send(Settle([3], [], []))
     assert "get:7" not in q.consumers
 
@@ -193,7 +193,7 @@ def test_a_consumer_being_added_is_not_resynced_and_a_cancel_of_a_cancelled_one_
     q.take()
     q.receive(B, QueueLeader(B, 2))
     sends, _ = q.take()
-    assert sends[:2] == [Send(B, ConsumerResync("t", [], [], [])), Send(B, Consume(2, "u", True, 10, False, {}))]
+    assert sends[:2] == [Send(B, ConsumerResync("t", [], [], [], -1)), Send(B, Consume(2, "u", True, 10, False, {}))]
     q.receive(B, Reply(2))
     q.receive(B, delivered(0))
     q.send(Cancel(3, "t"))
@@ -218,7 +218,7 @@ def test_a_consumer_given_nothing_for_a_while_is_checked_and_one_the_leader_remo
     q.receive(A, delivered(0))  # given something: quiet again, and it holds it: in use
     assert checks() == []
     q.send(Settle([0], [], []))
-    assert checks() == [Send(A, ConsumerResync("t", [], [], []))]
+    assert checks() == [Send(A, ConsumerResync("t", [], [], [], 0))]
     q.receive(A, ConsumerCancelled("t"))
     assert q.take() == ([], [ConsumerCancelled("t")])
     assert checks() == []

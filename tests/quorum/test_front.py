@@ -15,6 +15,7 @@ from actors.messages.node import Dispose, QueueCounts, QueueStats
 from actors.messages.quorum import ChannelsGone, ConsumerResync, FindLeader, NotQueueLeader, QueueLeader, ResendFrom
 from actors.messages.runtime import Undelivered
 from actors.quorum import commands as c
+from actors.quorum.client import QuorumClient
 from actors.quorum.effects import EXPIRE_MSGS
 from actors.quorum.front import (DELIVERY_COUNT_HEADER, PROBE_MS, DeadLetterHanded, DeadLettered,
                                 DeadLetterWorkerStopped, QueueFront, with_delivery_count)
@@ -248,16 +249,31 @@ def test_a_new_leader_announces_itself_once_caught_up_and_rearms_the_machine_tim
 
 def test_a_consumer_resync_settles_what_was_acked_and_returns_what_never_arrived():
     m = Member()
-    m.handle(CH, pub(1, 2, 3, 4))
-    m.handle(CH2, Consume(1, "t", True, 10, False, {}))  # msg ids 0..3 delivered (maybe lost)
+    m.handle(CH, pub(1, 2, 3, 4, 5))
+    m.handle(CH2, Consume(1, "t", True, 10, False, {}))  # msg ids 0..4 delivered (maybe lost)
     m.caught = False
-    m.front.handle(CH2, ConsumerResync("t", [1], [0], [2]))
+    m.front.leader_changed(ME)  # a new leader: its own deliveries start at msg id 5
+    # the channel saw 0..3: holds 1, acked 0, discarded 2, requeued 3 (that Settle lost)
+    m.front.handle(CH2, ConsumerResync("t", [1], [0], [2], 3))
     assert m.front.take_proposals() == []  # deferred until the new leader has caught up
     m.caught = True
     out = m.propose()
-    # 0 acked, 2 discarded (dropped: no dead-letter exchange), 3 never arrived: back, count 1
-    assert out == [Send(CH2, Deliver("t", [msg(4, 4, True, with_delivery_count(H, 1))]))]
-    assert sorted(m.run.state.consumers[(CH2, "t")].checked) == [1, 4]
+    # 0 acked, 2 discarded (dropped: no dead-letter exchange), 3 and 4 back: redelivered, count 1
+    assert out == [Send(CH2, QueueLeader(ME, 3)), Send(CH, QueueLeader(ME, 3)), Send(CH2, Deliver("t", [
+        msg(5, 4, True, with_delivery_count(H, 1)), msg(6, 5, True, with_delivery_count(H, 1))]))]
+    assert sorted(m.run.state.consumers[(CH2, "t")].checked) == [1, 5, 6]
+
+
+def test_a_resync_leaves_the_leaders_own_deliveries_on_their_way():
+    m = Member()
+    m.front.leader_changed(ME)  # it has led since before the first delivery
+    m.handle(CH, pub(1, 2, 3))
+    m.handle(CH2, Consume(1, "t", True, 10, False, {}))  # msg ids 0..2, on their way
+    assert m.handle(CH2, ConsumerResync("t", [0], [], [], 0)) == []  # 1 and 2 not seen yet: left
+    assert m.handle(CH2, ConsumerResync("t", [], [], [], 1)) == [  # 0 and 1 seen, neither held
+        Send(CH2, Deliver("t", [msg(3, 1, True, with_delivery_count(H, 1)),
+                                msg(4, 2, True, with_delivery_count(H, 1))]))]
+    assert sorted(m.run.state.consumers[(CH2, "t")].checked) == [2, 3, 4]
 
 
 def test_channels_gone_brings_their_messages_back_now_and_when_a_later_leader_takes_over():
@@ -356,7 +372,7 @@ def test_the_leader_probes_channels_holding_deliveries_and_a_dead_one_gives_them
 
 def test_a_resync_of_a_consumer_the_leader_does_not_know_cancels_it():
     m = Member()
-    assert m.handle(CH2, ConsumerResync("t", [4], [], [])) == [Send(CH2, ConsumerCancelled("t"))]
+    assert m.handle(CH2, ConsumerResync("t", [4], [], [], 4)) == [Send(CH2, ConsumerCancelled("t"))]
 
 
 # -- the node's requests ---------------------------------------------------------------------------
@@ -419,3 +435,48 @@ def test_at_least_once_attaches_the_leaders_worker_and_settles_what_it_confirmed
     m.leading = False
     m.front.leader_changed(OTHER)
     assert m.front.flush() == [DeadLetterWorkerStopped()]  # the next leader's worker takes over
+
+
+def test_a_resync_while_the_next_delivery_is_on_its_way_does_not_send_it_twice():
+    """CI (kombu, prefetch 1): message 2 came twice, acked the first time. The leader's probe
+    reached a client that had never learnt a term, so it switched to the leader it was already
+    talking to and resynced its consumer; by the time the resync arrived the leader had applied the
+    ack it sent before and delivered the next message, still on its way: taken for lost, it was
+    returned and delivered again."""
+    m = Member()
+    m.front.leader_changed(ME)  # it leads from the start
+    q = QuorumClient([ME, OTHER], ME)  # the channel's client; its target leads, its term is unknown
+    m.handle(CH, pub(1, 2, 3))
+
+    sent: list = []  # by the client, not yet at the leader
+
+    def to_leader() -> list:
+        out = []
+        for send in sent + q.take()[0]:
+            assert send.to == ME
+            out += m.handle(CH2, send.msg)
+        sent.clear()
+        return out
+
+    def to_client(sends: list) -> list:
+        for send in sends:
+            assert send.to == CH2
+            q.receive(ME, send.msg)
+        out, up = q.take()
+        sent.extend(out)
+        return up
+
+    q.send(Consume(1, "t", True, 1, False, {}))
+    assert to_client(to_leader()) == [Reply(1), Deliver("t", [msg(0, 1)])]
+    m.front.probe()
+    probe = m.propose()  # the consumer holds a delivery: the leader reminds its channel who leads
+    assert probe == [Send(CH2, QueueLeader(ME, 3))]
+    q.send(Settle([0], [], []))
+    in_flight = to_leader()  # the ack applied: the next message is on its way
+    assert in_flight == [Send(CH2, Deliver("t", [msg(1, 2)]))]
+    assert to_client(probe) == []  # sent before that delivery, the probe arrives first: a switch
+    resent = to_leader()
+    assert to_client(in_flight + resent) == [Deliver("t", [msg(1, 2)])]  # once, as first sent
+    q.send(Settle([1], [], []))
+    assert to_client(to_leader()) == [Deliver("t", [msg(2, 3)])]
+    assert sorted(m.run.state.consumers[(CH2, "t")].checked) == [2]

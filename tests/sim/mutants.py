@@ -1,8 +1,11 @@
 """Deliberately broken cores and disks: the simulator must catch each of them for some seed."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from actors.messages.channel_queue import Confirm
 from actors.messages.quorum import ConsumerResync
+from actors.quorum import commands as c
 from actors.quorum.client import QuorumClient
 from actors.quorum.front import PUBLISH, QueueFront
 from raft import RaftCore
@@ -70,3 +73,27 @@ class NeverResyncs(QuorumClient):
     def take(self):
         out, up = super().take()
         return [s for s in out if type(s.msg) is not ConsumerResync], up
+
+
+class ReturnsWhatIsOnItsWay(QueueFront):
+    """A resync takes every delivery the channel has not named for lost, even the leader's own still
+    on their way: a channel that switches to the leader it had (a probe or a FindLeader answer
+    teaching it the term) gets them twice, the second time after its ack."""
+
+    def leader_changed(self, leader):
+        super().leader_changed(leader)
+        self._own_from = None
+
+
+class ForgetsPublishers(QueueFront):
+    """Enqueues without the publisher's sequence: a publish the client sends again after a leader
+    change is enqueued twice."""
+
+    def take_proposals(self):
+        proposals = []
+        for command, corr in super().take_proposals():
+            cmd = c.decode(command)
+            if type(cmd) is c.Enqueue:
+                command = c.encode(replace(cmd, publisher=None))
+            proposals.append((command, corr))
+        return proposals

@@ -12,6 +12,11 @@ sometimes nack with requeue.
 
 Checks (QuorumChecker), besides the Raft checker's:
 - at least once: every message a publisher got a confirm for reaches a consumer by the end;
+- once unflagged, and never again once acked while the leadership holds: a message reaches
+  consumers not flagged redelivered once at most (twice: it was enqueued twice; its first delivery
+  may arrive after a redelivery to another consumer), and one a consumer acked reaches no
+  consumer again unless some member took the lead since it was first delivered (a delivery lost
+  or in flight with a leader that was replaced is given back: at least once);
 - none after its ack: once a member has applied the settlement of a message, no member delivers it
   again (checked on every member's applies, leader or not);
 - FIFO per publisher: the first deliveries (not redelivered) a consumer gets from one publisher come
@@ -101,6 +106,10 @@ class QuorumChecker:
         self.settled_at: dict[int, int] = {}
         self.confirmed: set[bytes] = set()
         self.delivered: dict[bytes, int] = {}  # body -> deliveries a consumer received
+        self.acked: set[bytes] = set()  # bodies a consumer acked
+        self.fresh: set[bytes] = set()  # bodies a consumer got not flagged redelivered
+        self.leaderships = 0  # times a member took the lead
+        self.first_delivered: dict[bytes, int] = {}  # body -> leaderships when first delivered
         self.firsts: dict[tuple[str, str], int] = {}  # (consumer, publisher) -> last first-delivery seq
         self.violations: list[str] = []
 
@@ -118,14 +127,20 @@ class QuorumChecker:
         for effect in effects:
             if type(effect) is qe.Deliver:
                 for _msg_id, at, _count in effect.messages:
+                    self.first_delivered.setdefault(self.bodies[at], self.leaderships)
                     if settled_at.get(at, index) < index:
                         self.violation(now, f"{node} delivers {self.bodies[at]!r} at {index}, after its "
                                             f"ack applied at {settled_at[at]}")
 
     def received(self, now: int, consumer: str, body: bytes, redelivered: bool) -> None:
+        if body in self.acked and self.first_delivered[body] == self.leaderships:
+            self.violation(now, f"{consumer} got {body!r} again after a consumer acked it, same leadership")
         self.delivered[body] = self.delivered.get(body, 0) + 1
         if redelivered:
             return
+        if body in self.fresh:
+            self.violation(now, f"{consumer} got {body!r} unflagged a second time (enqueued twice?)")
+        self.fresh.add(body)
         publisher, seq = body.decode().split(":")
         last = self.firsts.get((consumer, publisher), 0)
         if int(seq) <= last:
@@ -146,7 +161,7 @@ class Channel:
         self.client = sim.client_class(sim.member_ids, retry_ticks=sim.qoptions.retry_ticks)
         self.next_seq = 1
         self.sent: dict[int, bytes] = {}  # confirm seq -> body
-        self.pending_acks: list[tuple[int, int, bool]] = []  # (due tick, msg id, requeue)
+        self.pending_acks: list[tuple[int, int, bool, bytes]] = []  # (due tick, msg id, requeue, body)
         if consumer:
             low, high = sim.qoptions.prefetch
             self.client.send(Consume(1, "t", True, sim.rng.randint(low, high), False, {}))
@@ -164,8 +179,9 @@ class Channel:
         due = [p for p in self.pending_acks if p[0] <= sim.now]
         if due:
             self.pending_acks = [p for p in self.pending_acks if p[0] > sim.now]
-            acked = [msg_id for _at, msg_id, requeue in due if not requeue]
-            requeued = [msg_id for _at, msg_id, requeue in due if requeue]
+            acked = [msg_id for _at, msg_id, requeue, _body in due if not requeue]
+            requeued = [msg_id for _at, msg_id, requeue, _body in due if requeue]
+            sim.qchecker.acked.update(body for _at, _msg_id, requeue, body in due if not requeue)
             self.client.send(Settle(acked, requeued, []))
         self.client.tick()
         self.flush()
@@ -192,7 +208,7 @@ class Channel:
                     sim.qchecker.received(sim.now, self.id, body, redelivered)
                     requeue = sim.publishing and sim.rng.random() < sim.qoptions.requeue_rate
                     delay = sim.rng.randint(0, sim.qoptions.ack_delay_ticks)
-                    self.pending_acks.append((sim.now + delay, msg_id, requeue))
+                    self.pending_acks.append((sim.now + delay, msg_id, requeue, body))
 
 
 HEADER = encode_content_header(60, 0, BasicProperties(delivery_mode=2))
@@ -328,7 +344,14 @@ class QuorumSimulation(Simulation):
         self.deliver_links()
         self.fire_timers()
         for node in self.live():
+            front = self.fronts[node.id]
+            front.now_ms = self.now * MS_PER_TICK
+            front.probe()  # as the member shell's tick: channels holding deliveries hear who leads
+            if front.pending():
+                self.drive(node, lambda core: [])
             core, release = node.core, self.releases[node.id]
+            if core is None:
+                continue
             if not core.snapshot_pending:
                 snapshot = release.on_tick(self.view(core), core.capture_snapshot)
                 if snapshot is not None:
@@ -383,6 +406,8 @@ class QueuePorts(SimPorts):
         self.sim.fronts[self.node.id].not_leader(corr, leader)
 
     def leader_changed(self, leader: str | None) -> None:
+        if leader == self.node.id:
+            self.sim.qchecker.leaderships += 1
         self.sim.fronts[self.node.id].leader_changed(leader)
 
     def machine_effect(self, effect: object) -> None:

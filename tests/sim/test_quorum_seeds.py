@@ -1,7 +1,9 @@
 """CI's slice of the quorum queue simulation (tests/sim/quorum.py): a fixed set of seeds on 3 and 5
 nodes, proof that the runs exercise what they claim (leader changes under the channels, crashes,
 snapshots, redeliveries, repeated deliveries dropped), and proof that the checkers catch a member
-that confirms too early and a client that does not resynchronise its consumers. The long sweep is
+that confirms too early, a client that does not resynchronise its consumers, a leader whose
+resync returns its deliveries still on their way and a member that enqueues a resent publish
+again. The long sweep is
 `python -m tests.sim.run --quorum --sweep 1000`."""
 from __future__ import annotations
 
@@ -57,3 +59,16 @@ def test_simulator_catches_consumers_left_behind_by_a_leader_change() -> None:
     """Without a resync, deliveries lost with an old leader stay unacked forever: consumers stall."""
     seed, violations = first_failing(client_class=mutants.NeverResyncs)
     assert seed >= 0, "no seed exposed a client that never resynchronises"
+
+
+def test_simulator_catches_a_resync_that_returns_deliveries_on_their_way() -> None:
+    """CI's kombu duplicate: a message acked once came back, redelivered."""
+    seed, violations = first_failing(front_class=mutants.ReturnsWhatIsOnItsWay)
+    assert seed >= 0, "no seed exposed a leader that returns its own deliveries on their way"
+    assert any("again after a consumer acked it" in v for v in violations), violations[:3]
+
+
+def test_simulator_catches_a_publish_enqueued_twice() -> None:
+    seed, violations = first_failing(front_class=mutants.ForgetsPublishers)
+    assert seed >= 0, "no seed exposed a member that enqueues a resent publish again"
+    assert any("unflagged a second time" in v for v in violations), violations[:3]
