@@ -12,7 +12,7 @@ from actors.quorum.drive import QueueDriver
 from actors.runtime.address import Address
 from raft.messages import RequestVote
 from tests.quorum_integration.conftest import agreed, bodies, driver, leader, with_runtimes
-from tests.waiting import until
+from tests.waiting import poll_ask_s, until
 
 pytestmark = pytest.mark.integration
 
@@ -260,6 +260,6 @@ def test_a_member_that_crashes_takes_its_host_down_and_comes_back_from_the_wal(c
 
 def _pid(cluster, node: str) -> int | None:
     try:
-        return cluster.ask(node, "pid")
+        return cluster.ask(node, "pid", timeout=poll_ask_s)
     except (RuntimeError, ConnectionError, TimeoutError, OSError):
         return None
