@@ -36,6 +36,7 @@ class Node:
     log_path: Path
     cluster_port: int = 0
     host: str = "127.0.0.1"  # where its AMQP listener is (listeners.tcp.default)
+    terminated: bool = False  # sent its SIGTERM
 
     @property
     def url(self) -> str:
@@ -76,9 +77,15 @@ class Node:
             except psutil.Error:
                 pass
 
+    def terminate(self) -> None:
+        """SIGTERM, once: the node stops by itself; `stop` waits for it."""
+        if self.proc.poll() is None and not self.terminated:
+            self.proc.send_signal(signal.SIGTERM)
+            self.terminated = True
+
     def stop(self) -> None:
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.terminate()
             try:
                 self.proc.wait(stop_timeout_s)
             except subprocess.TimeoutExpired:
@@ -196,7 +203,10 @@ class Cluster:
         return self.control(name, "node", "cluster_status")
 
     def stop(self) -> None:
+        """Every node at once: each stops in its own time, so the cluster takes the slowest's."""
         for node in self.nodes.values():
             node.signal_all(signal.SIGCONT)
+        for node in self.nodes.values():
+            node.terminate()
         for node in self.nodes.values():
             node.stop()

@@ -8,6 +8,10 @@ import time
 from typing import Any, Callable
 
 poll_s = 0.05
+# The timeout of a control ask made inside a poll while a host restarts: an ask the supervisor
+# forwarded to the host before it noticed the host's death is never answered, and the poll should
+# ask again soon rather than wait out the 10 s default.
+poll_ask_s = 2.0
 
 
 def until(condition: Callable[[], Any], what: str, timeout_s: float = 30.0) -> Any:

@@ -1,13 +1,19 @@
 """Shared by the admin and warrenctl integration tests: a node with an amqps listener, a
-self-signed certificate made with the openssl CLI, and warrenctl run as a real subprocess."""
+self-signed certificate made with the openssl CLI, and warrenctl, run in this process (its `main`:
+a subprocess costs a second of start-up, more on a loaded machine, and the suite runs hundreds of
+commands) or as the real command (`warrenctl_process`: tests/integration/test_warrenctl.py checks
+the command itself)."""
 from __future__ import annotations
 
+import contextlib
+import io
 import subprocess
 
 from pathlib import Path
 
 import pika
 
+from scripts import warrenctl as warrenctl_main
 from tests.integration.nodes import REPO, free_port, start_node
 
 warrenctl_timeout_s = 60
@@ -33,6 +39,15 @@ def start_tls_node(directory: Path):
 
 
 def warrenctl(node, *args: str) -> subprocess.CompletedProcess:
+    """What `warrenctl -n DATA_DIR ARGS` prints and exits with, from its `main` in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = warrenctl_main.main(["-n", str(node.data_dir), *args])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+def warrenctl_process(node, *args: str) -> subprocess.CompletedProcess:
+    """The real command, scripts/warrenctl, as a subprocess."""
     return subprocess.run([str(REPO / "scripts" / "warrenctl"), "-n", str(node.data_dir), *args],
                           capture_output=True, text=True, timeout=warrenctl_timeout_s)
 

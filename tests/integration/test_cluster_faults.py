@@ -1,13 +1,21 @@
 """A cluster of three real nodes under faults (issue 11 §4): kill -9 of a node, of the metadata
-leader, of a majority; a paused node; a partition; a node forgotten for good. Each test makes its
-own cluster, with a short metadata time-out so that a change without a majority fails quickly."""
+leader, of a majority; a paused node; a partition; a node forgotten for good. A short metadata
+time-out makes a change without a majority fail quickly.
+
+The tests share one cluster (a 3-node start costs seconds): each begins with it whole (every node
+running, resumed, unpartitioned and seen up by the others: `cluster` mends what the test before
+did to it) and names its queues after itself. Forgetting a node is for good, so that test has a
+cluster of its own."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import pika
 import pika.exceptions
 import pytest
 
 from tests.integration.cluster import Cluster
+from tests.integration.nodes import wait_serving
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration
@@ -15,13 +23,46 @@ pytestmark = pytest.mark.integration
 TIMEOUT_MS = 3000
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    conf = tmp_path / "warren.conf"
+def start_cluster(root: Path) -> Cluster:
+    conf = root / "warren.conf"
     conf.write_text(f"metadata.timeout = {TIMEOUT_MS}\n")
-    c = Cluster(tmp_path / "cluster", 3, "--config", str(conf)).start()
+    return Cluster(root / "cluster", 3, "--config", str(conf)).start()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    c = start_cluster(tmp_path_factory.mktemp("faults"))
     yield c
     c.stop()
+
+
+@pytest.fixture
+def cluster(shared: Cluster) -> Cluster:
+    """The module's cluster, whole again after whatever the test before did to it."""
+    mend(shared)
+    return shared
+
+
+@pytest.fixture
+def own_cluster(tmp_path):
+    c = start_cluster(tmp_path)
+    yield c
+    c.stop()
+
+
+def mend(cluster: Cluster) -> None:
+    """Resume paused nodes, start killed or stopped ones, heal partitions, and wait until every
+    node sees all three up."""
+    for name in cluster.names:
+        cluster.resume(name)
+    dead = [name for name in cluster.names if cluster.nodes[name].proc.poll() is not None]
+    for name in dead:
+        cluster.restart(name, wait=False)
+    for name in dead:
+        wait_serving(cluster.nodes[name])
+    cluster.heal()
+    until(lambda: all(len(running(cluster, n)) == len(cluster.names) for n in cluster.names),
+          "every node seeing the others up", timeout_s=60)
 
 
 def connect(cluster: Cluster, name: str):
@@ -114,7 +155,6 @@ def test_without_a_majority_a_change_times_out_and_publishing_goes_on(cluster: C
     c1.close()
     cluster.restart("n2", wait=False)
     cluster.restart("n3")
-    from tests.integration.nodes import wait_serving
     wait_serving(cluster.nodes["n2"])
     c1, ch1 = connect(cluster, "n1")
     ch1.queue_declare("after-the-majority-is-back", durable=True)
@@ -167,10 +207,11 @@ def quorum_members(cluster: Cluster, name: str, queue: str) -> list[str]:
     return next(sorted(r["members"]) for r in rows if r["name"] == queue)
 
 
-def test_a_forgotten_node_leaves_the_cluster_with_its_queues(cluster: Cluster) -> None:
+def test_a_forgotten_node_leaves_the_cluster_with_its_queues(own_cluster: Cluster) -> None:
     """Its classic queues go; its member of every quorum queue goes (rabbit_quorum_queue:shrink_all,
     which rabbitmqctl forget_cluster_node runs), so the queues' majorities count without it; a queue
     whose last member it was cannot shrink and the command says so, the node forgotten all the same."""
+    cluster = own_cluster  # n3 is gone for good afterwards
     conn, ch = connect(cluster, "n3")
     ch.queue_declare("home-n3", durable=True)
     ch.queue_declare("qq-n3", durable=True, arguments={"x-queue-type": "quorum"})  # led from n3
@@ -212,19 +253,19 @@ def test_a_queue_requeues_what_a_consumer_on_a_killed_node_held(cluster: Cluster
     requeue the channel's unacknowledged deliveries, as RabbitMQ's queue does on the DOWN of a
     channel on a lost node (found by the fault suite: they stayed unacknowledged for ever)."""
     c3, ch3 = connect(cluster, "n3")
-    ch3.queue_declare("home-n3", durable=True)
+    ch3.queue_declare("held-on-n3", durable=True)
     ch3.confirm_delivery()
     c1, ch1 = connect(cluster, "n1")
     ch1.basic_qos(prefetch_count=10)
     held = []
-    ch1.basic_consume("home-n3", lambda ch, method, props, body: held.append(body))
+    ch1.basic_consume("held-on-n3", lambda ch, method, props, body: held.append(body))
     for i in range(5):
-        ch3.basic_publish("", "home-n3", b"%d" % i, pika.BasicProperties(delivery_mode=2))
+        ch3.basic_publish("", "held-on-n3", b"%d" % i, pika.BasicProperties(delivery_mode=2))
     until(lambda: c1.process_data_events(0.05) or len(held) == 5, "n1's consumer holding all five")
     cluster.kill("n1")
     until(lambda: cluster.node_name("n1") not in running(cluster, "n3"), "n3 seeing n1 down")
-    until(lambda: ch3.queue_declare("home-n3", passive=True).method.message_count == 5, "the five requeued")
-    got = [ch3.basic_get("home-n3", auto_ack=True) for _ in range(5)]
+    until(lambda: ch3.queue_declare("held-on-n3", passive=True).method.message_count == 5, "the five requeued")
+    got = [ch3.basic_get("held-on-n3", auto_ack=True) for _ in range(5)]
     assert [(m.redelivered, body) for m, _, body in got] == [(True, b"%d" % i) for i in range(5)]
     c3.close()
 
@@ -257,17 +298,17 @@ def test_a_consumer_on_a_paused_node_is_cancelled_when_its_node_wakes(cluster: C
     client is told (basic.cancel) and may consume again, rather than wait on a consumer its queue
     forgot (found by the fault suite)."""
     c3, ch3 = connect(cluster, "n3")
-    ch3.queue_declare("home-n3", durable=True)
+    ch3.queue_declare("watched-on-n3", durable=True)
     ch3.confirm_delivery()
     c1, ch1 = connect(cluster, "n1")
     held, cancelled = [], []
     ch1.add_on_cancel_callback(lambda method: cancelled.append(method.method.consumer_tag))
-    tag = ch1.basic_consume("home-n3", lambda ch, method, props, body: held.append(body))
-    ch3.basic_publish("", "home-n3", b"before", pika.BasicProperties(delivery_mode=2))
+    tag = ch1.basic_consume("watched-on-n3", lambda ch, method, props, body: held.append(body))
+    ch3.basic_publish("", "watched-on-n3", b"before", pika.BasicProperties(delivery_mode=2))
     until(lambda: c1.process_data_events(0.05) or held == [b"before"], "n1's consumer holding one")
     cluster.pause("n1")
     until(lambda: cluster.node_name("n1") not in running(cluster, "n3"), "n3 seeing n1 down")
-    until(lambda: ch3.queue_declare("home-n3", passive=True).method.message_count == 1, "the one requeued")
+    until(lambda: ch3.queue_declare("watched-on-n3", passive=True).method.message_count == 1, "the one requeued")
     cluster.resume("n1")
     until(lambda: c1.process_data_events(0.05) or cancelled == [tag], "basic.cancel for the forgotten consumer")
     c3.close()

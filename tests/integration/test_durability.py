@@ -27,7 +27,7 @@ import pytest
 from scripts.warrenctl import Node as Ctl
 from tests.integration.admin_support import ok
 from tests.integration.nodes import start_node
-from tests.waiting import until
+from tests.waiting import poll_ask_s, until
 
 load_seconds = float(os.environ.get("WARREN_DURABILITY_LOAD_S", "1.5"))  # soak: set it higher
 join_s = 5.0
@@ -196,14 +196,14 @@ def test_kill9_queue_host_alone_recovers_from_disk(tmp_path: Path) -> None:
 
 def _queue_pid(control: Ctl):
     try:
-        return control.ask("queue0", "pid")
+        return control.ask("queue0", "pid", timeout_s=poll_ask_s)
     except Exception:  # restarting: the control ask fails until the host is back
         return None
 
 
 def _running(control: Ctl, name: str) -> bool:
     try:
-        return any(q["name"] == name for q in control.ask("queue0", "list_queues"))
+        return any(q["name"] == name for q in control.ask("queue0", "list_queues", timeout_s=poll_ask_s))
     except Exception:
         return False
 

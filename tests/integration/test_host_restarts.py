@@ -8,7 +8,7 @@ import psutil
 import pytest
 
 from tests.integration.nodes import start_node
-from tests.waiting import until
+from tests.waiting import poll_ask_s, until
 
 pytestmark = pytest.mark.integration
 
@@ -20,10 +20,10 @@ def node(tmp_path_factory):
     n.stop()
 
 
-def host_pid(node, host: str) -> int:
+def host_pid(node, host: str, timeout: float = 10) -> int:
     from actors.runtime.client import control
     port = int((node.data_dir / "admin_port").read_text())
-    return control(port, host, "pid", {})
+    return control(port, host, "pid", {}, timeout)
 
 
 def use(node, queue: str, *, durable: bool) -> None:
@@ -60,7 +60,7 @@ def test_after_a_host_is_killed_every_queue_old_and_new_works(node, host: str) -
 
 def _restarted(node, host: str, old: int) -> bool:
     try:
-        return host_pid(node, host) != old
+        return host_pid(node, host, poll_ask_s) != old
     except Exception:
         return False
 

@@ -1,4 +1,6 @@
-"""warrenctl as a subprocess against a real node: output in both formatters, exit codes, one-line errors."""
+"""warrenctl against a real node: output in both formatters, exit codes, one-line errors. Its `main`
+runs in this process (tests/integration/admin_support.py); test_status and test_usage_errors_and_no_node
+run the real command as a subprocess."""
 from __future__ import annotations
 
 import json
@@ -7,7 +9,7 @@ import subprocess
 import pika
 import pytest
 
-from tests.integration.admin_support import connect, ok, warrenctl
+from tests.integration.admin_support import connect, ok, warrenctl, warrenctl_process
 from scripts.local_cluster import HOST
 from tests.integration.nodes import REPO, start_node
 
@@ -27,9 +29,11 @@ def fails(node, code, *args):
 
 
 def test_status(node):
-    st = json.loads(ok(node, "status", "--formatter", "json"))
+    as_json, as_table = (warrenctl_process(node, "status", *formatter) for formatter in (["--formatter", "json"], []))
+    assert (as_json.returncode, as_table.returncode) == (0, 0), (as_json.stderr, as_table.stderr)
+    st = json.loads(as_json.stdout)
     assert st["users"] >= 1 and st["queue_hosts"] >= 1 and st["connection_hosts"]
-    assert "queue_hosts\t" in ok(node, "status")
+    assert "queue_hosts\t" in as_table.stdout
 
 
 def test_list_queues_table_and_json(node):
@@ -142,6 +146,8 @@ def test_purge_delete_and_close_connection(node):
 
 def test_usage_errors_and_no_node(node, tmp_path):
     fails(node, 64, "no_such_command")
+    r = warrenctl_process(node, "no_such_command")
+    assert r.returncode == 64 and r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1, r.stderr
     fails(node, 64, "add_user", "only-name")
     r = warrenctl(node, "list_queues", "name", "no_such_column", "other")
     assert (r.returncode, r.stderr) == (64, "Error (argument validation): Info key(s) no_such_column,other "

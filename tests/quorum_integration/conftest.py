@@ -1,5 +1,9 @@
 """Fixtures: quorum hosts as real node processes (no AMQP front end), and client Runtimes whose
-QueueDrivers play channels (actors/quorum/drive.py)."""
+QueueDrivers play channels (actors/quorum/drive.py).
+
+`cluster` is one 3-node cluster with the fast settings, shared by a module's tests (a start costs
+seconds): each test gets it with every node running and no queue left from the test before, and
+may kill and restart its nodes. A test that needs other settings makes its own (`make_cluster`)."""
 from __future__ import annotations
 
 import asyncio
@@ -31,6 +35,29 @@ def make_cluster(tmp_path, request):
         cluster.start()
         return cluster
     return make
+
+
+@pytest.fixture(scope="module")
+def shared_cluster(tmp_path_factory):
+    cluster = QuorumCluster(tmp_path_factory.mktemp("quorum"), host_config=FAST, clients=("c1", "c2", "c3"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def cluster(shared_cluster: QuorumCluster) -> QuorumCluster:
+    """The shared cluster, every node running (a node a test killed is started again), with the
+    members of every earlier test's queues deleted."""
+    stopped = [node for node in shared_cluster.nodes if node not in shared_cluster.running()]
+    if stopped:
+        shared_cluster.start(*stopped)
+    for node in shared_cluster.nodes:
+        for uid, *_ in shared_cluster.ask(node, "members"):
+            shared_cluster.ask(node, "delete_member", {"uid": uid})
+    return shared_cluster
 
 
 def with_runtimes(cluster: QuorumCluster, body: Callable[..., Awaitable[Any]], *hosts: str) -> Any:

@@ -12,7 +12,7 @@ from actors.quorum.drive import QueueDriver
 from actors.runtime.address import Address
 from raft.messages import RequestVote
 from tests.quorum_integration.conftest import agreed, bodies, driver, leader, with_runtimes
-from tests.waiting import until
+from tests.waiting import poll_ask_s, until
 
 pytestmark = pytest.mark.integration
 
@@ -37,8 +37,7 @@ async def publish_all(drv: QueueDriver, payloads: list[bytes], during=None) -> N
             await during(drv.confirmed - base)
 
 
-def test_confirmed_messages_are_consumed_in_order_and_every_member_agrees(make_cluster):
-    cluster = make_cluster()
+def test_confirmed_messages_are_consumed_in_order_and_every_member_agrees(cluster):
     ref = cluster.declare("orders")
     leader(cluster, ref)
     payloads = bodies(3000)
@@ -58,8 +57,7 @@ def test_confirmed_messages_are_consumed_in_order_and_every_member_agrees(make_c
     assert sum(s["role"] == "leader" for s in statuses.values()) == 1
 
 
-def test_kill_9_of_the_leaders_node_loses_no_confirmed_message_and_consumers_go_on(make_cluster):
-    cluster = make_cluster()
+def test_kill_9_of_the_leaders_node_loses_no_confirmed_message_and_consumers_go_on(cluster):
     ref = cluster.declare("jobs")
     old = leader(cluster, ref)
     old_term = cluster.status(old, ref)["term"]
@@ -94,8 +92,7 @@ def test_kill_9_of_the_leaders_node_loses_no_confirmed_message_and_consumers_go_
     assert statuses[old]["recovered"] > 0 and statuses[old]["role"] == "follower"
 
 
-def test_a_restarted_member_catches_up_by_delta_and_by_snapshot_when_far_behind(make_cluster):
-    cluster = make_cluster()
+def test_a_restarted_member_catches_up_by_delta_and_by_snapshot_when_far_behind(cluster):
     ref = cluster.declare("events")
     lead = leader(cluster, ref)
     lagging = next(n for n in cluster.nodes if n != lead)
@@ -133,8 +130,7 @@ def test_a_restarted_member_catches_up_by_delta_and_by_snapshot_when_far_behind(
     assert caught["first"] > delta["last"] + 1  # nothing below the snapshot was sent: it was installed
 
 
-def test_a_channel_gone_with_unacked_messages_gives_them_back_redelivered(make_cluster):
-    cluster = make_cluster()
+def test_a_channel_gone_with_unacked_messages_gives_them_back_redelivered(cluster):
     ref = cluster.declare("tasks")
     lead = leader(cluster, ref)
 
@@ -219,8 +215,7 @@ def test_a_deleted_member_leaves_no_files_and_stays_deleted_across_a_restart(mak
     assert st["messages"] == 0
 
 
-def test_message_ttl_expires_messages_through_the_leaders_timer(make_cluster):
-    cluster = make_cluster()
+def test_message_ttl_expires_messages_through_the_leaders_timer(cluster):
     ref = cluster.declare("ttl", arguments={"x-queue-type": "quorum", "x-message-ttl": 300})
     leader(cluster, ref)
 
@@ -240,10 +235,9 @@ def test_the_leader_locators_node_asks_for_votes_first(make_cluster):
         assert leader(cluster, ref) == node
 
 
-def test_a_member_that_crashes_takes_its_host_down_and_comes_back_from_the_wal(make_cluster):
+def test_a_member_that_crashes_takes_its_host_down_and_comes_back_from_the_wal(cluster):
     """The runtime removes an actor whose receive raised; a quorum member so removed was still
     ticked by its host, deaf for good (found looking at what faults could do to members)."""
-    cluster = make_cluster()
     ref = cluster.declare("crashy")
     lead = leader(cluster, ref)
     victim = next(n for n in cluster.nodes if n != lead)
@@ -266,6 +260,6 @@ def test_a_member_that_crashes_takes_its_host_down_and_comes_back_from_the_wal(m
 
 def _pid(cluster, node: str) -> int | None:
     try:
-        return cluster.ask(node, "pid")
+        return cluster.ask(node, "pid", timeout=poll_ask_s)
     except (RuntimeError, ConnectionError, TimeoutError, OSError):
         return None

@@ -4,8 +4,6 @@ check_if_node_is_quorum_critical, list_queues' quorum columns, and the members a
 when it serves again. Texts and exit codes are the oracle's (Debian's RabbitMQ 3.10)."""
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import subprocess
 import sys
@@ -13,7 +11,7 @@ import sys
 import pika
 import pytest
 
-from scripts import warrenctl
+from tests.integration.admin_support import warrenctl
 from tests.integration.cluster import Cluster
 from tests.waiting import until
 
@@ -34,12 +32,8 @@ def cluster(tmp_path_factory):
 
 
 def ctl(cluster: Cluster, node: str, *args: str) -> subprocess.CompletedProcess:
-    """warrenctl's main in this process (a subprocess costs seconds of start-up on a loaded machine;
-    test_the_command_line runs the real one)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err):
-        code = warrenctl.main(["-n", str(cluster.nodes[node].data_dir), *args], out=lambda t: print(t, file=out))
-    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+    """warrenctl's main in this process (test_the_command_line runs the real one)."""
+    return warrenctl(cluster.nodes[node], *args)
 
 
 def ok(cluster: Cluster, node: str, *args: str) -> str:

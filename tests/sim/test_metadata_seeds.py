@@ -46,6 +46,6 @@ class ElectsOutsideTheVoters(MetadataSimulation):
 
 
 def test_the_checkers_catch_a_joiner_that_starts_its_own_group() -> None:
-    found = [seed for seed in range(20)
-             if ElectsOutsideTheVoters(seed, SimOptions(nodes=3, steps=600)).run()]
-    assert found, "no seed caught two leaders or diverging registries"
+    # the first seed that catches it is the proof (any() stops there: the later seeds cost seconds)
+    assert any(ElectsOutsideTheVoters(seed, SimOptions(nodes=3, steps=600)).run() for seed in range(20)), \
+        "no seed caught two leaders or diverging registries"
