@@ -17,6 +17,7 @@ import argparse
 import base64
 import json
 import multiprocessing
+import shutil
 import statistics
 import subprocess
 import sys
@@ -167,6 +168,7 @@ def main() -> None:
         conn.close()
     finally:
         m.node.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
