@@ -27,3 +27,12 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+PIPELINE_TIMEOUT_S = 300  # a JVM start and Spark's first job alone take ~100 s on a busy 2-core machine
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.nodeid.startswith("tests/pipeline/") and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(PIPELINE_TIMEOUT_S))
