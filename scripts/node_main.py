@@ -97,9 +97,20 @@ startup_timeout_s = 300.0  # a node whose peers are down waits this long for the
 
 
 def _stop_when_gone(pid: int) -> None:
-    """A node started by a test stops by itself if the test process dies without stopping it."""
-    while psutil.pid_exists(pid):
+    """A node started by a test stops by itself if the test process dies without stopping it.
+    The process is known by its pid AND its start time: a pid alone may be reused by another
+    process after the test's died (nodes outlived their tests by hours that way)."""
+    try:
+        started = psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        started = None
+    while started is not None:
         time.sleep(watch_interval_s)
+        try:
+            if psutil.Process(pid).create_time() != started:
+                break
+        except psutil.NoSuchProcess:
+            break
     os.kill(os.getpid(), signal.SIGTERM)
 
 
