@@ -75,6 +75,7 @@ def host_specs(conf: dict) -> list[HostSpec]:
     specs = [HostSpec("node", "actors.hosts:node_host",
                       dict(common, **management, tcp_bind=f"tcp://{interface}:{cluster_port(conf)}",
                            join=conf.get("join"), metadata_timeout_ms=conf["metadata.timeout"],
+                           node_down_after_ms=conf["cluster.node_down_after"],
                            reconciliation=reconciliation(conf)))]
     specs += [HostSpec(f"queue{i}", "actors.hosts:queue_host", dict(common)) for i in range(conf["queue_hosts"])]
     specs.append(HostSpec(QUORUM_KIND, "actors.hosts:quorum_host", dict(
