@@ -19,7 +19,7 @@ import pytest
 
 from actors.runtime.client import control
 from scripts.local_cluster import HOST
-from tests.integration.admin_support import ok
+from tests.integration.admin_support import warrenctl_process
 from tests.integration.nodes import start_node
 from tests.integration.raw_client import RawClient
 from tests.waiting import until
@@ -39,6 +39,14 @@ def node(tmp_path_factory):
 
 def admin(node) -> int:
     return int((node.data_dir / "admin_port").read_text())
+
+
+def ok(node, *args: str) -> str:
+    """warrenctl as its own process: run in this one it would share the interpreter with the
+    flooding thread and thin the flood these tests depend on."""
+    r = warrenctl_process(node, *args)
+    assert r.returncode == 0, (args, r.stderr)
+    return r.stdout
 
 
 def flow(node) -> dict:
