@@ -143,6 +143,8 @@ def test_killing_the_metadata_leader_elects_another_and_changes_go_on(cluster: C
     ch.queue_bind("after-failover-q", "after-failover")
     conn.close()
     cluster.restart(old)
+    # the queue's home is another node, which the restarted node must have heard from to answer for it
+    until(lambda: len(running(cluster, old)) == len(cluster.names), f"{old} seeing the others up")
     conn, ch = connect(cluster, old)
     ch.queue_declare("after-failover-q", passive=True)
     conn.close()
