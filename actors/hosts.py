@@ -36,8 +36,8 @@ import psutil
 import structlog
 
 from actors.channel.publish_checks import MAX_MESSAGE_SIZE_DEFAULT
-from actors.cluster.membership import Membership
-from actors.cluster.shell import ClusterActor, read_members
+from actors.cluster.membership import Membership, down_after_ticks_default, liveness_ticks
+from actors.cluster.shell import ClusterActor, read_members, tick_ms as cluster_tick_ms
 from actors.cluster.view import ClusterView, tell_local_hosts
 from actors.quorum import host as quorum
 from actors.quorum.names import QUORUM_KIND
@@ -113,7 +113,9 @@ async def node_host(runtime: Any, spec: Any) -> None:
     member = start_member(runtime, data_dir, me, machine, alone=alone)
     membership = Membership(me, runtime.tcp_endpoint, known or {me: runtime.tcp_endpoint},
                             address_of=lambda n: Address(host_of(n, NODE_KIND), CLUSTER_NAME),
-                            incarnation=int.from_bytes(os.urandom(6), "big"))
+                            incarnation=int.from_bytes(os.urandom(6), "big"),
+                            **liveness_ticks(cfg.get("node_down_after_ms", down_after_ticks_default * cluster_tick_ms),
+                                             cluster_tick_ms))
     cluster = ClusterActor(runtime, membership, member, data_dir)
     relay = start_alarms(runtime, me)
     monitor = start_monitor(runtime, cfg, me)

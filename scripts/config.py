@@ -64,6 +64,7 @@ DEFAULTS: dict[str, Any] = {
     "cluster.port": 0,  # 0: the AMQP port + 20000, RabbitMQ's distribution port rule
     "cluster.interface": "127.0.0.1",
     "cluster.cookie_file": "",  # "": ~/.warren.cookie, as Erlang's ~/.erlang.cookie
+    "cluster.node_down_after": 5000,  # ms of silence after which a peer node counts as down
     "metadata.timeout": 30000,  # ms a metadata change may wait for the group (khepri_default_timeout)
     "management.tcp.port": 15672,
     "management.tcp.ip": "127.0.0.1",

@@ -75,6 +75,7 @@ def host_specs(conf: dict) -> list[HostSpec]:
     specs = [HostSpec("node", "actors.hosts:node_host",
                       dict(common, **management, tcp_bind=f"tcp://{interface}:{cluster_port(conf)}",
                            join=conf.get("join"), metadata_timeout_ms=conf["metadata.timeout"],
+                           node_down_after_ms=conf["cluster.node_down_after"],
                            reconciliation=reconciliation(conf),
                            quorum_declaring={"leader_locator": conf["queue_leader_locator"],
                                              "relaxed_checks": conf[RELAXED_CHECKS]}))]

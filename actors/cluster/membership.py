@@ -42,6 +42,14 @@ ping_interval_ticks_default = 10   # 1 s at 100 ms ticks
 down_after_ticks_default = 50      # 5 s without a word
 
 
+def liveness_ticks(down_after_ms: int, tick_ms: int) -> dict[str, int]:
+    """Membership's `down_after_ticks` and `ping_interval_ticks` for peers counted down after
+    `down_after_ms` of silence: five pings in that time at least, and at most one a second (the
+    default's 5 s is 50 ticks of 100 ms and a ping every 10)."""
+    down = max(2, -(-down_after_ms // tick_ms))
+    return {"down_after_ticks": down, "ping_interval_ticks": max(1, min(ping_interval_ticks_default, down // 5))}
+
+
 @dataclass
 class Peer:
     endpoint: str

@@ -342,7 +342,9 @@ class NodeCore:
         call = self._calls.get(rid) if rid else None
         if rid and call is None:
             return  # a call that ended meanwhile
-        if msg.leader is not None:
+        # a leader on a node known down or forgotten would never answer: as during an election, the
+        # same member again a moment later, until it has heard of (or become) the new leader
+        if msg.leader is not None and node_of(Address.parse(msg.leader).host) not in self._unreachable():
             to = self._leaders.saw(msg.leader)
             if call is not None:
                 self._calls[rid] = (call[0], replace(call[1], to=to))

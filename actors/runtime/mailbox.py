@@ -316,6 +316,8 @@ class Runtime:
     def _flush(self) -> None:
         self._flush_scheduled = False
         outboxes, self._outbox = self._outbox, {}
+        if self._ctx is None:  # closed: what a callback sent while the host stopped goes nowhere
+            return
         for host, items in outboxes.items():
             if host != self.host:
                 self._send_frame(host, items)

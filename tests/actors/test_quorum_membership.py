@@ -90,6 +90,25 @@ def test_add_member_starts_it_asks_the_leader_follows_a_redirect_then_records_it
     assert g.receive(sync.to, Reply(sync.msg.rid)) == [AnswerAdmin("a", {"ok": True})]
 
 
+def test_a_redirect_to_a_leader_on_a_down_node_asks_the_same_member_again_until_it_knows_better() -> None:
+    """A follower still names the leader it knew, on a node since down (forget_cluster_node's
+    shrink right after the stop): sent there, the call would never be answered."""
+    c, g = node()
+    c.nodes([ME, OTHER], [THIRD])
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1",
+                                      members=(ME, OTHER, THIRD), created_ms=5))
+    [ask] = g.run(c.admin("a", "delete_member", {"name": "q", "node": THIRD}))
+    assert ask.to == Address.parse(member_id(ME, "u1"))
+    assert g.receive(ask.to, NotQueueLeader(member_id(THIRD, "u1"), 1, ask.msg)) == [
+        StartTimer(f"leader-retry:{ask.msg.rid}", qqueues.RETRY_MS)]
+    [again] = g.run(c.timer(f"leader-retry:{ask.msg.rid}"))
+    assert again == Send(ask.to, ask.msg)  # by now it leads, or names the new leader
+    g.hold = True
+    g.run(c.receive(again.to, Reply(ask.msg.rid)))
+    [proposal] = g.held
+    assert proposal.command == SetQueueMembers("/", "q", "quorum!u1", (ME, OTHER))
+
+
 def test_delete_member_refuses_the_last_and_records_before_deleting_files() -> None:
     c, g = node()
     c.nodes([ME, OTHER], [])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from actors.cluster.membership import Membership
+from actors.cluster.membership import Membership, liveness_ticks
 from actors.messages.cluster import Directory, Hello, JoinAnswer, JoinRequest, NodesUp, Ping, Pong
 from effects import Log, SaveClusterFile, Send
 
@@ -140,3 +140,18 @@ def test_a_peer_that_restarted_unnoticed_is_down_and_up_again_and_gets_our_hello
     ups = [s.msg for s in sends(out, NodesUp)]
     assert ups == [NodesUp([A], [B]), NodesUp([A, B], [])]  # every host hears it went away
     assert sends(out, Hello) == [Send(addr(B), Hello(A, EA, {}, [A, B]))]  # it learns our hosts again
+
+
+def test_liveness_from_a_down_after_in_ms_keeps_the_default_and_pings_at_least_five_times():
+    assert liveness_ticks(5000, 100) == {"down_after_ticks": 50, "ping_interval_ticks": 10}  # the default
+    assert liveness_ticks(2500, 100) == {"down_after_ticks": 25, "ping_interval_ticks": 5}
+    assert liveness_ticks(60000, 100) == {"down_after_ticks": 600, "ping_interval_ticks": 10}  # a ping a second
+    assert liveness_ticks(150, 100) == {"down_after_ticks": 2, "ping_interval_ticks": 1}
+
+
+def test_a_peer_silent_for_the_configured_time_is_down():
+    m = Membership(A, EA, {A: EA, B: EB}, address_of=addr, **liveness_ticks(2500, 100))
+    m.start()
+    m.receive(Hello(B, EB, {}, [A, B]))
+    down = [t for t in range(1, 40) if "cluster.node_down" in logs(m.tick())]
+    assert down == [25]

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def cluster(tmp_path):
-    c = Cluster(tmp_path / "cluster", 2).start()
+    conf = tmp_path / "warren.conf"
+    conf.write_text("cluster.node_down_after = 2500\n")  # a killed node is seen down in 2.5 s, not 5
+    c = Cluster(tmp_path / "cluster", 2, "--config", str(conf)).start()
     yield c
     c.stop()
 

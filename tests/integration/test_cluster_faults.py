@@ -1,11 +1,13 @@
 """A cluster of three real nodes under faults (issue 11 §4): kill -9 of a node, of the metadata
 leader, of a majority; a paused node; a partition; a node forgotten for good. A short metadata
-time-out makes a change without a majority fail quickly.
+time-out makes a change without a majority fail quickly, and a node counts as down after 2.5 s of
+silence rather than 5 (cluster.node_down_after), which is what most of these tests wait for.
 
 The tests share one cluster (a 3-node start costs seconds): each begins with it whole (every node
 running, resumed, unpartitioned and seen up by the others: `cluster` mends what the test before
 did to it) and names its queues after itself. Forgetting a node is for good, so that test has a
-cluster of its own."""
+cluster of its own; so has the one whose node must restart before the others notice its silence
+(a minute of it: a restart takes seconds on a loaded machine)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,11 +23,13 @@ from tests.waiting import until
 pytestmark = pytest.mark.integration
 
 TIMEOUT_MS = 3000
+DOWN_AFTER_MS = 2500
 
 
-def start_cluster(root: Path) -> Cluster:
+def start_cluster(root: Path, down_after_ms: int = DOWN_AFTER_MS) -> Cluster:
+    root.mkdir(parents=True, exist_ok=True)
     conf = root / "warren.conf"
-    conf.write_text(f"metadata.timeout = {TIMEOUT_MS}\n")
+    conf.write_text(f"metadata.timeout = {TIMEOUT_MS}\ncluster.node_down_after = {down_after_ms}\n")
     return Cluster(root / "cluster", 3, "--config", str(conf)).start()
 
 
@@ -45,9 +49,15 @@ def cluster(shared: Cluster) -> Cluster:
 
 @pytest.fixture
 def own_cluster(tmp_path):
-    c = start_cluster(tmp_path)
-    yield c
-    c.stop()
+    """`own_cluster(down_after_ms)`: a cluster of the test's own, stopped after it."""
+    made: list[Cluster] = []
+
+    def make(down_after_ms: int = DOWN_AFTER_MS) -> Cluster:
+        made.append(start_cluster(tmp_path / f"c{len(made)}", down_after_ms))
+        return made[-1]
+    yield make
+    for c in made:
+        c.stop()
 
 
 def mend(cluster: Cluster) -> None:
@@ -133,6 +143,8 @@ def test_killing_the_metadata_leader_elects_another_and_changes_go_on(cluster: C
     ch.queue_bind("after-failover-q", "after-failover")
     conn.close()
     cluster.restart(old)
+    # the queue's home is another node, which the restarted node must have heard from to answer for it
+    until(lambda: len(running(cluster, old)) == len(cluster.names), f"{old} seeing the others up")
     conn, ch = connect(cluster, old)
     ch.queue_declare("after-failover-q", passive=True)
     conn.close()
@@ -207,11 +219,11 @@ def quorum_members(cluster: Cluster, name: str, queue: str) -> list[str]:
     return next(sorted(r["members"]) for r in rows if r["name"] == queue)
 
 
-def test_a_forgotten_node_leaves_the_cluster_with_its_queues(own_cluster: Cluster) -> None:
+def test_a_forgotten_node_leaves_the_cluster_with_its_queues(own_cluster) -> None:
     """Its classic queues go; its member of every quorum queue goes (rabbit_quorum_queue:shrink_all,
     which rabbitmqctl forget_cluster_node runs), so the queues' majorities count without it; a queue
     whose last member it was cannot shrink and the command says so, the node forgotten all the same."""
-    cluster = own_cluster  # n3 is gone for good afterwards
+    cluster = own_cluster()  # n3 is gone for good afterwards
     conn, ch = connect(cluster, "n3")
     ch.queue_declare("home-n3", durable=True)
     ch.queue_declare("qq-n3", durable=True, arguments={"x-queue-type": "quorum"})  # led from n3
@@ -270,12 +282,13 @@ def test_a_queue_requeues_what_a_consumer_on_a_killed_node_held(cluster: Cluster
     c3.close()
 
 
-def test_a_node_restarted_faster_than_its_silence_is_noticed_reaches_every_node_again(cluster: Cluster) -> None:
+def test_a_node_restarted_faster_than_its_silence_is_noticed_reaches_every_node_again(own_cluster) -> None:
+    cluster = own_cluster(down_after_ms=60_000)
     conn, ch = connect(cluster, "n2")
     ch.queue_declare("home-n2", durable=True)
     conn.close()
     cluster.kill("n1")
-    cluster.restart("n1")  # within the 5 s the others take to see a silent node down
+    cluster.restart("n1")  # within the minute the others take to see a silent node down
     conn, ch = connect(cluster, "n1")
     ch.queue_declare("home-n1", durable=True)
     ch.confirm_delivery()

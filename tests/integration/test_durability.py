@@ -178,20 +178,24 @@ def test_kill9_node_under_load_keeps_confirmed_messages(tmp_path: Path, body_siz
         kill_node(node)
 
 
-def test_kill9_queue_host_alone_recovers_from_disk(tmp_path: Path) -> None:
-    node = start_node(tmp_path / "n")
-    try:
-        control = ctl(node)
-        pid = control.ask("queue0", "pid")
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    """One node for the tests that neither restart it nor configure it (each has queues of its own)."""
+    n = start_node(tmp_path_factory.mktemp("durability") / "n")
+    yield n
+    kill_node(n)
 
-        def crash() -> None:
-            os.kill(pid, signal.SIGKILL)
-        load = run_load_then(node, "dur", 6000, crash)
-        until(lambda: _queue_pid(control) not in (None, pid), "the queue host to restart")
-        until(lambda: _running(control, "dur"), "the queue to be re-created")
-        check_after_crash(load, drain(node.url, "dur"))
-    finally:
-        kill_node(node)
+
+def test_kill9_queue_host_alone_recovers_from_disk(node) -> None:
+    control = ctl(node)
+    pid = control.ask("queue0", "pid")
+
+    def crash() -> None:
+        os.kill(pid, signal.SIGKILL)
+    load = run_load_then(node, "dur", 6000, crash)
+    until(lambda: _queue_pid(control) not in (None, pid), "the queue host to restart")
+    until(lambda: _running(control, "dur"), "the queue to be re-created")
+    check_after_crash(load, drain(node.url, "dur"))
 
 
 def _queue_pid(control: Ctl):
@@ -241,19 +245,18 @@ def test_clean_restart_keeps_unacked_drops_acked_and_transient(tmp_path: Path) -
         kill_node(node)
 
 
-def test_deleting_a_durable_queue_deletes_its_files(tmp_path: Path) -> None:
-    node = start_node(tmp_path / "n")
-    try:
-        with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
-            ch = conn.channel()
-            ch.queue_declare("tmp", durable=True)
-            ch.basic_publish("", "tmp", b"0:", PERSISTENT)
-            queues = node.data_dir / "queues"
-            assert len(list(queues.iterdir())) == 1
-            ch.queue_delete("tmp")
-            assert list(queues.iterdir()) == []
-    finally:
-        kill_node(node)
+def test_deleting_a_durable_queue_deletes_its_files(node) -> None:
+    def queue_dirs() -> set[Path]:
+        queues = node.data_dir / "queues"
+        return set(queues.iterdir()) if queues.exists() else set()
+    others = queue_dirs()  # the other tests' durable queues
+    with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
+        ch = conn.channel()
+        ch.queue_declare("tmp", durable=True)
+        ch.basic_publish("", "tmp", b"0:", PERSISTENT)
+        assert len(queue_dirs() - others) == 1
+        ch.queue_delete("tmp")
+        assert queue_dirs() == others
 
 
 def test_gc_reclaims_disk_after_acks_and_store_summary(tmp_path: Path) -> None:
@@ -292,23 +295,19 @@ def test_gc_reclaims_disk_after_acks_and_store_summary(tmp_path: Path) -> None:
         kill_node(node)
 
 
-def test_lazy_queue_keeps_bodies_on_disk_and_list_queues_shows_it(tmp_path: Path) -> None:
-    node = start_node(tmp_path / "n")
-    try:
-        with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
-            ch = conn.channel()
-            ch.confirm_delivery()
-            ch.queue_declare("lazy", durable=True, arguments={"x-queue-mode": "lazy"})
-            ch.queue_declare("eager", durable=True)
-            for i in range(100):
-                ch.basic_publish("", "lazy", b"%d:" % i + b"l" * 1000, PERSISTENT)
-                ch.basic_publish("", "eager", b"%d:" % i + b"e" * 1000, PERSISTENT)
-        stats = {q["name"]: q for q in json.loads(ok(
-            node, "list_queues", "name", "messages_ready_ram", "messages_paged_out", "messages_persistent",
-            "memory", "--formatter", "json"))}
-        assert stats["lazy"]["messages_ready_ram"] == 0 and stats["lazy"]["messages_paged_out"] == 100
-        assert stats["lazy"]["messages_persistent"] == 100
-        assert stats["eager"]["messages_ready_ram"] == 100 and stats["eager"]["messages_paged_out"] == 0
-        assert [i for i, _ in drain(node.url, "lazy")] == list(range(100))
-    finally:
-        kill_node(node)
+def test_lazy_queue_keeps_bodies_on_disk_and_list_queues_shows_it(node) -> None:
+    with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
+        ch = conn.channel()
+        ch.confirm_delivery()
+        ch.queue_declare("lazy", durable=True, arguments={"x-queue-mode": "lazy"})
+        ch.queue_declare("eager", durable=True)
+        for i in range(100):
+            ch.basic_publish("", "lazy", b"%d:" % i + b"l" * 1000, PERSISTENT)
+            ch.basic_publish("", "eager", b"%d:" % i + b"e" * 1000, PERSISTENT)
+    stats = {q["name"]: q for q in json.loads(ok(
+        node, "list_queues", "name", "messages_ready_ram", "messages_paged_out", "messages_persistent",
+        "memory", "--formatter", "json"))}
+    assert stats["lazy"]["messages_ready_ram"] == 0 and stats["lazy"]["messages_paged_out"] == 100
+    assert stats["lazy"]["messages_persistent"] == 100
+    assert stats["eager"]["messages_ready_ram"] == 100 and stats["eager"]["messages_paged_out"] == 0
+    assert [i for i, _ in drain(node.url, "lazy")] == list(range(100))

@@ -57,6 +57,10 @@ def test_confirmed_messages_are_consumed_in_order_and_every_member_agrees(cluste
     assert sum(s["role"] == "leader" for s in statuses.values()) == 1
 
 
+# slow: the broker-level tests check the same through pika (integration/test_quorum_broker.py's kill -9
+# of the leader's node: nothing confirmed lost, publishing goes on, the member catches up) and the fault
+# campaign's kill nemesis (consumers of quorum queues go on, nothing lost, none stuck)
+@pytest.mark.slow
 def test_kill_9_of_the_leaders_node_loses_no_confirmed_message_and_consumers_go_on(cluster):
     ref = cluster.declare("jobs")
     old = leader(cluster, ref)
@@ -226,6 +230,10 @@ def test_message_ttl_expires_messages_through_the_leaders_timer(cluster):
     until(lambda: all(cluster.status(n, ref)["messages"] == 0 for n in cluster.nodes), "the messages expired")
 
 
+# slow: quorum_features/test_declare.py's test_group_size_and_the_client_local_leader[three] checks
+# through pika that the declaring node's member leads (client-local); this one proves it for every node
+# with a clock so slow that no other member could have asked first
+@pytest.mark.slow
 def test_the_leader_locators_node_asks_for_votes_first(make_cluster):
     # elections after 5-10 s of silence: the members start one control ask apart, and the chosen
     # node's member asks at its first tick (50 ms), long before any other member would
