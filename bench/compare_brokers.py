@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from actors.runtime.ports import free_port, port_open
+from actors.runtime.ports import port_open, stable_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -53,7 +53,7 @@ class Warren(Broker):
         (self.data_dir / "ready").unlink(missing_ok=True)
         self.proc = subprocess.Popen(
             [PY, "-m", "scripts.node_main", "--port", str(self.port), "--data-dir", str(self.data_dir),
-             "--name", "bench", "--cluster-port", str(free_port()), *self.extra_args], cwd=ROOT, stdout=open(self.data_dir.parent / "warren.log", "ab"),
+             "--name", "bench", "--cluster-port", str(stable_port()), *self.extra_args], cwd=ROOT, stdout=open(self.data_dir.parent / "warren.log", "ab"),
             stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + start_timeout_s
         while not ((self.data_dir / "ready").exists() and port_open(self.port)):

@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 
 from actors.runtime.client import control
-from actors.runtime.ports import free_port
+from actors.runtime.ports import stable_port
 from bench.compare_brokers import ROOT, Broker, Rabbit, Warren
 
 MIB = 1 << 20
@@ -81,7 +81,7 @@ def import_cost() -> tuple[int, int]:
 def rabbit_port() -> int:
     """A free port whose RabbitMQ distribution port (+20000, scripts/rabbitmq_oracle) exists too."""
     while True:
-        port = free_port()
+        port = stable_port()
         if port + 20000 <= 65535:
             return port
 
@@ -93,10 +93,10 @@ def main() -> None:
     a = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="warren-idle-") as work:
         brokers: list[tuple[Broker, bool]] = []
-        management_on = ("--management-port", str(free_port()), "--prometheus-port", str(free_port()))
+        management_on = ("--management-port", str(stable_port()), "--prometheus-port", str(stable_port()))
         for name, extra in (("warren", management_on), ("warren-no-mgmt", MANAGEMENT_OFF)):
             # directories whose names are not each other's prefix: processes are found by them
-            warren = Warren(name, free_port(), Path(work) / f"{len(brokers)}-{name}")
+            warren = Warren(name, stable_port(), Path(work) / f"{len(brokers)}-{name}")
             warren.extra_args = extra
             warren.data_dir.mkdir()
             brokers.append((warren, True))

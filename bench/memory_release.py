@@ -20,7 +20,7 @@ import pika
 import psutil
 
 from actors.runtime.client import control
-from actors.runtime.ports import free_port
+from actors.runtime.ports import stable_port
 from bench.compare_brokers import Warren
 
 MIB = 1024 * 1024
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="seconds after the drain (the heap is looked at every 5 s: two looks and a margin)")
     a = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="warren-memory-"))
-    broker = Warren("warren", free_port(), work / "data")
+    broker = Warren("warren", stable_port(), work / "data")
     broker.data_dir.mkdir(parents=True)
     broker.start()
     try:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 from actors.runtime.client import control
-from actors.runtime.ports import free_port, port_open, stable_port
+from actors.runtime.ports import port_open, stable_port
 
 REPO = Path(__file__).resolve().parents[1]
 start_timeout_s = 90.0
@@ -103,7 +103,7 @@ def start_node(data_dir: Path, *extra: str, port: int | None = None, cluster_por
     the management and Prometheus ports are off unless `extra` sets them (several test nodes must
     not fight over 15672). `host` is where its AMQP listener will be (the configuration sets it);
     `prefix` runs the node under another command (`ip netns exec NS`: the fault suite)."""
-    port = port or free_port()
+    port = port or stable_port()
     cluster_port = cluster_port or stable_port()
     for flag in ("--management-port", "--prometheus-port"):
         if flag not in extra:
@@ -140,7 +140,7 @@ class Cluster:
         self.root = Path(root)
         self.extra = extra
         self.names = [f"n{i + 1}" for i in range(size)]
-        self.ports = {name: (free_port(), stable_port()) for name in self.names}
+        self.ports = {name: (stable_port(), stable_port()) for name in self.names}
         self.nodes: dict[str, Node] = {}
 
     def node_name(self, name: str) -> str:

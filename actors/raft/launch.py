@@ -27,7 +27,7 @@ from actors.raft.hosts import group_names, host_name, member_id
 from actors.runtime.client import control
 from actors.runtime.control import HostSpec
 from actors.runtime.node_process import run_node
-from actors.runtime.ports import free_port
+from actors.runtime.ports import stable_port
 
 REPO = Path(__file__).resolve().parents[2]
 ready_timeout_s = 90.0
@@ -70,11 +70,11 @@ class NodeCluster:
     def __post_init__(self) -> None:
         self.root = Path(self.root)
         hosts = [self.host_of(n) for n in self.nodes] + list(self.clients)
-        self.directory = {h: f"tcp://127.0.0.1:{free_port()}" for h in hosts}
+        self.directory = {h: f"tcp://127.0.0.1:{stable_port()}" for h in hosts}
         for name in self.nodes:
             data_dir = self.root / name
             data_dir.mkdir(parents=True, exist_ok=True)
-            config = {"node": name, "admin_port": free_port(), "data_dir": str(data_dir),
+            config = {"node": name, "admin_port": stable_port(), "data_dir": str(data_dir),
                       "directory": self.directory, "host_name": self.host_of(name), "entry": self.entry,
                       "host": {**self.host_config, **self.node_host_config(name), "node": name,
                                "nodes": list(self.nodes), "data_dir": str(data_dir)}}

@@ -8,22 +8,25 @@ probe_timeout_s = 0.5
 
 
 def free_port() -> int:
-    """A loopback port nothing listens on now (the OS picks it from its ephemeral range)."""
+    """A loopback port nothing listens on now (the OS picks it from its ephemeral range), for a
+    port this process binds at once; one handed to another process takes `stable_port`."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-# Below Linux's ephemeral range (32768-60999): a node binds its cluster port again when it
-# restarts, and a port from the ephemeral range can meanwhile become the local end of some
-# outgoing connection, which made a restarted node fail with "Address already in use".
+# Below Linux's ephemeral range (32768-60999): a port picked here and bound later (by a node
+# started after others, or bound again when a node restarts) could meanwhile become the local end
+# of some outgoing connection if it came from the ephemeral range, which made nodes fail with
+# "Address already in use" (CI: the second node of a cluster, its AMQP port taken while the first
+# started).
 _stable_range = (20000, 32768)
 _handed_out: set[int] = set()
 
 
 def stable_port() -> int:
     """A loopback port nothing listens on, outside the ephemeral range (see above) and never one
-    this process handed out before: for ports bound again across restarts."""
+    this process handed out before: for ports another process binds, or binds again."""
     while True:
         port = random.randrange(*_stable_range)
         if port not in _handed_out and can_listen(port):

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from actors.runtime.client import control
-from actors.runtime.ports import free_port
+from actors.runtime.ports import stable_port
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration
@@ -22,7 +22,7 @@ wait_s = 30.0
 
 class Node:
     def __init__(self, data_dir: Path, hosts: list[str]) -> None:
-        self.port = free_port()
+        self.port = stable_port()
         self.data_dir = data_dir
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.actors.runtime_hosts", str(data_dir), str(self.port), *hosts],

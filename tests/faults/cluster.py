@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.runtime.client import control
-from actors.runtime.ports import free_port
+from actors.runtime.ports import stable_port
 from scripts.local_cluster import HOST, REPO, Node, start_node, wait_serving
 from tests.faults.network import Netns
 
@@ -36,7 +36,7 @@ class FaultCluster:
         self.names = [f"n{i + 1}" for i in range(size)]
         self.net = Netns(self.names) if netns else None
         self.conf = conf  # extra warren.conf lines for every node
-        self.ports = {n: (AMQP_PORT, CLUSTER_PORT) if netns else (free_port(), free_port()) for n in self.names}
+        self.ports = {n: (AMQP_PORT, CLUSTER_PORT) if netns else (stable_port(), stable_port()) for n in self.names}
         self.nodes: dict[str, Node] = {}
         self.grudge: dict[str, set[str]] = {}
         self.paused: set[str] = set()

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pika
 
+from actors.runtime.ports import stable_port
 from scripts import warrenctl as warrenctl_main
-from tests.integration.nodes import REPO, free_port, start_node
+from tests.integration.nodes import REPO, start_node
 
 warrenctl_timeout_s = 60
 
@@ -29,7 +30,7 @@ def make_cert(directory: Path) -> tuple[Path, Path]:
 def start_tls_node(directory: Path):
     directory.mkdir(parents=True, exist_ok=True)
     cert, key = make_cert(directory)
-    tls_port = free_port()
+    tls_port = stable_port()
     conf = directory / "warren.conf"
     conf.write_text(f"listeners.ssl.default = {tls_port}\nssl_options.certfile = {cert}\n"
                     f"ssl_options.keyfile = {key}\n")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from actors.runtime.ports import free_port
+from actors.runtime.ports import stable_port
 from tests.integration.nodes import Node, start_node
 
 RABBITMQADMIN = next(Path("/usr/lib/rabbitmq/lib").glob(
@@ -55,7 +55,7 @@ class MgmtNode:
 
 def start_mgmt_node(data_dir: Path, sample_ms: int = SAMPLE_MS, conf_lines: tuple[str, ...] = ()) -> MgmtNode:
     """`conf_lines`: more warren.conf settings ("key = value")."""
-    api, prom = free_port(), free_port()
+    api, prom = stable_port(), stable_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     conf = data_dir / "warren.conf"
     conf.write_text("".join(f"{line}\n" for line in (f"collect_statistics_interval = {sample_ms}", *conf_lines)))
