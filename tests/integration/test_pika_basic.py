@@ -9,6 +9,8 @@ import pika
 import pika.exceptions as px
 import pytest
 
+from tests.waiting import until as wait_until
+
 pytestmark = pytest.mark.integration
 
 
@@ -323,6 +325,9 @@ def test_publish_and_ack_then_close_in_one_write_are_not_lost(node):
               + method_frame(1, m.ChannelClose(reply_code=200, reply_text="bye")))
     until(m.ChannelCloseOk)
     s.close()
+    # pika's connection may be on the other connection host, whose pipe to the queue host does not
+    # order itself behind the raw connection's (README, differences): wait for the publishes to land
+    wait_until(lambda: ch.queue_declare(q, passive=True).method.message_count == 5, "the five publishes")
     bodies = []
     while True:
         _, _, body = ch.basic_get(q, auto_ack=True)
