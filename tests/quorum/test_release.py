@@ -40,11 +40,12 @@ def test_stashes_are_spaced_by_the_messages_held_and_bounded():
     assert capture.taken == [50, 100]  # every max(10, 50) entries, two at most while none is valid
 
 
-def test_a_drained_queue_snapshots_at_once_past_the_minimum_and_on_ticks_below_it():
+def test_a_drained_queue_snapshots_at_once_past_the_minimum_and_on_idle_ticks_below_it():
     cursor, capture = ReleaseCursor(drained_min_entries=64), Captures()
     capture.applied = 30
     assert cursor.after_apply(view(30, 30, 0, drained=True), capture) is None
-    assert cursor.on_tick(view(30, 30, 0, drained=True), capture) == (30, 1, b"30")
+    assert cursor.on_tick(view(30, 30, 0, drained=True), capture) is None  # 30 applied since the last tick
+    assert cursor.on_tick(view(30, 30, 0, drained=True), capture) == (30, 1, b"30")  # a tick with nothing new
     assert cursor.on_tick(view(30, 30, 0, drained=True), capture) is None  # nothing new
     capture.applied = 100
     assert cursor.after_apply(view(100, 100, 0, drained=True), capture) == (100, 1, b"100")
