@@ -13,6 +13,16 @@ Values decode with `raw=False, use_list=False`, so a list sent to another host a
 Receivers must accept any sequence. Messages between actors of the same host never pass through
 here (they get the same Python object). Nothing decoded refers to the frame's memory, so the
 caller may release it as soon as `decode` returns.
+
+Headers are remembered. Building a capnp message and reading one back costs ~45 us from Python
+whatever it holds, which a batch of thousands of items shares but a lone Publish, Deliver or Settle
+pays alone: at 1,000 msg/s, where every message travels in frames of its own, the envelopes were a
+fifth of the hosts' CPU. A frame of at most `memo_items_max` items usually repeats a header
+already sent (the same actors, kinds and credit), so `encode` keeps the header bytes it built for
+each (source, items' senders, targets, classes and credit) and `decode` the items it read for
+each header's bytes: one dict lookup instead (frames of one item: 48 -> 9 us encoded and
+decoded). The bytes on the wire are the same; each memo holds at most `memo_entries_max` headers
+and starts over when full.
 """
 from __future__ import annotations
 
@@ -32,8 +42,14 @@ traversal_limit_words = 1 << 40
 
 buf_bytes_min = 256 * 1024  # msgpack's own default buffer
 
+memo_items_max = 4  # frames with more items than this build and read their header every time
+memo_entries_max = 4096
+
 # (sender name, target name, message, credit)
 Item = tuple[str, str, Any, int]
+
+_built: dict[tuple, bytes] = {}  # (source, ((sender, target, class, credit), ...)) -> header bytes
+_read: dict[bytes, tuple[str, list[tuple[str, str, str, int]]]] = {}  # header bytes -> (source, heads)
 
 
 def encode(source: str, items: list[Item], size_hint: int = 0) -> memoryview:
@@ -41,21 +57,32 @@ def encode(source: str, items: list[Item], size_hint: int = 0) -> memoryview:
 
     `size_hint` (say, the size of the last frame to the same host) sizes msgpack's buffer up
     front: growing it by doubling copies a batch of large bodies about once more."""
-    message = Envelope.new_message(source=source)
-    slots = message.init("items", len(items))
-    values = []
-    for slot, (sender, target, msg, credit) in zip(slots, items):
-        tag, fields = fields_of(msg)
-        slot.sender = sender
-        slot.target = target
-        slot.kind = tag
-        slot.credit = credit
-        values.append(fields)
+    values = [fields_of(msg)[1] for _, _, msg, _ in items]
+    if len(items) > memo_items_max:
+        header = _header(source, items)
+    else:
+        key = (source, tuple((sender, target, type(msg), credit) for sender, target, msg, credit in items))
+        header = _built.get(key)
+        if header is None:
+            if len(_built) >= memo_entries_max:
+                _built.clear()
+            header = _built[key] = _header(source, items)
     # a Packer per frame: the frame is its buffer, exported until ZeroMQ has sent it
     packer = msgpack.Packer(use_bin_type=True, autoreset=False, default=pack_default,
                             buf_size=max(buf_bytes_min, size_hint + size_hint // 4))
-    packer.pack((message.to_bytes(), values))
+    packer.pack((header, values))
     return packer.getbuffer()
+
+
+def _header(source: str, items: list[Item]) -> bytes:
+    message = Envelope.new_message(source=source)
+    slots = message.init("items", len(items))
+    for slot, (sender, target, msg, credit) in zip(slots, items):
+        slot.sender = sender
+        slot.target = target
+        slot.kind = fields_of(msg)[0]
+        slot.credit = credit
+    return message.to_bytes()
 
 
 def decode(frame: Any) -> tuple[str, list[Item]]:
@@ -66,13 +93,24 @@ def decode(frame: Any) -> tuple[str, list[Item]]:
             and isinstance(unpacked[1], tuple)):
         raise ValueError("a frame is (envelope header, bodies)")
     header, bodies = unpacked
+    read = _read.get(header)
+    if read is None:
+        read = _read_header(header)
+        if len(bodies) <= memo_items_max:
+            if len(_read) >= memo_entries_max:
+                _read.clear()
+            _read[header] = read
+    source, heads = read
+    if len(heads) != len(bodies):
+        raise ValueError(f"{len(heads)} envelope items but {len(bodies)} bodies")
+    try:
+        return source, [(sender, target, build(kind, values), credit)
+                        for (sender, target, kind, credit), values in zip(heads, bodies)]
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"a frame item does not decode to a message: {exc!r}") from exc
+
+
+def _read_header(header: bytes) -> tuple[str, list[tuple[str, str, str, int]]]:
     # `header` is a fresh bytes object: word-aligned, as capnp wants
     with Envelope.from_bytes(header, traversal_limit_in_words=traversal_limit_words) as message:
-        items = message.items
-        if len(items) != len(bodies):
-            raise ValueError(f"{len(items)} envelope items but {len(bodies)} bodies")
-        try:
-            return message.source, [(item.sender, item.target, build(item.kind, values), item.credit)
-                                    for item, values in zip(items, bodies)]
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"a frame item does not decode to a message: {exc!r}") from exc
+        return message.source, [(item.sender, item.target, item.kind, item.credit) for item in message.items]

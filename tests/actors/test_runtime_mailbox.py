@@ -94,6 +94,27 @@ def test_envelope_bodies_are_copies_that_outlive_the_frame() -> None:
     assert decoded == [items[0], ("ch:1", "q:/:r", Settle((), (), ()), 0)]  # lists arrive as tuples
 
 
+def test_a_remembered_header_is_the_one_capnp_builds_and_says_the_same(monkeypatch) -> None:
+    """Small frames reuse the header of an earlier frame with the same actors, kinds and credit
+    (and its reading); other values, or another credit, still come back as sent; the memos are
+    bounded."""
+    import msgpack
+    monkeypatch.setattr(envelope, "_built", {})
+    monkeypatch.setattr(envelope, "_read", {})
+    monkeypatch.setattr(envelope, "memo_entries_max", 2)
+    first = envelope.encode("h", [("s", "t", Note("a", 1), 1)])
+    again = envelope.encode("h", [("s", "t", Note("b", 2), 1)])
+    assert msgpack.unpackb(first)[0] == msgpack.unpackb(again)[0] == envelope._header("h", [("s", "t", Note("b", 2), 1)])
+    assert envelope.decode(first) == ("h", [("s", "t", Note("a", 1), 1)])
+    assert envelope.decode(again) == ("h", [("s", "t", Note("b", 2), 1)])
+    assert envelope.decode(envelope.encode("h", [("s", "t", Note("c", 3), 5)])) == ("h", [("s", "t", Note("c", 3), 5)])
+    envelope.encode("h", [("s", "u", Note("d", 4), 0)])
+    assert len(envelope._built) <= 2 and len(envelope._read) <= 2
+    many = [("s", "t", Note("e", i), 0) for i in range(envelope.memo_items_max + 1)]
+    assert envelope.decode(envelope.encode("h", many)) == ("h", many)  # built and read every time
+    assert len(envelope._built) <= 2 and len(envelope._read) <= 2
+
+
 @pytest.mark.parametrize("frame", [
     b"", b"\x92", b"\xc4\x00", b"\x92\xc4\x00\x90",  # empty, truncated, not a pair, empty header
     bytes(envelope.encode("h", [("s", "t", Note("k", b"x" * 100), 0), ("s", "t", Note("k", b"y"), 0)]))[:-1],
