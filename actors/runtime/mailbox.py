@@ -63,6 +63,7 @@ recv_frames_max = 256  # frames drained per loop iteration before yielding to ot
 close_linger_ms = 1000  # how long close() waits for queued frames to leave
 ticks_per_second = 1000  # flow-state ticks are milliseconds of the monotonic clock
 refusal_log_interval_ms = 30_000  # a refused peer retries every ~100 ms: one log line per interval
+POLLIN = int(zmq.POLLIN)  # a plain int: `events & zmq.POLLIN` builds an enum member each time
 
 
 class Actor(Protocol):
@@ -407,7 +408,7 @@ class Runtime:
             # says whether anything is there, so nothing waits for unrelated traffic. Asked before
             # each recv: a recv that finds nothing raises zmq.Again, which costs three times as
             # much, and a host at a low rate drains one frame per wake-up.
-            if not pull.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            if not pull.getsockopt(zmq.EVENTS) & POLLIN:
                 return
             try:
                 # not copied: a batch of large messages would be copied whole only to be decoded
