@@ -1,16 +1,18 @@
 """Quorum queues over AMQP: warren against Debian's RabbitMQ 3.10, one broker after the other in
 one run, with the same load tool (bench/perf) and the same settings as issue 12 asks.
 
-Usage: .venv/bin/python -m bench.quorum_compare [--nodes 1|3] [--time S] [--only warren|rabbitmq]
-       [--size BYTES] [--dir DIR]
+Usage: .venv/bin/python -m bench.quorum_compare [--nodes 1|3] [--time S] [--repeat N]
+       [--only warren|rabbitmq] [--size BYTES] [--dir DIR]
 
-For each broker (a fresh 1- or 3-node cluster on loopback ports; RabbitMQ's nodes joined with
-rabbitmqctl join_cluster and one Erlang cookie):
+Two phases, each on a fresh 1- or 3-node cluster of each broker (loopback ports; RabbitMQ's nodes
+joined with rabbitmqctl join_cluster and one Erlang cookie), so neither phase inherits the other's
+log, memory or backlog:
 - throughput: one durable quorum queue declared through the first node (so its leader is there,
   client-local), 1 producer and 1 consumer on that node, persistent bodies of --size bytes,
   confirms 1000 outstanding, manual acks prefetch 300: confirmed/s, received/s and latency;
 - latency: the same at a steady 1,000 msg/s: publish -> consume p50/p99.
-Prints one table; asserts nothing.
+Each round runs both phases on warren, then on RabbitMQ; the table gives the median of the rounds
+and their spread (min-max). Prints; asserts nothing.
 """
 from __future__ import annotations
 
@@ -18,10 +20,13 @@ import argparse
 import json
 import os
 import secrets
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from actors.runtime.ports import can_listen
 from bench.compare_brokers import PY, ROOT, Rabbit
@@ -87,14 +92,20 @@ def perf(uri: str, queue: str, out: Path, *extra: str, time_s: float, size: int)
     return json.loads(out.read_text())["summary"]
 
 
-def measure(broker: WarrenCluster | RabbitCluster, root: Path, name: str, time_s: float, size: int) -> dict:
-    broker.start()
-    try:
-        flat = perf(broker.uri, "qq-flat", root / f"{name}-flat.json", time_s=time_s, size=size)
-        steady = perf(broker.uri, "qq-steady", root / f"{name}-steady.json", "--rate", "1000",
-                      time_s=time_s, size=size)
-    finally:
-        broker.stop()
+def measure(make: Callable[[Path, int], WarrenCluster | RabbitCluster], root: Path, nodes: int, name: str,
+            time_s: float, size: int) -> dict:
+    """Both phases, each on a broker of its own."""
+    summaries = {}
+    for phase, extra in (("flat", ()), ("steady", ("--rate", "1000"))):
+        broker = make(root / f"{name}-{phase}", nodes)
+        broker.start()
+        try:
+            summaries[phase] = perf(broker.uri, f"qq-{phase}", root / f"{name}-{phase}.json", *extra,
+                                    time_s=time_s, size=size)
+        finally:
+            broker.stop()
+            shutil.rmtree(root / f"{name}-{phase}", ignore_errors=True)  # a flat-out run leaves GBs
+    flat, steady = summaries["flat"], summaries["steady"]
     return {"confirmed/s": flat["confirmed_rate"], "received/s": flat["consumed_rate"],
             "p50 ms (flat out)": flat["latency_ms"]["p50"], "p99 ms (flat out)": flat["latency_ms"]["p99"],
             "p50 ms @1k/s": steady["latency_ms"]["p50"], "p99 ms @1k/s": steady["latency_ms"]["p99"],
@@ -106,20 +117,26 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--nodes", type=int, default=1)
     p.add_argument("--time", type=float, default=20.0)
+    p.add_argument("--repeat", type=int, default=1, help="rounds; the table gives their median (min-max)")
     p.add_argument("--size", type=int, default=1024)
     p.add_argument("--only", choices=("warren", "rabbitmq"))
     p.add_argument("--dir", type=Path)
     a = p.parse_args(argv)
     root = a.dir or Path(tempfile.mkdtemp(prefix="quorum-compare-"))
-    results: dict[str, dict] = {}
-    for name, make in (("warren", WarrenCluster), ("rabbitmq", RabbitCluster)):
-        if a.only in (None, name):
-            results[name] = measure(make(root, a.nodes), root, name, a.time, a.size)
-    keys = list(next(iter(results.values())))
-    print(f"quorum queue, {a.nodes} node(s), {a.size} B persistent, confirms 1000, prefetch 300, {a.time:.0f} s")
-    print(f"{'':20}" + "".join(f"{name:>12}" for name in results))
+    rounds: dict[str, list[dict]] = {}
+    for round_ in range(a.repeat):
+        for name, make in (("warren", WarrenCluster), ("rabbitmq", RabbitCluster)):
+            if a.only in (None, name):
+                print(f"== round {round_ + 1}/{a.repeat}: {name}", file=sys.stderr, flush=True)
+                rounds.setdefault(name, []).append(measure(make, root / f"r{round_}", a.nodes, name, a.time, a.size))
+    keys = list(next(iter(rounds.values()))[0])
+    print(f"quorum queue, {a.nodes} node(s), {a.size} B persistent, confirms 1000, prefetch 300, {a.time:.0f} s, "
+          f"median of {a.repeat} round(s)" + (" (min-max)" if a.repeat > 1 else ""))
+    width = 30 if a.repeat > 1 else 12
+    print(f"{'':20}" + "".join(f"{name:>{width}}" for name in rounds))
     for key in keys:
-        print(f"{key:20}" + "".join(f"{_fmt(results[name][key]):>12}" for name in results))
+        print(f"{key:20}" + "".join(f"{_spread([r[key] for r in rounds[name]]):>{width}}" for name in rounds))
+    (root / "quorum_compare.json").write_text(json.dumps(rounds, indent=1))
     return 0
 
 
@@ -131,8 +148,17 @@ def _oracle_port() -> int:
             return port
 
 
-def _fmt(value: object) -> str:
-    return "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
+def _spread(values: list) -> str:
+    """median (min-max) of the rounds' figures."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return "-"
+    mid = _fmt(statistics.median(known))
+    return mid if len(known) == 1 else f"{mid} ({_fmt(min(known))}-{_fmt(max(known))})"
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 if __name__ == "__main__":
