@@ -57,16 +57,16 @@ def encode(source: str, items: list[Item], size_hint: int = 0) -> memoryview:
 
     `size_hint` (say, the size of the last frame to the same host) sizes msgpack's buffer up
     front: growing it by doubling copies a batch of large bodies about once more."""
-    values = [fields_of(msg)[1] for _, _, msg, _ in items]
     if len(items) > memo_items_max:
-        header = _header(source, items)
+        header, values = _header(source, items)
     else:
+        values = [fields_of(msg)[1] for _, _, msg, _ in items]
         key = (source, tuple((sender, target, type(msg), credit) for sender, target, msg, credit in items))
         header = _built.get(key)
         if header is None:
             if len(_built) >= memo_entries_max:
                 _built.clear()
-            header = _built[key] = _header(source, items)
+            header = _built[key] = _header(source, items)[0]
     # a Packer per frame: the frame is its buffer, exported until ZeroMQ has sent it
     packer = msgpack.Packer(use_bin_type=True, autoreset=False, default=pack_default,
                             buf_size=max(buf_bytes_min, size_hint + size_hint // 4))
@@ -74,15 +74,19 @@ def encode(source: str, items: list[Item], size_hint: int = 0) -> memoryview:
     return packer.getbuffer()
 
 
-def _header(source: str, items: list[Item]) -> bytes:
+def _header(source: str, items: list[Item]) -> tuple[bytes, list]:
+    """The capnp header of `items` and their messages' field values."""
     message = Envelope.new_message(source=source)
     slots = message.init("items", len(items))
+    values = []
     for slot, (sender, target, msg, credit) in zip(slots, items):
+        tag, fields = fields_of(msg)
         slot.sender = sender
         slot.target = target
-        slot.kind = fields_of(msg)[0]
+        slot.kind = tag
         slot.credit = credit
-    return message.to_bytes()
+        values.append(fields)
+    return message.to_bytes(), values
 
 
 def decode(frame: Any) -> tuple[str, list[Item]]:
