@@ -27,8 +27,10 @@ nodes and it learns where theirs listen and which nodes are up.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import random
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -61,7 +63,8 @@ from metadata.quorum import CLUSTER_SIZE_DEFAULT
 from metadata.registry import Registry
 from actors.messages.stats import REPORTER_NAME
 from actors.mgmt.collector import StatsCollector
-from actors.mgmt.reporters import ConnectionHostReporter, QueueHostReporter, QuorumHostReporter
+from actors.mgmt.reporters import (ConnectionHostReporter, NodeHostReporter, QueueHostReporter, QuorumHostReporter,
+                                   node_facts)
 from actors.queue.housekeeping import Housekeeping, NodeMemory
 from actors.queue.manager import QueueManager
 from persist.classic.host_storage import HostStorage
@@ -95,6 +98,7 @@ def _host_info(op: str) -> Any:
 
 
 async def node_host(runtime: Any, spec: Any) -> None:
+    started = time.monotonic()
     cfg = spec.config
     me, data_dir = cfg["node_name"], cfg["data_dir"]
     registry = Registry(random.Random())
@@ -119,6 +123,8 @@ async def node_host(runtime: Any, spec: Any) -> None:
     cluster = ClusterActor(runtime, membership, member, data_dir)
     relay = start_alarms(runtime, me)
     monitor = start_monitor(runtime, cfg, me)
+    facts = functools.partial(node_facts, me, started, monitor.management_facts)
+    runtime.spawn(REPORTER_NAME, NodeHostReporter(runtime, facts))  # other nodes' management asks it too
 
     def on_nodes(up: list[str], down: list[str]) -> None:
         node.nodes(up, down)
@@ -162,7 +168,7 @@ async def node_host(runtime: Any, spec: Any) -> None:
     runtime.control = control
     if cfg.get("management_port") or cfg.get("prometheus_port"):
         from actors.mgmt.launch import start_management  # only then: aiohttp costs the node host ~13 MB
-        await start_management(runtime, node, cfg, monitor.management_facts)
+        await start_management(runtime, node, cfg, facts, cluster.status)
 
 
 def start_alarms(runtime: Any, me: str) -> RelayActor:

@@ -10,6 +10,9 @@ connection host's publish_in / publish_out per exchange (its channels', retired 
 A quorum host answers its own node's collector with `raft` (one row per member on the host: its
 indexes, term, commit latency and segment files) and `wal` (the node's WAL counters); other
 nodes' collectors get neither, as rabbitmq_prometheus shows a node's own Raft members only.
+A node host answers with `node`: the node's facts as the management API's node object names them
+(name, pid, uptime, memory and disk with their limits and alarms), so every node can show the
+whole cluster's nodes.
 
 Every host that reports has one reporter named `REPORTER_NAME`; the collector addresses hosts as
 `Address(host, REPORTER_NAME)`, whichever node they are on.
@@ -41,3 +44,4 @@ class HostStats:
     exchanges: list[dict[str, Any]] = field(default_factory=list)
     raft: list[dict[str, Any]] = field(default_factory=list)
     wal: dict[str, int] = field(default_factory=dict)
+    node: dict[str, Any] = field(default_factory=dict)

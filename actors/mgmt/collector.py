@@ -7,14 +7,14 @@ connection hosts subscribed to it; in a cluster, every node's), and each is addr
 every host answered, or when the interval has passed: a host that is restarting (its answer comes
 back `Undelivered`) or slow is simply absent from that sample. The API and the metrics read the
 latest sample and never wait for one, so a scrape or a listing costs the hosts nothing.
-The node's own facts (pid, uptime) are taken once per round, here, and its memory and disk (used,
-limit, alarm) from the node's resource monitor (actors/monitor/resources.py), so the API shows the
-alarms that block publishers, not a second reading of its own.
+The node's own facts (`facts()`: pid, uptime, and its memory and disk as the node's resource
+monitor last saw them, actors/monitor/resources.py, so the API shows the alarms that block
+publishers, not a second reading of its own) are taken once per round, here; other nodes' come
+with their node hosts' answers.
 """
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +35,7 @@ COLLECTOR_NAME = "mgmt-stats"
 
 class StatsCollector:
     def __init__(self, runtime: Any, hosts: Callable[[], list[str]], interval_ms: int, *,
-                 resources: Callable[[], dict[str, Any]] = dict, name: str = COLLECTOR_NAME) -> None:
+                 facts: Callable[[], dict[str, Any]] = dict, name: str = COLLECTOR_NAME) -> None:
         self.runtime = runtime
         self.name = name
         self.address = Address(runtime.host, name)
@@ -43,9 +43,8 @@ class StatsCollector:
         self.interval_ms = interval_ms
         self.sample = Sample(0)
         self.rates = Rates()
-        self.facts: dict[str, Any] = {"pid": os.getpid(), "processors": os.cpu_count() or 1}
-        self.resources = resources
-        self._started = time.monotonic()
+        self.measure = facts
+        self.facts: dict[str, Any] = facts()
         self._rid = 0
         self._waiting: dict[int, str] = {}
         self._answers: list[Any] = []
@@ -80,7 +79,7 @@ class StatsCollector:
                 log.info("mgmt.sample_incomplete", missing=sorted(self._waiting.values()))
         self.sample = merge(at_ms, self._answers)
         self.rates.observe(at_ms, rate_values(self.sample))
-        self._measure()
+        self.facts = self.measure()
         return self.sample
 
     def receive(self, sender: Address, msg: Any) -> None:
@@ -92,8 +91,3 @@ class StatsCollector:
             del self._waiting[msg.msg.rid]
         if not self._waiting and self._done is not None:
             self._done.set()
-
-    def _measure(self) -> None:
-        f = self.facts
-        f.update(self.resources())
-        f["uptime_ms"] = int((time.monotonic() - self._started) * 1000)

@@ -193,7 +193,7 @@ def _whoami(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> dict:
 
 
 def _node(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> dict | None:
-    return shapes.node(view) if a["node"] == view.node else None
+    return shapes.node(view, a["node"]) if a["node"] in view.cluster() else None
 
 
 def _flow(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> dict:
@@ -222,7 +222,7 @@ _READS: dict[str, Read] = {
     "channels": _channels, "vhost_channels": _channels, "channel": _channel, "connection_channels": _channels,
     "consumers": _consumers, "consumers_vhost": _consumers,
     "definitions": _definitions, "definitions_vhost": _definitions, "whoami": _whoami,
-    "nodes": lambda view, caller, a, vhosts: [shapes.node(view)], "node": _node,
+    "nodes": lambda view, caller, a, vhosts: shapes.nodes(view), "node": _node,
     "cluster_name": lambda view, caller, a, vhosts: {"name": view.node},
     "extensions": lambda view, caller, a, vhosts: [],
     "parameters": lambda view, caller, a, vhosts: [], "global_parameters": lambda view, caller, a, vhosts: [],

@@ -8,9 +8,14 @@ sample. Field names are the management API's, so the node only joins and shapes.
 A quorum host adds, for its own node's collector only, one row of Raft metrics per member (ra's
 names: term, snapshot_index, last_applied, commit_index, last_written_index, commit_latency) and
 the WAL's counters, which the Prometheus endpoint shows as rabbitmq_prometheus does.
+A node host answers with its node's facts, and a connection host names its node on every row, so
+the collector of any node of a cluster shows every node, and where each connection is.
 """
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Callable
 from typing import Any
 
 from actors.messages.calls import Reply
@@ -81,6 +86,26 @@ class QuorumHostReporter:
                                                            wal=wal)), sender=self.address)
 
 
+def node_facts(name: str, started_s: float, resources: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A node's facts as the management API's node object names them; `started_s`: the node host's
+    start on the monotonic clock; `resources`: its memory and disk (the resource monitor's)."""
+    return {"name": name, "pid": os.getpid(), "processors": os.cpu_count() or 1,
+            "uptime_ms": int((time.monotonic() - started_s) * 1000), **resources()}
+
+
+class NodeHostReporter:
+    """The node's facts (`facts()`: the management API's node fields, the node's name among them)."""
+
+    def __init__(self, runtime: Any, facts: Callable[[], dict[str, Any]]) -> None:
+        self.runtime = runtime
+        self.facts = facts
+        self.address = Address(runtime.host, REPORTER_NAME)
+
+    def receive(self, sender: Address, msg: CollectStats) -> None:
+        self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, [], [], [], [], [], {}, node=self.facts())),
+                          sender=self.address)
+
+
 class ConnectionHostReporter:
     """The connections, channels and consumers of one connection host, and its node-wide totals."""
 
@@ -91,12 +116,13 @@ class ConnectionHostReporter:
 
     def receive(self, sender: Address, msg: CollectStats) -> None:
         ctx = self.ctx
+        node = node_of(self.runtime.host)
         states = self.runtime.flow_states()
         by_owner = {r.owner: r for r in ctx.readers}
         connections = conn_admin.list_connections(ctx)
         for row in connections:
             reader = by_owner[row["name"]]
-            row.update(connected_at=reader.connected_at, frame_max=ctx.settings.frame_max,
+            row.update(node=node, connected_at=reader.connected_at, frame_max=ctx.settings.frame_max,
                        channel_max=ctx.settings.channel_max, timeout=ctx.settings.heartbeat,
                        capabilities=dict(reader.opened.capabilities) if reader.opened else {})
         channels = []
@@ -110,7 +136,7 @@ class ConnectionHostReporter:
             counts = core.message_stats()
             add_into(totals, counts)
             add_exchange_counts(exchanges, core.vhost, core.exchange_counts)
-            channels.append({**row, "message_stats": counts, "flow_share": f["flow_share"],
+            channels.append({**row, "node": node, "message_stats": counts, "flow_share": f["flow_share"],
                              "messages_unconfirmed": len(core.confirm) if core.confirm is not None else 0,
                              "transactional": core.tx is not None,
                              "messages_uncommitted": len(core.tx) if core.tx is not None else 0,
@@ -118,7 +144,7 @@ class ConnectionHostReporter:
                              "global_prefetch_count": core.qos.channel_limit,
                              "address": str(ch.address)})
         flow = conn_admin.flow_links(ctx)
-        consumers = conn_admin.list_consumers(ctx)
+        consumers = [{**row, "node": node} for row in conn_admin.list_consumers(ctx)]
         totals.update(connections_opened=ctx.connections_opened, channels_opened=ctx.channels_opened,
                       connections=len(connections), channels=len(channels))
         exchange_rows = [{"vhost": vhost, "name": name, "publish_in": n_in, "publish_out": n_out}

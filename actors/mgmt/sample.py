@@ -7,8 +7,9 @@ the sample, or its host is restarting) is shown with zero counts, as RabbitMQ sh
 stats have not been emitted yet. `rate_values` names the objects and values that get rates:
 per queue its counters and depths, per channel its counters, per exchange its publish_in and
 publish_out (summed over the connection hosts), per vhost and for the node the sums.
-Hosts of any node may answer; the sample does not care where a row came from. The Raft rows and
-WAL counters come from this node's quorum host only (actors/mgmt/reporters.py).
+Hosts of any node may answer; connection hosts name their node on their rows, and node hosts
+answer with their node's facts (`nodes`, by node name). The Raft rows and WAL counters come from
+this node's quorum host only (actors/mgmt/reporters.py).
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ class Sample:
     exchanges: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
     raft: list[dict[str, Any]] = field(default_factory=list)  # this node's quorum queue members
     wal: dict[str, int] = field(default_factory=dict)          # this node's WAL counters
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # each answering node's facts, by name
 
 
 def merge(at_ms: int, answers: Iterable[Any]) -> Sample:
@@ -51,6 +53,8 @@ def merge(at_ms: int, answers: Iterable[Any]) -> Sample:
                      {"publish_in": x["publish_in"], "publish_out": x["publish_out"]})
         sample.raft.extend(a.raft)
         add_into(sample.wal, a.wal)
+        if a.node:
+            sample.nodes[a.node["name"]] = a.node
     sample.connections.sort(key=lambda c: c["name"])
     sample.channels.sort(key=lambda c: (c["connection"], c["number"]))
     return sample

@@ -40,8 +40,10 @@ PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 class Management:
     """What the handlers need: the node actor (registry, admin path), the collector, the node's facts."""
 
-    def __init__(self, node: Any, collector: Any, *, node_name: str, amqp_port: int, listeners: list[dict]) -> None:
+    def __init__(self, node: Any, collector: Any, *, node_name: str, amqp_port: int, listeners: list[dict],
+                 cluster: Callable[[], dict] | None = None) -> None:
         self.node = node
+        self.cluster = cluster
         self.collector = collector
         self.node_name = node_name
         self.amqp_port = amqp_port
@@ -51,7 +53,13 @@ class Management:
 
     def view(self) -> View:
         c = self.collector
-        return View(self.node.core.registry, c.sample, c.rates.frozen(), self.node_name, facts=c.facts, memo=self.memo)
+        nodes = {self.node_name: True}
+        if self.cluster is not None:
+            status = self.cluster()
+            running = set(status["running"])
+            nodes = {name: name in running for name in status["members"]}
+        return View(self.node.core.registry, c.sample, c.rates.frozen(), self.node_name, facts=c.facts, memo=self.memo,
+                    nodes=nodes)
 
     # ---------------------------------------------------------------- servers
     async def start(self, ip: str, api_port: int, prometheus_port: int) -> None:

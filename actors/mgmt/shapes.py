@@ -23,6 +23,7 @@ from typing import Any
 from actors.mgmt.counters import FIELDS as COUNTERS
 from actors.mgmt.rates import Rates, with_details
 from actors.mgmt.sample import DEPTHS, Sample
+from actors.placement import node_of
 from metadata.definitions import HASHING_ALGORITHM
 from metadata.policies import definition_json
 
@@ -46,6 +47,10 @@ class View:
     product_version: str = "0.1.0"
     facts: dict[str, Any] = field(default_factory=dict)  # the node's measured facts (memory, disk, pid ...)
     memo: Any = None  # the kept rows of long listings (memo.RowMemo), when the caller keeps them
+    nodes: dict[str, bool] = field(default_factory=dict)  # the cluster's nodes: running or not (this one alone: {})
+
+    def cluster(self) -> dict[str, bool]:
+        return self.nodes or {self.node: True}
 
 
 def printable(value: Any) -> Any:
@@ -68,7 +73,8 @@ def message_stats(values: dict[str, int], rates: dict[str, float], names: tuple[
 # ---------------------------------------------------------------- queues
 def queue(view: View, rec: Any, *, detail: bool = False, policy: tuple[str, str, dict] | None = None) -> dict:
     """`policy`: the registry's queue_policy(rec), when the caller has it."""
-    reg, node = view.registry, view.node
+    reg = view.registry
+    node = node_of(rec.home) if rec.home else view.node  # a classic queue's node is its home's
     s = view.sample.queues.get((rec.vhost, rec.name))
     policy, operator, effective = policy or reg.queue_policy(rec)
     qtype = rec.arguments.get("x-queue-type")
@@ -166,7 +172,8 @@ def vhost(view: View, name: str) -> dict:
                 counters[k] = counters.get(k, 0) + n
     out = {"name": name, "description": "Default virtual host" if name == "/" else "", "tags": [],
            "metadata": {"description": "Default virtual host" if name == "/" else "", "tags": []},
-           "default_queue_type": "undefined", "tracing": False, "cluster_state": {view.node: "running"},
+           "default_queue_type": "undefined", "tracing": False,
+           "cluster_state": {n: "running" if up else "stopped" for n, up in sorted(view.cluster().items())},
            **with_details(depth, rates)}
     if counters:
         out["message_stats"] = message_stats(counters, rates, CHANNEL_COUNTERS)
@@ -189,7 +196,7 @@ def policy(p: Any) -> dict:
 
 # ---------------------------------------------------------------- connections, channels, consumers
 def connection(view: View, c: dict) -> dict:
-    return {"name": c["name"], "node": view.node, "user": c["user"], "vhost": c["vhost"], "state": c["state"],
+    return {"name": c["name"], "node": c.get("node", view.node), "user": c["user"], "vhost": c["vhost"], "state": c["state"],
             "channels": c["channels"], "peer_host": c["peer_host"], "peer_port": c["peer_port"],
             "host": "127.0.0.1", "port": c.get("port", 0), "protocol": "AMQP 0-9-1", "type": "network",
             "auth_mechanism": "PLAIN", "ssl": c["ssl"], "ssl_protocol": None, "ssl_cipher": None, "ssl_hash": None,
@@ -202,7 +209,7 @@ def connection(view: View, c: dict) -> dict:
 
 def channel(view: View, ch: dict, connections: dict[str, dict]) -> dict:
     conn = connections.get(ch["connection"], {})
-    out = {"name": ch["name"], "node": view.node, "number": ch["number"], "user": ch["user"], "vhost": ch["vhost"],
+    out = {"name": ch["name"], "node": ch.get("node", view.node), "number": ch["number"], "user": ch["user"], "vhost": ch["vhost"],
            "state": ch["state"], "flow_share": ch.get("flow_share", 0.0),
            "connection_details": {"name": ch["connection"], "peer_host": conn.get("peer_host", ""),
                                   "peer_port": conn.get("peer_port", 0)},
@@ -225,7 +232,7 @@ def consumer(view: View, c: dict) -> dict:
             "active": True, "activity_status": "up", "arguments": {}, "prefetch_count": c.get("prefetch_count", 0),
             "queue": {"name": c["queue_name"], "vhost": c["vhost"]},
             "channel_details": {"name": c["channel_pid"], "number": number, "connection_name": connection_name,
-                                "node": view.node, "user": c.get("user", ""), "peer_host": c.get("peer_host", ""),
+                                "node": c.get("node", view.node), "user": c.get("user", ""), "peer_host": c.get("peer_host", ""),
                                 "peer_port": c.get("peer_port", 0)}}
 
 
@@ -264,13 +271,27 @@ def churn(totals: dict[str, int]) -> dict:
     return with_details(counts, {})
 
 
-def node(view: View) -> dict:
-    f = view.facts
-    return {**churn(view.sample.totals),"name": view.node, "type": "disc", "running": True, "os_pid": str(f.get("pid", "")),
+def nodes(view: View) -> list[dict]:
+    """Every node of the cluster, as /api/nodes lists them."""
+    return [node(view, name) for name in sorted(view.cluster())]
+
+
+def node(view: View, name: str) -> dict:
+    """This node from its own facts; another running node from what its node host answered the
+    last sample (the churn counters are the sample's, which sums every node's: shown on this
+    node only); a stopped node by name."""
+    if name == view.node:
+        f, totals = view.facts, view.sample.totals
+    elif view.cluster().get(name):
+        f, totals = view.sample.nodes.get(name, {}), {}
+    else:
+        return {"name": name, "type": "disc", "running": False}
+    sockets = sum(1 for c in view.sample.connections if c.get("node", view.node) == name)
+    return {**churn(totals), "name": name, "type": "disc", "running": True, "os_pid": str(f.get("pid", "")),
             "mem_used": f.get("mem_used", 0), "mem_limit": f.get("mem_limit", 0), "mem_alarm": f.get("mem_alarm", False),
             "disk_free": f.get("disk_free", 0), "disk_free_limit": f.get("disk_free_limit", 0),
             "disk_free_alarm": f.get("disk_free_alarm", False), "fd_used": f.get("fd_used", 0),
-            "fd_total": f.get("fd_total", 0), "sockets_used": len(view.sample.connections),
+            "fd_total": f.get("fd_total", 0), "sockets_used": sockets,
             "sockets_total": f.get("fd_total", 0), "proc_used": f.get("processes", 0), "proc_total": 0,
             "processors": f.get("processors", 1), "uptime": f.get("uptime_ms", 0), "run_queue": 0,
             "rates_mode": "basic", "partitions": [], "cluster_links": [], "applications": [],

@@ -53,13 +53,15 @@ class MgmtNode:
             return resp.read().decode()
 
 
-def start_mgmt_node(data_dir: Path, sample_ms: int = SAMPLE_MS, conf_lines: tuple[str, ...] = ()) -> MgmtNode:
-    """`conf_lines`: more warren.conf settings ("key = value")."""
+def start_mgmt_node(data_dir: Path, sample_ms: int = SAMPLE_MS, conf_lines: tuple[str, ...] = (),
+                    extra: tuple[str, ...] = ()) -> MgmtNode:
+    """`conf_lines`: more warren.conf settings ("key = value"); `extra`: more node flags (--join)."""
     api, prom = stable_port(), stable_port()
     data_dir.mkdir(parents=True, exist_ok=True)
     conf = data_dir / "warren.conf"
     conf.write_text("".join(f"{line}\n" for line in (f"collect_statistics_interval = {sample_ms}", *conf_lines)))
-    node = start_node(data_dir, "--config", str(conf), "--management-port", str(api), "--prometheus-port", str(prom))
+    node = start_node(data_dir, "--config", str(conf), "--management-port", str(api), "--prometheus-port", str(prom),
+                      *extra)
     return MgmtNode(node, api, prom)
 
 
