@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import multiprocessing
 import os
 import threading
 import time
@@ -57,6 +58,14 @@ def process_alive(pid: int) -> bool:
         return False
 
 
+def forked_by() -> int:
+    """The pid of the process that forked this one, as multiprocessing recorded it before the fork:
+    `os.getppid()` asked later names whoever adopted the process once that parent was gone (a
+    host whose Supervisor died before the host's first instruction watched PID 1 for ever)."""
+    parent = multiprocessing.parent_process()
+    return parent.pid if parent is not None else os.getppid()
+
+
 def _exit_when_orphaned(parent: int) -> None:
     """A host lives only as long as the Supervisor that forked it: nothing re-adopts it."""
     while os.getppid() == parent:
@@ -67,7 +76,7 @@ def _exit_when_orphaned(parent: int) -> None:
 class HostActor(ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), name="parent-watch", daemon=True).start()
+        threading.Thread(target=_exit_when_orphaned, args=(forked_by(),), name="parent-watch", daemon=True).start()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runtime: Runtime | None = None
         self._stop: asyncio.Event | None = None

@@ -2,16 +2,19 @@
 SIGKILLed host, and no process left behind after SIGTERM or a kill -9 of the node."""
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from actors.runtime.client import control
+from actors.runtime.host import _exit_when_orphaned, forked_by
 from actors.runtime.ports import stable_port
 from tests.waiting import until
 
@@ -149,3 +152,35 @@ def test_hosts_do_not_outlive_their_supervisor(tmp_path: Path) -> None:
         assert _gone(hosts) == []
     finally:
         node.stop()
+
+
+def _grandchild(started: Any, go: Any) -> None:
+    started.set()
+    go.wait(wait_s)  # the parent is gone by now: the child was adopted before it looked
+    _exit_when_orphaned(forked_by())  # returns never: it exits, or watches for ever
+
+
+def _child(started: Any, go: Any, pid_out: Any) -> None:
+    grandchild = multiprocessing.get_context("fork").Process(target=_grandchild, args=(started, go))
+    grandchild.start()
+    pid_out.value = grandchild.pid
+    started.wait()
+    os._exit(0)  # gone before the grandchild starts its watch (a Supervisor dying as it forks a host)
+
+
+def test_a_host_whose_parent_died_before_its_watch_began_exits() -> None:
+    """The parent-watch compares the parent multiprocessing recorded at the fork, not the one
+    `getppid()` names when the watch starts (which is already the adopter)."""
+    ctx = multiprocessing.get_context("fork")
+    started, go, pid_out = ctx.Event(), ctx.Event(), ctx.Value("i", 0)
+    child = ctx.Process(target=_child, args=(started, go, pid_out))
+    child.start()
+    child.join(wait_s)
+    grandchild = psutil.Process(pid_out.value)
+    until(lambda: grandchild.ppid() != child.pid, "the grandchild adopted")
+    go.set()
+    try:
+        assert _gone([grandchild]) == []
+    finally:
+        if grandchild.is_running():
+            grandchild.kill()
