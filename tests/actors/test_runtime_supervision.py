@@ -175,7 +175,8 @@ def test_a_host_whose_parent_died_before_its_watch_began_exits() -> None:
     started, go, pid_out = ctx.Event(), ctx.Event(), ctx.Value("i", 0)
     child = ctx.Process(target=_child, args=(started, go, pid_out))
     child.start()
-    child.join(wait_s)
+    # not join(): the grandchild holds the child's sentinel pipe open, exitcode asks waitpid
+    until(lambda: child.exitcode is not None, "the child gone", wait_s)
     grandchild = psutil.Process(pid_out.value)
     until(lambda: grandchild.ppid() != child.pid, "the grandchild adopted")
     go.set()
