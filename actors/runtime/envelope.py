@@ -97,10 +97,12 @@ def decode(frame: Any) -> tuple[str, list[Item]]:
             and isinstance(unpacked[1], tuple)):
         raise ValueError("a frame is (envelope header, bodies)")
     header, bodies = unpacked
-    read = _read.get(header)
+    # a long batch's header (tens of KB for thousands of items) is neither looked up nor kept
+    small = len(bodies) <= memo_items_max
+    read = _read.get(header) if small else None
     if read is None:
         read = _read_header(header)
-        if len(bodies) <= memo_items_max:
+        if small:
             if len(_read) >= memo_entries_max:
                 _read.clear()
             _read[header] = read
