@@ -8,7 +8,7 @@ tcp PULL socket is a CURVE server with that key pair; every PUSH socket towards 
 CURVE client with the same pair and the same server key. A ZAP handler on each host admits only
 clients whose public key is the cluster's: a peer with another secret derives another key pair,
 fails the handshake, and the refusal is logged on both sides (the server's ZAP handler and the
-client's socket monitor). Traffic inside one node stays on ipc:// sockets without CURVE (the
+client's socket monitor). Traffic inside one node stays on Unix sockets without CURVE (the
 filesystem guards them, and encrypting every local frame would cost the data path for nothing).
 """
 from __future__ import annotations

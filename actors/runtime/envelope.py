@@ -89,10 +89,26 @@ def _header(source: str, items: list[Item]) -> tuple[bytes, list]:
     return message.to_bytes(), values
 
 
+_unpack_options: dict[str, Any] = dict(raw=False, use_list=False, ext_hook=ext_hook)
+# a streamed frame may hold a message of max_message_size (128 MiB) and more: the Unpacker's
+# 100 MiB default would refuse it
+stream_buffer_bytes_max = 2**31 - 1
+
+
 def decode(frame: Any) -> tuple[str, list[Item]]:
     """The source host and the items of one frame (anything with the buffer protocol). A
     malformed frame raises ValueError (a corrupt capnp header, capnp's error, an unknown tag)."""
-    unpacked = msgpack.unpackb(frame, raw=False, use_list=False, ext_hook=ext_hook)
+    return decode_unpacked(msgpack.unpackb(frame, **_unpack_options))
+
+
+def unpacker() -> msgpack.Unpacker:
+    """A streaming unpacker for frames sent back to back on one stream (local_pipes.py): each
+    object it yields is one frame, for `decode_unpacked`."""
+    return msgpack.Unpacker(**_unpack_options, max_buffer_size=stream_buffer_bytes_max)
+
+
+def decode_unpacked(unpacked: Any) -> tuple[str, list[Item]]:
+    """`decode` of a frame already unpacked by msgpack."""
     if not (isinstance(unpacked, tuple) and len(unpacked) == 2 and isinstance(unpacked[0], bytes)
             and isinstance(unpacked[1], tuple)):
         raise ValueError("a frame is (envelope header, bodies)")

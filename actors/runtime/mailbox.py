@@ -1,4 +1,4 @@
-"""The per-host actor runtime: mailboxes over ZeroMQ, local hand-over, credit flow.
+"""The per-host actor runtime: mailboxes over Unix sockets and ZeroMQ, local hand-over, credit flow.
 
 Theory of operation
 -------------------
@@ -8,16 +8,21 @@ One `Runtime` runs in each host process on an asyncio loop. Actors are plain obj
 
 `send` never blocks and never does IO. It appends the item to the outbox of the destination
 *host* and, on the first send of a loop iteration, schedules `_flush` with `call_soon`. The flush
-turns each remote outbox into ONE envelope (envelope.py) sent as ONE ZeroMQ frame on a PUSH socket
-per destination host (connected lazily); the destination binds one PULL socket. One PUSH->PULL
-pipe per host pair keeps order per (source host, destination host) across all actors - the rest
-of the system relies on that. The local outbox is dispatched by the same flush, i.e. on a later
-loop iteration than the send and in send order, handing over the same Python object.
+turns each remote outbox into ONE envelope (envelope.py) sent as ONE frame per destination host.
+A host of the same node (a `unix://PATH` endpoint) gets it on a Unix stream socket that this
+thread writes and the receiver's loop reads (local_pipes.py: one thread wake-up per hop, where
+ZeroMQ's IO threads took three); a host of another node (`tcp://`) gets it as a ZeroMQ frame on a
+PUSH socket, connected lazily, towards its PULL socket. One stream or one PUSH->PULL pipe per host
+pair keeps order per (source host, destination host) across all actors - the rest of the system
+relies on that. (A directory of tcp:// endpoints alone runs every hop over ZeroMQ without
+CURVE: the Raft and quorum test launchers start their hosts so.) The local outbox is dispatched by the same flush, i.e. on a later loop iteration
+than the send and in send order, handing over the same Python object.
 
-Receiving: the PULL socket's FD is watched with `loop.add_reader`; on readiness the socket is
-drained with NOBLOCK (bounded per iteration by `recv_frames_max`) and each item is dispatched in
-order. Ordering rule: a remote batch is dispatched item by item, so an actor sees the messages of
-one envelope in send order.
+Receiving: the Unix sockets and the PULL socket's FD are watched with `loop.add_reader`; on
+readiness a stream is read once (`local_pipes.read_bytes_max`) and a PULL socket drained with
+NOBLOCK (bounded per iteration by `recv_frames_max`), and each item is dispatched in order.
+Ordering rule: a remote batch is dispatched item by item, so an actor sees the messages of one
+envelope in send order.
 
 Credit (flow/credit.py): `send(..., credit=n)` consumes n on the link sender->destination in the
 sender's ledger. After the receiver's `receive` returns, the runtime marks n processed in the
@@ -27,10 +32,11 @@ messages for a dead or unknown actor, messages whose `receive` crashed, and ever
 actor had received but not yet granted are credited back to their senders.
 
 Between nodes (actors/runtime/curve.py): a host given `remote=` also binds a tcp PULL socket, a
-CURVE server keyed by the cluster's secret, beside its ipc one, and its PUSH sockets towards tcp
+CURVE server keyed by the cluster's secret, beside its Unix socket, and its PUSH sockets towards tcp
 endpoints are CURVE clients. Both PULL sockets are drained the same way. `add_hosts` learns (or
 changes) where other hosts listen; a host whose endpoint changed (its node restarted on another
-port) gets a new PUSH socket. A refused CURVE handshake is logged by the socket's monitor.
+port) gets a new PUSH socket. A refused CURVE handshake is logged by the socket's monitor. A restarting host of the same
+node gets what was sent to it meanwhile (local_pipes.py), as a PUSH socket keeps it for a peer.
 `partition(nodes)` (the control op "partition") is fault injection for tests: frames to and from
 those nodes' hosts are dropped, as a network partition loses them.
 
@@ -54,6 +60,7 @@ from actors.messages.runtime import Credit, Undelivered
 from actors.runtime import envelope
 from actors.runtime.address import Address
 from actors.runtime.curve import CurveKeys, start_authenticator
+from actors.runtime.local_pipes import Inbox, Pipe
 from flow.credit import CreditLedger
 from flow.state import FlowState
 
@@ -64,6 +71,15 @@ close_linger_ms = 1000  # how long close() waits for queued frames to leave
 ticks_per_second = 1000  # flow-state ticks are milliseconds of the monotonic clock
 refusal_log_interval_ms = 30_000  # a refused peer retries every ~100 ms: one log line per interval
 POLLIN = int(zmq.POLLIN)  # a plain int: `events & zmq.POLLIN` builds an enum member each time
+
+
+UNIX = "unix://"
+
+
+def unix_path(endpoint: str) -> str:
+    """The socket path of a `unix://PATH` endpoint (a host of this node)."""
+    assert endpoint.startswith(UNIX), endpoint
+    return endpoint[len(UNIX):]
 
 
 class Actor(Protocol):
@@ -98,7 +114,9 @@ class Runtime:
         self._flush_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ctx: zmq.Context | None = None
+        self._inbox: Inbox | None = None
         self._pull: zmq.Socket | None = None
+        self._pipes: dict[str, Pipe] = {}  # host of this node -> the stream to it
         self._tcp_pull: zmq.Socket | None = None
         self._auth: Any = None
         self._push: dict[str, zmq.Socket] = {}
@@ -112,7 +130,11 @@ class Runtime:
         """Bind this host's endpoint and start draining it."""
         self._loop = asyncio.get_running_loop()
         self._ctx = zmq.Context()
-        self._pull = self._bind_pull(self.directory[self.host])
+        own = self.directory[self.host]
+        if own.startswith(UNIX):
+            self._inbox = Inbox(self._loop, unix_path(own), envelope.unpacker, self._frame_arrived)
+        else:  # a tcp:// directory without CURVE (the Raft and quorum test launchers)
+            self._pull = self._bind_pull(own)
         if self.remote is not None:
             endpoint, keys = self.remote
             self._auth = start_authenticator(self._ctx, keys, self.host)
@@ -142,6 +164,9 @@ class Runtime:
             old = self._push.pop(host, None)
             if old is not None:
                 self._close_push(old)
+            pipe = self._pipes.pop(host, None)
+            if pipe is not None and self._loop is not None:
+                self._loop.create_task(pipe.close(0))
 
     def peers_down(self, hosts: set[str]) -> None:
         """The nodes of `hosts` are down: every local actor forgets its links to actors there, so
@@ -168,6 +193,9 @@ class Runtime:
         """Flush what was sent, then close every socket."""
         if self._flush_scheduled:
             self._flush()
+        if self._inbox is not None:
+            self._inbox.close()
+            self._inbox = None
         if self._tcp_pull is not None:
             self._unwatch(self._tcp_pull)
         for pull in (self._pull, self._tcp_pull):
@@ -175,6 +203,8 @@ class Runtime:
                 self._loop.remove_reader(pull.getsockopt(zmq.FD))
                 pull.close()
         self._pull = self._tcp_pull = None
+        pipes, self._pipes = list(self._pipes.values()), {}
+        await asyncio.gather(*(pipe.close(close_linger_ms / 1000) for pipe in pipes))
         for sock in self._push.values():
             self._close_push(sock, close_linger_ms)
         self._push.clear()
@@ -329,11 +359,21 @@ class Runtime:
     def _send_frame(self, host: str, items: list[envelope.Item]) -> None:
         if self._cut_off and host.startswith(self._cut_off):
             return
+        pipe = self._pipes.get(host)
+        if pipe is not None:
+            pipe.send(self._encode(host, items))
+            self.frames_sent += 1
+            return
         sock = self._push.get(host)
         if sock is None:
             endpoint = self.directory.get(host)
             if endpoint is None:
                 log.error("runtime.unknown_host", host=self.host, to=host, dropped=len(items))
+                return
+            if endpoint.startswith(UNIX):
+                assert self._loop is not None
+                self._pipes[host] = Pipe(self._loop, unix_path(endpoint))
+                self._send_frame(host, items)
                 return
             assert self._ctx is not None
             sock = self._ctx.socket(zmq.PUSH)
@@ -343,10 +383,13 @@ class Runtime:
                 self._watch(sock, endpoint, server=False)
             sock.connect(endpoint)
             self._push[host] = sock
+        sock.send(self._encode(host, items), zmq.NOBLOCK, copy=False)
+        self.frames_sent += 1
+
+    def _encode(self, host: str, items: list[envelope.Item]) -> memoryview:
         frame = envelope.encode(self.host, items, self._frame_bytes.get(host, 0))
         self._frame_bytes[host] = len(frame)
-        sock.send(frame, zmq.NOBLOCK, copy=False)
-        self.frames_sent += 1
+        return frame
 
     def _watch(self, sock: zmq.Socket, endpoint: str, *, server: bool) -> None:
         """Log what goes wrong on a connection between nodes: a refused handshake above all.
@@ -398,9 +441,19 @@ class Runtime:
         self._unwatch(sock)
         sock.close(linger=linger_ms)
 
-    def _drain(self, pull: zmq.Socket | None = None) -> None:
-        pull = pull if pull is not None else self._pull
-        if pull is None or pull.closed:
+    def _frame_arrived(self, unpacked: Any) -> None:
+        """A frame from a host of this node, as its stream's unpacker returned it."""
+        self.frames_received += 1
+        try:
+            source, items = envelope.decode_unpacked(unpacked)
+        except Exception:
+            log.exception("runtime.bad_frame", host=self.host)
+            return
+        self._dispatch_all(source, items)
+
+    def _drain(self, pull: zmq.Socket) -> None:
+        """Frames from other nodes' hosts, on a tcp PULL socket."""
+        if pull.closed:
             return
         for _ in range(recv_frames_max):
             # ZMQ_FD is edge-triggered, and zmq may take in new input while it processes its

@@ -1,6 +1,6 @@
 """run_node: one node's main process - the Thespian actor system, the Supervisor, the hosts.
 
-Startup: pick ipc endpoints for the hosts that the directory does not name, start a
+Startup: pick Unix socket endpoints for the hosts that the directory does not name, start a
 multiprocTCPBase ActorSystem on the admin port, create the Supervisor (globalName
 "warren-supervisor") and hand it the specs, wait until every host answers "ping", then write
 `<data_dir>/ready`. Shutdown on SIGTERM/SIGINT: remove `ready`, stop the hosts, shut the actor
@@ -13,7 +13,7 @@ hosts), so they share those pages instead of importing a copy each: an idle node
 its processes fell from 108 to 79 MiB (each host's USS from 18 to 9 MiB; bench/idle_memory.py;
 the management listener, imported by the node host alone when its port is set, adds ~20 MiB).
 
-ipc socket paths must fit sockaddr_un (~107 bytes): when `<data_dir>/sock/<host>` would not,
+Unix socket paths must fit sockaddr_un (~107 bytes): when `<data_dir>/sock/<host>` would not,
 the sockets live in a short directory under /tmp named by a hash of data_dir.
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ host_name_max = 32  # for the socket-path budget
 
 
 def socket_dir(data_dir: Path) -> Path:
-    """Where this node's ipc sockets live: under data_dir if the paths fit, else under /tmp."""
+    """Where this node's Unix sockets live: under data_dir if the paths fit, else under /tmp."""
     preferred = Path(data_dir).resolve() / "sock"
     if len(str(preferred)) + 1 + host_name_max <= ipc_path_max:
         return preferred
@@ -55,12 +55,12 @@ def socket_dir(data_dir: Path) -> Path:
 
 
 def local_directory(data_dir: Path, specs: list[HostSpec]) -> dict[str, str]:
-    """ipc:// endpoints for the hosts of `specs` on this node, by their runtime names (a spec's
+    """unix:// endpoints for the hosts of `specs` on this node, by their runtime names (a spec's
     `host`, else its name); the socket file is named by the spec's short name."""
     sock = socket_dir(data_dir)
     for spec in specs:
         assert 0 < len(spec.name) <= host_name_max and "/" not in spec.name, spec.name
-    return {spec.config.get("host", spec.name): f"ipc://{sock}/{spec.name}" for spec in specs}
+    return {spec.config.get("host", spec.name): f"unix://{sock}/{spec.name}" for spec in specs}
 
 
 def run_node(node_name: str, specs: list[HostSpec], directory: dict[str, str], admin_port: int,

@@ -35,7 +35,7 @@ class Crasher:
 
 
 def directory(tmp_path: Path, *hosts: str) -> dict[str, str]:
-    return {h: f"ipc://{tmp_path}/{h}" for h in hosts}
+    return {h: f"unix://{tmp_path}/{h}" for h in hosts}
 
 
 async def pair(tmp_path: Path, **credit) -> tuple[Runtime, Runtime]:

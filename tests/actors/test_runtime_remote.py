@@ -41,9 +41,9 @@ def test_one_secret_gives_one_key_pair_and_another_secret_another() -> None:
 
 
 async def remote_pair(tmp_path: Path, cookie_a: bytes, cookie_b: bytes) -> tuple[Runtime, Runtime]:
-    """Host a on "node 1", host b on "node 2": each binds ipc for its node and tcp for the other."""
-    a = Runtime("a", {"a": f"ipc://{tmp_path}/a"}, remote=("tcp://127.0.0.1:*", CurveKeys(cookie_a)))
-    b = Runtime("b", {"b": f"ipc://{tmp_path}/b"}, remote=("tcp://127.0.0.1:*", CurveKeys(cookie_b)))
+    """Host a on "node 1", host b on "node 2": each binds a Unix socket for its node and tcp for the other."""
+    a = Runtime("a", {"a": f"unix://{tmp_path}/a"}, remote=("tcp://127.0.0.1:*", CurveKeys(cookie_a)))
+    b = Runtime("b", {"b": f"unix://{tmp_path}/b"}, remote=("tcp://127.0.0.1:*", CurveKeys(cookie_b)))
     await a.start()
     await b.start()
     a.add_hosts({"b": b.tcp_endpoint})
