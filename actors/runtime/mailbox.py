@@ -15,8 +15,9 @@ ZeroMQ's IO threads took three); a host of another node (`tcp://`) gets it as a 
 PUSH socket, connected lazily, towards its PULL socket. One stream or one PUSH->PULL pipe per host
 pair keeps order per (source host, destination host) across all actors - the rest of the system
 relies on that. (A directory of tcp:// endpoints alone runs every hop over ZeroMQ without
-CURVE: the Raft and quorum test launchers start their hosts so.) The local outbox is dispatched by the same flush, i.e. on a later loop iteration
-than the send and in send order, handing over the same Python object.
+CURVE: the Raft and quorum test launchers start their hosts so.) The local outbox is dispatched
+by the same flush, i.e. on a later loop iteration than the send and in send order, handing over
+the same Python object.
 
 Receiving: the Unix sockets and the PULL socket's FD are watched with `loop.add_reader`; on
 readiness a stream is read once (`local_pipes.read_bytes_max`) and a PULL socket drained with
@@ -35,8 +36,9 @@ Between nodes (actors/runtime/curve.py): a host given `remote=` also binds a tcp
 CURVE server keyed by the cluster's secret, beside its Unix socket, and its PUSH sockets towards tcp
 endpoints are CURVE clients. Both PULL sockets are drained the same way. `add_hosts` learns (or
 changes) where other hosts listen; a host whose endpoint changed (its node restarted on another
-port) gets a new PUSH socket. A refused CURVE handshake is logged by the socket's monitor. A restarting host of the same
-node gets what was sent to it meanwhile (local_pipes.py), as a PUSH socket keeps it for a peer.
+port) gets a new PUSH socket. A refused CURVE handshake is logged by the socket's monitor. A
+restarting host of the same node gets what was sent to it meanwhile (local_pipes.py), as a PUSH
+socket keeps it for a peer.
 `partition(nodes)` (the control op "partition") is fault injection for tests: frames to and from
 those nodes' hosts are dropped, as a network partition loses them.
 
