@@ -50,7 +50,7 @@ def test_topology_declared_on_one_node_routes_on_every_node(cluster: Cluster) ->
         c, ch = channel(cluster, publisher)
         ch.confirm_delivery()
         # a binding made on n1 reaches n2 and n3 within milliseconds (RabbitMQ 4's Khepri, likewise)
-        until(lambda: ch.queue_declare("eu-orders", passive=True), f"the queue on {publisher}")
+        until(lambda: _passive_declare(c, "eu-orders") == 200, f"the queue on {publisher}")
         for i in range(50):
             ch.basic_publish("orders", "eu.de", f"{publisher}-{i}".encode(), mandatory=True)
         c.close()
@@ -101,7 +101,7 @@ def test_dead_letters_and_alternate_exchanges_cross_nodes(cluster: Cluster) -> N
                                              "x-dead-letter-routing-key": "dlq-n3"})
     c2, ch2 = channel(cluster, "n2")
     ch2.confirm_delivery()
-    until(lambda: ch2.queue_declare("short-n1", passive=True), "the queue on n2")
+    until(lambda: _passive_declare(c2, "short-n1") == 200, "the queue on n2")
     ch2.basic_publish("", "short-n1", b"expired")
     ch2.basic_publish("with-ae", "nowhere", b"alternate")
     bodies = set()
@@ -118,7 +118,7 @@ def test_mandatory_returns_and_confirms_through_another_nodes_queue(cluster: Clu
     ch2.queue_declare("limited-n2", arguments={"x-max-length": 1, "x-overflow": "reject-publish"})
     c3, ch3 = channel(cluster, "n3")
     ch3.confirm_delivery()
-    until(lambda: ch3.queue_declare("limited-n2", passive=True), "the queue on n3")
+    until(lambda: _passive_declare(c3, "limited-n2") == 200, "the queue on n3")
     ch3.basic_publish("", "limited-n2", b"first")
     with pytest.raises(pika.exceptions.NackError):
         ch3.basic_publish("", "limited-n2", b"refused")
@@ -139,7 +139,8 @@ def test_an_exclusive_queue_follows_its_connection(cluster: Cluster) -> None:
 
 
 def _passive_declare(conn, name: str) -> int:
-    """200, or the code of the channel error a passive declare of `name` gets (on a new channel)."""
+    """200, or the code of the channel error a passive declare of `name` gets (on a new channel:
+    a 404 closes the channel it came on, so a poll must not use the test's own)."""
     try:
         conn.channel().queue_declare(name, passive=True)
         return 200
@@ -154,7 +155,7 @@ def test_consumers_on_two_nodes_share_a_queue_on_the_third(cluster: Cluster) -> 
     received: dict[str, list[bytes]] = {"n1": [], "n2": []}
     for (conn, ch), name in zip(consumers, ("n1", "n2")):
         ch.basic_qos(prefetch_count=5)
-        until(lambda ch=ch: ch.queue_declare("shared-n3", passive=True), f"the queue on {name}")
+        until(lambda conn=conn: _passive_declare(conn, "shared-n3") == 200, f"the queue on {name}")
         ch.basic_consume("shared-n3", lambda c, m, p, b, name=name: (received[name].append(b),
                                                                       c.basic_ack(m.delivery_tag)))
     ch3.confirm_delivery()
