@@ -38,7 +38,7 @@ from actors.runtime.supervisor import Supervisor
 
 log = structlog.get_logger("warren.node")
 
-ipc_path_max = 100  # sockaddr_un.sun_path is 108 bytes; keep a margin for the NUL and the OS
+unix_path_max = 100  # sockaddr_un.sun_path is 108 bytes; keep a margin for the NUL and the OS
 ready_timeout_s = 60.0
 ask_timeout_s = 10.0
 stop_poll_s = 0.2
@@ -48,7 +48,7 @@ host_name_max = 32  # for the socket-path budget
 def socket_dir(data_dir: Path) -> Path:
     """Where this node's Unix sockets live: under data_dir if the paths fit, else under /tmp."""
     preferred = Path(data_dir).resolve() / "sock"
-    if len(str(preferred)) + 1 + host_name_max <= ipc_path_max:
+    if len(str(preferred)) + 1 + host_name_max <= unix_path_max:
         return preferred
     digest = hashlib.sha1(str(Path(data_dir).resolve()).encode()).hexdigest()[:12]
     return Path("/tmp") / f"warren-{digest}"

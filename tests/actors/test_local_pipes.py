@@ -35,6 +35,12 @@ class Frames:
         return self.got
 
 
+def listen(path: str) -> tuple[Inbox, Frames]:
+    """An Inbox on `path` and what it receives."""
+    frames = Frames()
+    return Inbox(asyncio.get_running_loop(), path, envelope.unpacker, frames), frames
+
+
 def frame(value) -> memoryview:
     return memoryview(msgpack.packb(value, use_bin_type=True))
 
@@ -50,8 +56,7 @@ def test_frames_sent_before_the_peer_listens_wait_for_it_and_arrive_in_order(tmp
         pipe = Pipe(loop, path)
         for i in range(50):
             pipe.send(frame([i, "early"]))
-        frames = Frames()
-        inbox = Inbox(loop, path, envelope.unpacker, frames)  # the pipe's retry finds it
+        inbox, frames = listen(path)  # the pipe's retry finds it
         pipe.send(frame([50, "late"]))
         got = await frames.arrived(51)
         assert got == [(i, "early") for i in range(50)] + [(50, "late")]
@@ -64,8 +69,7 @@ def test_a_frame_larger_than_the_socket_buffer_arrives_whole_between_small_ones(
     async def main():
         loop = asyncio.get_running_loop()
         path = str(tmp_path / "b")
-        frames = Frames()
-        inbox = Inbox(loop, path, envelope.unpacker, frames)
+        inbox, frames = listen(path)
         pipe = Pipe(loop, path)
         big = bytes(range(256)) * (8 * socket_buffer_bytes // 256)
         pipe.send(frame(["small", 1]))
@@ -96,8 +100,7 @@ def test_a_peer_that_dies_mid_frame_leaves_its_successor_a_clean_stream(tmp_path
         assert conn.recv(1000)  # part of the big frame reached the first host...
         conn.close()  # ...which dies with the rest unread
         dying.close()
-        frames = Frames()
-        inbox = Inbox(loop, path, envelope.unpacker, frames)  # replaces the dead host's socket file
+        inbox, frames = listen(path)  # replaces the dead host's socket file
         got = await frames.arrived(2)
         assert got == [("big", big), ("after", 1)]
         await pipe.close(1.0)
@@ -109,8 +112,7 @@ def test_a_stream_that_is_not_msgpack_is_dropped_and_the_inbox_goes_on(tmp_path:
     async def main():
         loop = asyncio.get_running_loop()
         path = str(tmp_path / "b")
-        frames = Frames()
-        inbox = Inbox(loop, path, envelope.unpacker, frames)
+        inbox, frames = listen(path)
         bad = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         bad.connect(path)
         bad.sendall(b"\xc1" * 16)  # 0xc1 is never used in msgpack

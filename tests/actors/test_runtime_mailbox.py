@@ -153,7 +153,7 @@ def test_local_delivery_hands_over_the_same_object_later_and_in_order(tmp_path: 
         await rec.done
         assert [k for _, k, _ in rec.got] == ["k1", "k2", "k3"]
         assert rec.got[0][2] is body and rec.got[0][0] == me
-        assert rt.frames_sent == 0  # local messages never touch zmq
+        assert rt.frames_sent == 0  # local messages never touch a socket
         await rt.close()
     run(main())
 
