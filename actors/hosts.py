@@ -30,6 +30,7 @@ import asyncio
 import functools
 import os
 import random
+import socket
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -71,6 +72,7 @@ from persist.classic.host_storage import HostStorage
 from persist.disk import RealDisk
 from actors.reader import admin as conn_admin
 from actors.reader import tls
+from actors.reader.acceptor import Acceptor
 from actors.reader.admin import ConnectionAdmin
 from actors.reader.alarms import WATCHER_NAME, AlarmWatcher
 from actors.reader.core import Gatekeeper, Settings
@@ -78,6 +80,7 @@ from actors.reader.shell import (ConnectionHostContext, Reader, tell_channels, t
                                  tell_channels_nodes)
 from actors.replica import RegistryReplica
 from actors.runtime.address import Address
+from actors.runtime.node_process import socket_dir
 from flow.alarms import (DEFAULT_DISK_FREE_LIMIT_BYTES, DEFAULT_MEMORY_WATERMARK, AbsoluteLimit, Limit,
                          RelativeLimit)
 from wire.errors import CONNECTION_FORCED
@@ -338,9 +341,25 @@ async def connection_host(runtime: Any, spec: Any) -> None:
     replica.subscribe()
     await asyncio.wait_for(replica.ready.wait(), subscribe_timeout_s)
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: Reader(ctx), cfg.get("bind", "127.0.0.1"), cfg["port"],
-                                      reuse_port=True, backlog=1024)
-    ctx.server = server
+
+    serving: set[asyncio.Task] = set()  # the loop keeps only weak references to tasks
+
+    def adopt(sock: socket.socket) -> None:
+        task = loop.create_task(serve(sock))
+        serving.add(task)
+        task.add_done_callback(serving.discard)
+
+    async def serve(sock: socket.socket) -> None:
+        try:
+            await loop.connect_accepted_socket(lambda: Reader(ctx, acceptor.left), sock=sock)
+        except Exception:  # never served (the client went away first): not counted any more
+            log.warning("connection.not_served", host=runtime.host, exc_info=True)
+            sock.close()
+            acceptor.left()
+    acceptor = Acceptor(loop, cfg.get("conn_index", 0), cfg.get("connection_hosts", 1),
+                        socket_dir(Path(cfg["data_dir"])), adopt)
+    acceptor.listen(cfg.get("bind", "127.0.0.1"), cfg["port"])
+    # amqps connections are not evened out: TLS is rare on the hot paths this is for
     if cfg.get("tls_port"):
         ctx.tls_server = await loop.create_server(
             lambda: Reader(ctx), cfg.get("bind", "127.0.0.1"), cfg["tls_port"], reuse_port=True, backlog=1024,

@@ -88,7 +88,8 @@ def host_specs(conf: dict) -> list[HostSpec]:
                 handshake_timeout=conf["handshake_timeout"], max_message_size=conf["max_message_size"],
                 tls_port=conf["listeners.ssl.default"], tls_certfile=conf["ssl_options.certfile"],
                 tls_keyfile=conf["ssl_options.keyfile"])
-    specs += [HostSpec(f"conn{i}", "actors.hosts:connection_host", dict(conn))
+    specs += [HostSpec(f"conn{i}", "actors.hosts:connection_host",
+                       dict(conn, conn_index=i, connection_hosts=conf["connection_hosts"]))
               for i in range(conf["connection_hosts"])]
     return [HostSpec(s.name, s.entry, dict(s.config, host=host_of(node, s.name))) for s in specs]
 

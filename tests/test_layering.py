@@ -35,7 +35,7 @@ CORE_MODULES = [
         "core", "dispatch", "outbox", "lifecycle", "topology", "resources", "permissions", "publishing",
         "publish_checks", "lazy_headers", "confirm_mode", "confirms", "transactions", "consuming", "basic_get",
         "settling", "acks", "direct_reply", "reply_to", "generated_names", "lost_queues")),
-    "actors/reader/core.py", "actors/queue/core.py", "actors/queue/priority.py", "actors/queue/group_commit.py",
+    "actors/reader/core.py", "actors/reader/balance.py", "actors/queue/core.py", "actors/queue/priority.py", "actors/queue/group_commit.py",
     "actors/queue/consumers.py", "persist/wal/core.py", "persist/wal/records.py",
     "actors/cluster/membership.py", "actors/mgmt/counters.py", "actors/mgmt/rates.py", "actors/mgmt/sample.py",
     "actors/mgmt/auth.py", "actors/mgmt/paths.py", "actors/mgmt/shapes.py", "actors/mgmt/changes.py",

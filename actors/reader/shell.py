@@ -64,8 +64,10 @@ def is_loopback(peer: Any) -> bool:
 
 
 class Reader(asyncio.BufferedProtocol):
-    def __init__(self, host: "ConnectionHostContext") -> None:
+    def __init__(self, host: "ConnectionHostContext", on_lost: Callable[[], None] | None = None) -> None:
+        """`on_lost`: called once the connection is gone (the acceptor's count of what it serves)."""
         self.host = host
+        self._on_lost = on_lost
         self.owner = host.next_owner()
         self.transport: asyncio.Transport | None = None
         self.parser = InboundParser(host.settings.frame_max)
@@ -144,6 +146,8 @@ class Reader(asyncio.BufferedProtocol):
         if not self.closed:
             self._shutdown("client closed the socket" if exc is None else str(exc))
         self.host.readers.discard(self)
+        if self._on_lost is not None:
+            self._on_lost()
 
     def pause_writing(self) -> None:
         self.writable = False
