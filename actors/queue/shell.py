@@ -34,7 +34,6 @@ Pacing: the queue is a `manual_credit` actor, which grants its publishers' credi
 """
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any, Callable, Protocol, Sequence
 
@@ -47,6 +46,7 @@ from actors.queue.core import ClassicQueue
 from actors.queue.group_commit import FLOW_TICKS_PER_SECOND, GroupCommit, waited
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
+from actors.runtime.held_credit import HeldCredit
 from effects import Send
 from effects.interpreter import Interpreter
 from flow.intake import IntakePace
@@ -127,7 +127,7 @@ class QueueActor:
         self.run = Interpreter(self._actor_effects.handlers())
         self._pace = pace
         self.manual_credit = pace is not None  # the runtime leaves the publishers' grants to `_pace_intake`
-        self._hold_timer: asyncio.TimerHandle | None = None
+        self._credit = HeldCredit(runtime, self.address, self._hold_ended) if pace is not None else None
         self._taken_while_syncing = 0  # messages taken in since a sync in flight started covering this queue
 
     def start(self) -> None:
@@ -211,20 +211,17 @@ class QueueActor:
                 return  # the store is behind: held until the sync is done (`synced`)
         if not paced:
             self._release_credit()
-        elif self._hold_timer is None:
-            self._hold_timer = asyncio.get_running_loop().call_later(pace.hold_max_ms / 1000, self._hold_ended)
+        else:
+            assert self._credit is not None
+            self._credit.hold(pace.hold_max_ms)
 
     def _hold_ended(self) -> None:
-        self._hold_timer = None
         if not self.core.deleted:
             self._pace_intake(0, ())
 
     def _release_credit(self) -> None:
-        if self._hold_timer is not None:
-            self._hold_timer.cancel()
-            self._hold_timer = None
-        if self.manual_credit:
-            self.runtime.processed_all(self.address)
+        if self._credit is not None:
+            self._credit.release()
 
     def _touched(self) -> None:
         if self._commit is not None:

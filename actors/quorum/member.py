@@ -30,17 +30,16 @@ write, followers' acks), which `warrenctl flow` shows (actors/quorum/flow_links.
 Pacing: the member grants its publishers' credit itself (`manual_credit`), as a classic queue does
 (actors/queue/shell.py, flow/intake.py): after every input it counts what it took in (publishes)
 and delivered, and holds the credit while the queue (ready messages and entries not yet applied)
-is longer than the pace's backlog and its consumers keep up, at most `hold_max_ms` at a time. Without it a publisher with confirms outruns a
-consumer that could keep up (confirms need only a majority's write; deliveries need the whole
-round trip through the consumer), and latency becomes the backlog: 3 s at p50 on three nodes.
-A member that does not lead delivers nothing, so it never holds.
+is longer than the pace's backlog and its consumers keep up, at most `hold_max_ms` at a time.
+Without it a publisher with confirms outruns a consumer that could keep up (a confirm needs only
+a majority's write, a delivery the consumer's round trip), and latency becomes the backlog: 3 s
+at p50 on three nodes. A member that does not lead delivers nothing, so it never holds.
 
 Time: the wall clock in milliseconds stamps every command (the machine decides TTLs from it);
 timers are the event loop's (ActorEffects, 1 ms ticks).
 """
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any, Callable
 
@@ -56,6 +55,7 @@ from actors.quorum.release import QueueView, ReleaseCursor
 from actors.raft.wal import WalActor
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
+from actors.runtime.held_credit import HeldCredit
 from flow.commit_wait import CommitWait, commit_waits_on
 from flow.intake import IntakePace
 from effects import Send
@@ -105,7 +105,7 @@ class QuorumMember:
         self.manual_credit = True  # the runtime leaves the publishers' grants to `_pace_intake`
         self._pace = IntakePace()
         self._taken = 0  # publishes taken in since the last `_pace_intake`
-        self._hold_timer: Any = None
+        self._credit = HeldCredit(runtime, me, self._hold_ended)
         self._actor_effects = ActorEffects(runtime, me, on_timer=self._timer)
         self._out = Interpreter({**self._actor_effects.handlers(), Send: self._send_out,
                                  DeadLettered: self._dead_lettered, DeadLetterHanded: self._dead_lettered,
@@ -214,7 +214,7 @@ class QuorumMember:
         """The member is being deleted: no timer or turn may touch it again."""
         self.stopped = True
         self._actor_effects.cancel_all()
-        self._release_credit()
+        self._credit.release()
         self.wal.unregister(self.wal_key)
 
     # -- the end of every input ------------------------------------------------------------------
@@ -268,22 +268,14 @@ class QuorumMember:
         self._taken = 0
         # what is proposed is not in the ready queue until it is applied: count it as there
         backlog = core.state.ready.count + core.log.last_index_term()[0] - core.applied
-        if not pace.hold(now, backlog):
-            self._release_credit()
-        elif self._hold_timer is None:
-            loop = asyncio.get_running_loop()
-            self._hold_timer = loop.call_later(pace.hold_max_ms / 1000, self._hold_ended)
+        if pace.hold(now, backlog):
+            self._credit.hold(pace.hold_max_ms)
+        else:
+            self._credit.release()
 
     def _hold_ended(self) -> None:
-        self._hold_timer = None
         if not self.stopped:
             self._pace_intake(0)
-
-    def _release_credit(self) -> None:
-        if self._hold_timer is not None:
-            self._hold_timer.cancel()
-            self._hold_timer = None
-        self.runtime.processed_all(self.me)
 
     def _observe_commit_wait(self) -> None:
         core = self.core
