@@ -350,12 +350,18 @@ async def connection_host(runtime: Any, spec: Any) -> None:
         task.add_done_callback(serving.discard)
 
     async def serve(sock: socket.socket) -> None:
+        made: list[Reader] = []
+
+        def reader() -> Reader:
+            made.append(Reader(ctx, acceptor.left))
+            return made[0]
         try:
-            await loop.connect_accepted_socket(lambda: Reader(ctx, acceptor.left), sock=sock)
+            await loop.connect_accepted_socket(reader, sock=sock)
         except Exception:  # never served (the client went away first): not counted any more
             log.warning("connection.not_served", host=runtime.host, exc_info=True)
             sock.close()
-            acceptor.left()
+            if not made or made[0].transport is None:  # else its connection_lost counts it down
+                acceptor.left()
     acceptor = Acceptor(loop, cfg.get("conn_index", 0), cfg.get("connection_hosts", 1),
                         socket_dir(Path(cfg["data_dir"])), adopt)
     acceptor.listen(cfg.get("bind", "127.0.0.1"), cfg["port"])

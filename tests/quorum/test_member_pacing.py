@@ -22,6 +22,7 @@ from raft.config import ClusterConfig, RaftSettings
 from raft.core import RaftCore
 from raft.roles import LEADER
 from tests.quorum.harness import H
+from tests.raft_integration.test_member_shell import Loop
 from tests.sim.simdisk import SimDisk
 
 ME = Address("n1:quorum", "qq")
@@ -46,10 +47,13 @@ class CreditRuntime:
         self.released += 1
 
 
-async def turns(n: int = 20) -> None:
-    """Let the loop run `n` iterations (the WAL's flushes and the member's turns are call_soon)."""
-    for _ in range(n):
-        await asyncio.sleep(0)
+LOOP = Loop()  # the WAL's: call_soon only queues, so a test runs the turns an input led to
+
+
+async def turns() -> None:
+    """Run the WAL's flushes and the member's turn ends until nothing more is queued."""
+    while LOOP.ready:
+        LOOP.turn()
 
 
 async def paced_member(hold_max_ms: int = 60_000) -> tuple[QuorumMember, CreditRuntime]:
@@ -59,7 +63,7 @@ async def paced_member(hold_max_ms: int = 60_000) -> tuple[QuorumMember, CreditR
     machine = QuorumMachine(queue_config("qq", "/", {}, created_ms=0))
     core = RaftCore(str(ME), ClusterConfig(frozenset({str(ME)})), writer.member("qq"), machine, random.Random(0),
                     RaftSettings(append_per_turn=True))
-    member = QuorumMember(runtime, ME, core, WalActor(writer, asyncio.get_running_loop()),
+    member = QuorumMember(runtime, ME, core, WalActor(writer, LOOP),
                           QueueFront(RaftView(core), machine, {}), "qq")
     member._pace = IntakePace(backlog_max=2, keeping_up_share=0.5, hold_max_ms=hold_max_ms)
     while core.role != LEADER:  # alone: it elects itself once its election timeout passes
