@@ -51,7 +51,7 @@ from actors.node.quorum_membership import Reconciliation
 from actors.node.quorum_queues import Declaring
 from actors.node.metadata_member import MEMBER_NAME, start_member
 from actors.node.shell import NodeActor
-from actors.messages.alarms import WatchMemoryLimit
+from actors.messages.alarms import WatchMemory
 from actors.messages.cluster import NodesUp
 from actors.monitor.relay import AlarmRelay
 from actors.monitor.relay_shell import RelayActor
@@ -66,7 +66,7 @@ from actors.messages.stats import REPORTER_NAME
 from actors.mgmt.collector import StatsCollector
 from actors.mgmt.reporters import (ConnectionHostReporter, NodeHostReporter, QueueHostReporter, QuorumHostReporter,
                                    node_facts)
-from actors.queue.housekeeping import Housekeeping, NodeMemory
+from actors.queue.housekeeping import Housekeeping
 from actors.queue.manager import QueueManager
 from persist.classic.host_storage import HostStorage
 from persist.disk import RealDisk
@@ -266,12 +266,12 @@ def queue_host(runtime: Any, spec: Any) -> None:
     runtime.spawn(QUEUE_ROUTER_NAME, replica)
     housekeeping_address = Address(runtime.host, HOUSEKEEPING_NAME)
 
-    def watch_memory_limit() -> None:  # the node's monitor answers now and on every change
-        runtime.send(resource_monitor(me), WatchMemoryLimit(), sender=housekeeping_address)
+    def watch_memory() -> None:  # the node's monitor answers now and after every check
+        runtime.send(resource_monitor(me), WatchMemory(), sender=housekeeping_address)
 
     def node_started() -> None:
         replica.subscribe()
-        watch_memory_limit()
+        watch_memory()
     # channels on down nodes are gone: their queues drop their consumers and requeue their deliveries
     # (`manager` is made below, before this host's loop can deliver any NodesUp)
     ClusterView(runtime, me, on_nodes=lambda up, down: manager.nodes(up, down),
@@ -294,10 +294,9 @@ def queue_host(runtime: Any, spec: Any) -> None:
         # follows the node's limit once its monitor answers (warrenctl set_vm_memory_high_watermark)
         ratio = float(cfg.get("vm_memory_high_watermark_paging_ratio", 0.5))
         threshold = int(float(cfg.get("vm_memory_high_watermark", 0.4)) * ratio * psutil.virtual_memory().total)
-        housekeeping = Housekeeping(storage, threshold, NodeMemory(cfg["data_dir"]).pss, manager.ensure_recovered,
-                                    paging_ratio=ratio)
+        housekeeping = Housekeeping(storage, threshold, manager.ensure_recovered, paging_ratio=ratio)
         runtime.spawn(HOUSEKEEPING_NAME, housekeeping)
-        watch_memory_limit()
+        watch_memory()
         housekeeping.start()
 
     async def control(op: str, args: dict) -> Any:

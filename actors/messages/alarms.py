@@ -11,9 +11,10 @@ in force whatever the order of events; `node` says whose alarm it is, never who 
 Inside a node: a connection host's watcher sends `WatchAlarms` to its node's relay, which answers
 with one `Conserve(resource, True)` per resource short anywhere in the cluster, then one `Conserve`
 whenever a resource goes from no alarm anywhere to some or back (rabbit_alarm's
-conserve_resources). A queue host's housekeeping sends `WatchMemoryLimit` to its node's resource
-monitor, which answers with `MemoryLimit(limit_bytes)` now and whenever the limit changes
-(warrenctl set_vm_memory_high_watermark): paging starts at the paging ratio of it.
+conserve_resources). A queue host's housekeeping sends `WatchMemory` to its node's resource
+monitor, which answers with `MemoryUse(limit_bytes, used_bytes)` now, after every check of the
+node's memory and whenever the limit changes (warrenctl set_vm_memory_high_watermark): paging
+starts at the paging ratio of the limit, judged by the monitor's reading of the node's memory.
 """
 from __future__ import annotations
 
@@ -39,10 +40,11 @@ class Conserve:
 
 
 @message
-class WatchMemoryLimit:
+class WatchMemory:
     pass
 
 
 @message
-class MemoryLimit:
+class MemoryUse:
     limit_bytes: int
+    used_bytes: int

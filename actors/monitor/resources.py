@@ -6,15 +6,16 @@ This module owns the measurements (psutil, statvfs), the event loop's timers and
 that carries the cores' effects out: `StartTimer` and `Log` as every actor's (ActorEffects), and
 `AlarmSet` / `AlarmCleared` to `on_alarm`; in a node, `tell_relay` makes that a `ResourceAlarm` to
 the node's alarm relay (relay.py), which tells every node of the cluster. As an actor (the node
-host's "resource_monitor") it answers `WatchMemoryLimit` from queue hosts with the memory limit in
-bytes, now and whenever it changes, so paging follows warrenctl set_vm_memory_high_watermark.
+host's "resource_monitor") it answers `WatchMemory` from queue hosts with `MemoryUse` (the limit and
+the node's memory), now, after every memory check and whenever the limit changes: their paging
+follows warrenctl set_vm_memory_high_watermark and this one reading of the node's memory.
 
 Measurements:
 - memory: PSS summed over the node's processes. A node is several processes (its main process,
   the Thespian admin, the host processes) that share pages, the interpreter's above all; RSS summed
   over them counts a shared page once per process that maps it, PSS charges each of them its
-  share, so the sum counts it once (`NodeMemory`, actors/queue/housekeeping.py: the queue hosts
-  page by the same count);
+  share, so the sum counts it once (`NodeMemory`, node_memory.py: the queue hosts
+  page by this reading);
 - disk: the space available to the node's user on the data dir's filesystem (statvfs f_bavail,
   what `df -kP` reports and RabbitMQ reads); a failed read is logged and reported as unknown;
 - total RAM: psutil's (MemTotal in /proc/meminfo, RabbitMQ's source on Linux).
@@ -32,9 +33,9 @@ from typing import Any
 import psutil
 import structlog
 
-from actors.messages.alarms import MemoryLimit, ResourceAlarm, WatchMemoryLimit
+from actors.messages.alarms import MemoryUse, ResourceAlarm, WatchMemory
 from actors.messages.runtime import Undelivered
-from actors.queue.housekeeping import NodeMemory
+from actors.monitor.node_memory import NodeMemory
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
 from effects import AlarmCleared, AlarmSet
@@ -65,7 +66,7 @@ def free_disk_bytes(path: str) -> int | None:
 class ResourceMonitor:
     """A node's memory and disk alarms on the running loop. `start` inside the loop; `set_memory_limit`
     and `set_disk_limit` for warrenctl; `stop` cancels the checks; as an actor, `receive` takes
-    `WatchMemoryLimit`."""
+    `WatchMemory`."""
 
     def __init__(self, node: str, data_dir: str, memory_limit: Limit, disk_limit: Limit, *, on_alarm: AlarmHook,
                  memory: MemoryAlarm | None = None, disk: DiskAlarm | None = None,
@@ -81,7 +82,7 @@ class ResourceMonitor:
         self.total_memory = total_memory
         self.runtime = runtime
         self.me = me
-        self.limit_watchers: dict[Address, None] = {}
+        self.memory_watchers: dict[Address, None] = {}
         self._effects = ActorEffects(runtime, me, on_timer=self._on_timer)
         self.run_effects = Interpreter(self._effects.handlers()).extend({AlarmSet: on_alarm, AlarmCleared: on_alarm})
 
@@ -96,11 +97,8 @@ class ResourceMonitor:
     def set_memory_limit(self, limit: Limit) -> None:
         """rabbitmqctl set_vm_memory_high_watermark: the RAM is looked at again, and the memory."""
         self.memory_limit = limit
-        before = self.memory.limit_bytes
         self.run_effects(self.memory.configure(limit, self.total_memory(), self._used()))
-        if self.memory.limit_bytes != before:
-            for watcher in self.limit_watchers:
-                self._tell_limit(watcher)
+        self._tell_watchers()
 
     def set_disk_limit(self, limit: Limit) -> None:
         """rabbitmqctl set_disk_free_limit: checked at once against the free space now."""
@@ -121,15 +119,19 @@ class ResourceMonitor:
                 "disk_free": disk.free_bytes or 0, "disk_free_limit": disk.limit_bytes, "disk_free_alarm": disk.alarmed}
 
     def receive(self, sender: Address, msg: Any) -> None:
-        """A queue host's housekeeping watches the memory limit (its paging threshold follows it)."""
-        if type(msg) is WatchMemoryLimit:
-            self.limit_watchers[sender] = None
-            self._tell_limit(sender)
+        """A queue host's housekeeping watches the node's memory and its limit (for paging)."""
+        if type(msg) is WatchMemory:
+            self.memory_watchers[sender] = None
+            self._tell(sender)
         elif type(msg) is not Undelivered:  # a watcher's host restarting watches again
             log.warning("monitor.unexpected_message", kind=type(msg).__name__, sender=str(sender))
 
-    def _tell_limit(self, watcher: Address) -> None:
-        self.runtime.send(watcher, MemoryLimit(self.memory.limit_bytes), sender=self.me)
+    def _tell(self, watcher: Address) -> None:
+        self.runtime.send(watcher, MemoryUse(self.memory.limit_bytes, self.memory.used_bytes), sender=self.me)
+
+    def _tell_watchers(self) -> None:
+        for watcher in self.memory_watchers:
+            self._tell(watcher)
 
     def _used(self) -> int:
         return self.memory_used(asyncio.get_running_loop().time())
@@ -137,5 +139,6 @@ class ResourceMonitor:
     def _on_timer(self, name: str) -> None:
         if name == MEMORY_CHECK_TIMER:
             self.run_effects(self.memory.check(self._used()))
+            self._tell_watchers()
         elif name == DISK_CHECK_TIMER:
             self.run_effects(self.disk.check(free_disk_bytes(self.data_dir)))

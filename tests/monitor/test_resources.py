@@ -18,8 +18,10 @@ import psutil
 import pytest
 from structlog.testing import capture_logs
 
+from actors.messages.alarms import MemoryUse, WatchMemory
+from actors.monitor.node_memory import NodeMemory
 from actors.monitor.resources import ResourceMonitor, free_disk_bytes
-from actors.queue.housekeeping import NodeMemory
+from actors.runtime.address import Address
 from effects import AlarmCleared, AlarmSet
 from flow.alarms import AbsoluteLimit, DiskAlarm, RelativeLimit
 from tests.waiting import poll_s
@@ -185,6 +187,33 @@ def test_a_data_dir_that_cannot_be_read_keeps_the_alarm_as_it_was(tmp_path):
                 await until(lambda: any("failed to retrieve" in e["event"] for e in logs), "a failed read")
             assert monitor.status()["disk"] == {"limit": 10 ** 18, "free": None, "alarm": True}
             assert alarms == [AlarmSet("disk", NODE)]
+        finally:
+            monitor.stop()
+    asyncio.run(scenario())
+
+
+def test_a_watcher_hears_the_node_memory_now_after_every_check_and_when_the_limit_changes(tmp_path):
+    """The queue hosts' paging reads the node's memory from here: one reading per node."""
+    used = [100]
+    told: list[tuple[Address, Any]] = []
+
+    class Runtime:  # the monitor's only use of its runtime here: sending to the watcher
+        def send(self, to: Address, msg: Any, sender: Address) -> None:
+            told.append((to, msg))
+
+    async def scenario() -> None:
+        monitor = ResourceMonitor(NODE, str(tmp_path), AbsoluteLimit(1000), AbsoluteLimit(0), on_alarm=lambda e: None,
+                                  memory_used=lambda now_s: used[0], runtime=Runtime())
+        monitor.start()
+        try:
+            watcher = Address("queue0", "housekeeping")
+            monitor.receive(watcher, WatchMemory())
+            assert told == [(watcher, MemoryUse(limit_bytes=1000, used_bytes=100))]
+            used[0] = 300
+            await until(lambda: len(told) == 2, "the next memory check")
+            assert told[1] == (watcher, MemoryUse(limit_bytes=1000, used_bytes=300))
+            monitor.set_memory_limit(AbsoluteLimit(2000))
+            assert told[2:] == [(watcher, MemoryUse(limit_bytes=2000, used_bytes=300))]
         finally:
             monitor.stop()
     asyncio.run(scenario())

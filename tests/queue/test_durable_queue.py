@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from actors.messages.alarms import MemoryUse
 from actors.queue.core import ClassicQueue
 from actors.queue.group_commit import GroupCommit
 from actors.queue.housekeeping import Housekeeping
@@ -129,16 +130,16 @@ def test_memory_pressure_pages_bodies_out_and_release_lifts_the_target(tmp_path)
     q.publish(CH, [published(i, size=100) for i in range(1, 1001)])
     backing = s.backings[("/", "q")]
     assert backing.stats().ram_messages == 1000
-    used = [200]
-    housekeeping = Housekeeping(s, threshold_bytes=100, memory_used=lambda now_s: used[0])
-    housekeeping.tick(now_s=1.0)
+    housekeeping = Housekeeping(s, threshold_bytes=100)
+    housekeeping.receive(None, MemoryUse(limit_bytes=200, used_bytes=200))  # paging from 100
+    housekeeping.tick()
     assert backing.vq.ram_max_messages == 400  # 1000 in RAM x 100 / 200 x 0.8
     assert backing.stats().ram_messages <= 400 and backing.stats().disk_only_messages >= 600
-    used[0] = 80  # between the lines: the targets stay
-    housekeeping.tick(now_s=2.0)
+    housekeeping.receive(None, MemoryUse(limit_bytes=200, used_bytes=80))  # between the lines: the targets stay
+    housekeeping.tick()
     assert backing.vq.ram_max_messages == 400
-    used[0] = 50
-    housekeeping.tick(now_s=3.0)
+    housekeeping.receive(None, MemoryUse(limit_bytes=200, used_bytes=50))
+    housekeeping.tick()
     assert backing.vq.ram_max_messages is None
     assert ids(q._ready.take(1000)) == list(range(1, 1001))
 

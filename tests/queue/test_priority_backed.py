@@ -12,6 +12,7 @@ import tempfile
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+from actors.messages.alarms import MemoryUse
 from persist.classic.backed import BackedReady
 from actors.queue.core import ClassicQueue
 from actors.queue.housekeeping import Housekeeping
@@ -311,13 +312,13 @@ def test_memory_pressure_pages_non_durable_queues_and_a_restart_wipes_what_they_
     q.publish(CH, [published(i, None, persistent=False, size=100) for i in range(1, 1001)])
     pq.publish(CH, [published(i, i % 5, persistent=False, size=100) for i in range(1, 1001)])
     assert not (tmp_path / "transient_queues").exists()  # nothing paged, no directory
-    used = [200]
-    housekeeping = Housekeeping(s, threshold_bytes=100, memory_used=lambda now_s: used[0])
-    housekeeping.tick(now_s=1.0)  # paging, and the levels that paged flush their index
+    housekeeping = Housekeeping(s, threshold_bytes=100)
+    housekeeping.receive(None, MemoryUse(limit_bytes=200, used_bytes=200))  # paging from 100
+    housekeeping.tick()  # paging, and the levels that paged flush their index
     assert spill.stats().ram_messages <= 400 and spill.stats().disk_only_messages >= 600
     assert sum(level.stats().ram_messages for level in levels) <= 400
-    used[0] = 50
-    housekeeping.tick(now_s=2.0)
+    housekeeping.receive(None, MemoryUse(limit_bytes=200, used_bytes=50))
+    housekeeping.tick()
     assert tags(spill.take(1000)) == list(range(1, 1001))
     assert tags(pq._ready.take(1000)) == expected_order({i: i % 5 for i in range(1, 1001)})
     assert any((tmp_path / "transient_queues").rglob("*.idx"))
