@@ -38,6 +38,10 @@ class Disk(Protocol):
     def append_parts(self, path: str, parts: list[bytes]) -> int:
         """Append the pieces back to back (a gathered write); return the offset they start at."""
 
+    def write_at(self, path: str, offset: int, parts: list[bytes]) -> None:
+        """Write the pieces back to back from `offset`, over what is there and past the end (a
+        file written ahead with zeros is then overwritten in place: see persist/wal/writer.py)."""
+
     def read(self, path: str, offset: int = 0, size: int | None = None) -> bytes: ...
 
     def read_file(self, path: str) -> bytes:
@@ -122,7 +126,8 @@ class DeferredSyncs:
 
 
 class RealDisk:
-    """The OS file system under `root`. Keeps one append descriptor per open file."""
+    """The OS file system under `root`. Keeps one descriptor per open file; every write names its
+    offset (pwrite), an append the file's size."""
 
     def __init__(self, root: str, sync_method: str = "fdatasync") -> None:
         if sync_method not in SYNC_METHODS:
@@ -154,7 +159,7 @@ class RealDisk:
     def _fd(self, path: str) -> int:
         fd = self._fds.get(path)
         if fd is None:
-            fd = os.open(self._abs(path), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = os.open(self._abs(path), os.O_RDWR | os.O_CREAT, 0o644)
             self._fds[path] = fd
         return fd
 
@@ -167,24 +172,30 @@ class RealDisk:
         self._fd(path)
 
     def append(self, path: str, data: bytes) -> int:
-        fd = self._fd(path)
-        offset = os.fstat(fd).st_size
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        return offset
+        return self.append_parts(path, [data])
 
     def append_parts(self, path: str, parts: list[bytes]) -> int:
         fd = self._fd(path)
         offset = os.fstat(fd).st_size
+        self._write(fd, offset, parts)
+        return offset
+
+    def write_at(self, path: str, offset: int, parts: list[bytes]) -> None:
+        self._write(self._fd(path), offset, parts)
+
+    @staticmethod
+    def _write(fd: int, offset: int, parts: list[bytes]) -> None:
         for k in range(0, len(parts), iov_max):
             chunk = parts[k:k + iov_max]
-            done = os.writev(fd, chunk)
-            if done < sum(map(len, chunk)):  # a short write: finish it plainly
+            done = os.pwritev(fd, chunk, offset)
+            size = sum(map(len, chunk))
+            if done < size:  # a short write: finish it plainly
                 rest = memoryview(b"".join(chunk))[done:]
+                at = offset + done
                 while rest:
-                    rest = rest[os.write(fd, rest):]
-        return offset
+                    n = os.pwrite(fd, rest, at)
+                    rest, at = rest[n:], at + n
+            offset += size
 
     def read(self, path: str, offset: int = 0, size: int | None = None) -> bytes:
         fd = self._fd(path)

@@ -10,8 +10,9 @@ zero-filled or bit-flipped record fails the check. `member` names the Raft membe
 and is empty in a member's own files (segments, snapshot, hard state).
 
 `scan(buf)` walks a buffer and returns the records of its longest valid prefix plus a `Cut`
-describing what follows it, if anything (offset, bytes, reason). It never raises on bad input: a
-reader decides what to do with a cut (recovery truncates the file there and logs it). Everything
+describing what follows it, if anything (offset, bytes, reason, and whether it is all zeros: a
+WAL file's preallocated space that no record reached). It never raises on bad input: a reader
+decides what to do with a cut (recovery truncates the file there and logs a torn one). Everything
 after the first bad record is cut, because lengths after it cannot be trusted.
 
 Record types: ENTRY (index, term, payload = command); TRUNCATE (index = first index dropped; term
@@ -65,11 +66,13 @@ class Record:
 
 @dataclass(frozen=True, slots=True)
 class Cut:
-    """The part of a buffer that is not a valid record sequence."""
+    """The part of a buffer that is not a valid record sequence. `blank`: it is all zero bytes,
+    space written ahead that no record reached (a WAL file's preallocation), not a torn record."""
 
     offset: int
     size: int
     reason: str
+    blank: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +179,8 @@ def scan(buf: bytes | bytearray | memoryview, base_offset: int = 0) -> ScanResul
     while pos < end:
         reason = _check(view, pos, end)
         if reason is not None:
-            return ScanResult(records, pos, Cut(base_offset + pos, end - pos, reason))
+            blank = bytes(view[pos:end]).count(0) == end - pos
+            return ScanResult(records, pos, Cut(base_offset + pos, end - pos, reason, blank))
         _crc, rtype, mlen, index, term, plen = _HEADER.unpack_from(view, pos)
         body = pos + HEADER_BYTES
         member = bytes(view[body:body + mlen]).decode("utf-8", "replace")

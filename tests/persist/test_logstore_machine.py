@@ -23,10 +23,10 @@ Logs = dict[str, tuple[Entry, ...]]
 
 class MemberLogMachine(RuleBasedStateMachine):
     @initialize(seed=st.integers(0, 2**32 - 1), wal_max=st.sampled_from([200, 600, 1 << 20]),
-                seg_max=st.integers(1, 4))
-    def start(self, seed, wal_max, seg_max):
+                seg_max=st.integers(1, 4), prealloc=st.sampled_from([0, 64, 4096]))
+    def start(self, seed, wal_max, seg_max, prealloc):
         self.disk = SimDisk(random.Random(seed))
-        self.config = dict(wal_max_size_bytes=wal_max, segment_max_entries=seg_max)
+        self.config = dict(wal_max_size_bytes=wal_max, segment_max_entries=seg_max, prealloc_bytes=prealloc)
         self.writer = WalWriter(self.disk, **self.config)
         self.writer.recover()
         for m in MEMBERS:

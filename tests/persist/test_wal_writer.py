@@ -8,6 +8,7 @@ from structlog.testing import capture_logs
 
 from persist.disk import RealDisk
 from raft.log import Entry
+from persist.wal.records import scan
 from persist.wal.writer import LogGapError, WalWriter
 from tests.sim.simdisk import SimCrash, SimDisk
 
@@ -132,16 +133,34 @@ def test_crash_with_a_torn_tail_cuts_the_file_and_says_so():
     with pytest.raises(SimCrash):
         writer.flush()
     path = writer.current_file
-    synced_size = disk.size(path)  # before the crash: synced + the unsynced batch
     disk.crash(torn=True)
-    torn_size = disk.size(path)
-    assert synced_size > torn_size > synced_size - 127
+    torn = scan(disk.read(path)).cut
+    assert torn is not None and not torn.blank  # part of the batch, over the zeros written ahead
     with capture_logs() as events:
         logs = open_writer(disk).logs
     cut = [e for e in events if e["event"] == "wal_torn_tail_cut"]
     assert len(cut) == 1 and cut[0]["path"] == path and cut[0]["log_level"] == "warning"
-    assert disk.size(path) == torn_size - cut[0]["bytes"] == cut[0]["offset"]
+    assert cut[0]["offset"] == torn.offset == disk.size(path)
     assert logs["q"].entries(1, 10) == es(1, 3)
+
+
+def test_batches_overwrite_the_zeros_written_ahead_and_their_tail_is_no_torn_tail(disk):
+    writer = open_writer(disk, prealloc_bytes=4096)
+    path = writer.current_file
+    assert disk.size(path) == 4096 and disk.read(path) == bytes(4096)
+    log = writer.member("q")
+    log.append(es(1, 3))
+    writer.flush()
+    assert disk.size(path) == 4096  # written in place
+    log.append(es(4, 40, size=200))  # past the zeros: another stretch beyond the batch
+    writer.flush()
+    records_end = scan(disk.read(path)).valid_bytes
+    assert disk.size(path) == records_end + 4096
+    with capture_logs() as events:
+        recovered = open_writer(disk, prealloc_bytes=4096)
+    assert not [e for e in events if e["event"] == "wal_torn_tail_cut"]
+    assert disk.size(path) == records_end  # the zeros after the records are cut, silently
+    assert recovered.logs["q"].entries(1, 41) == es(1, 3) + es(4, 40, size=200)
 
 
 def test_crash_without_sync_loses_the_unsynced_batch_only():

@@ -7,7 +7,8 @@ current namespace at once; the removal is durable at `fsync_dir` of `d`'s parent
 away everything not durable: the namespace reverts to the durable one (a removed tree whose removal
 was not durable comes back with its durable files) and every file to its synced bytes.
 `crash(torn=True)` additionally keeps a random, strictly partial prefix of the most recent unsynced
-append (if that file's unsynced part is pure appended data), so recovery meets a torn record.
+append (if that file's unsynced part is pure appended data), or of the most recent unsynced
+`write_at` (if it is that file's only unsynced change), so recovery meets a torn record.
 Directories are durable as soon as they are made (a deliberate simplification: warren makes its
 directories at start-up, or once per queue before anything is written into them). All randomness
 comes from the injected `random.Random`, so a seed replays a run.
@@ -36,7 +37,8 @@ class SimDisk:
         self._durable: dict[str, _File] = {}
         self._dirs: set[str] = {""}
         self._removed: dict[str, set[str]] = {}  # tree removed, not yet durably -> its directories
-        self._last_append: tuple[_File, int, int] | None = None  # file, offset, length
+        # the last write: file, offset, length, and whether it was a write_at (else an append)
+        self._last_write: tuple[_File, int, int, bool] | None = None
         self.syncs = 0
         self.dir_syncs = 0
         self.crashes = 0
@@ -54,8 +56,16 @@ class SimDisk:
         f = self._get(path)
         offset = len(f.data)
         f.data += data
-        self._last_append = (f, offset, len(data))
+        self._last_write = (f, offset, len(data), False)
         return offset
+
+    def write_at(self, path: str, offset: int, parts: list[bytes]) -> None:
+        f = self._get(path)
+        data = b"".join(parts)
+        if offset > len(f.data):
+            f.data += bytes(offset - len(f.data))
+        f.data[offset:offset + len(data)] = data
+        self._last_write = (f, offset, len(data), True)
 
     def read(self, path: str, offset: int = 0, size: int | None = None) -> bytes:
         f = self._get(path)
@@ -152,12 +162,15 @@ class SimDisk:
         self._sync_points_left -= 1
 
     def crash(self, torn: bool = False) -> None:
-        """Lose everything not durable; with `torn`, keep part of the last unsynced append."""
+        """Lose everything not durable; with `torn`, keep part of the last unsynced append, or of
+        the last unsynced write_at."""
         self.crashes += 1
         self._sync_points_left = None
         keep: tuple[_File, bytes] | None = None
-        if torn and self._last_append is not None:
-            f, offset, length = self._last_append
+        if torn and self._last_write is not None and self._last_write[3]:
+            keep = self._torn_write_at(*self._last_write[:3])
+        elif torn and self._last_write is not None:
+            f, offset, length, _ = self._last_write
             unsynced_append = (len(f.synced) <= offset and len(f.data) >= offset + length
                                and bytes(f.data[:len(f.synced)]) == f.synced)
             if unsynced_append and length > 1:
@@ -173,7 +186,20 @@ class SimDisk:
             f, data = keep
             f.data = bytearray(data)
             f.synced = data
-        self._last_append = None
+        self._last_write = None
+
+    def _torn_write_at(self, f: _File, offset: int, length: int) -> tuple[_File, bytes] | None:
+        """The synced bytes with a strict prefix of that write over them, when that write is all
+        that is unsynced in the file."""
+        def over_synced(end: int) -> bytearray:
+            out = bytearray(f.synced)
+            if offset > len(out):
+                out += bytes(offset - len(out))
+            out[offset:end] = f.data[offset:end]
+            return out
+        if length < 2 or over_synced(offset + length) != f.data:
+            return None
+        return f, bytes(over_synced(offset + self.rng.randrange(1, length)))
 
     def flip_byte(self, path: str, offset: int) -> None:
         """Corrupt one byte durably (a media error, not a crash)."""
