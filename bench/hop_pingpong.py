@@ -1,5 +1,6 @@
 """One hop between two processes: ZeroMQ ipc:// against a Unix stream socket (why the hosts of a
-node talk over local_pipes.py). Prints; not a test.
+node talk over local_pipes.py), and ZeroMQ tcp:// with CURVE against a plain TCP socket on the
+loopback (why hosts of different nodes do too). Prints; not a test.
 
     .venv/bin/python -m bench.hop_pingpong [--rounds N] [--gaps 0,0.001,0.005]
 
@@ -41,9 +42,19 @@ def timed(rounds: int, gap_s: float, send: Callable[[bytes], None], recv: Callab
     return took
 
 
+def _curve(pull: zmq.Socket, push: zmq.Socket) -> None:
+    """Both ends keyed as the runtime keys the mailboxes between nodes (actors/runtime/curve.py)."""
+    from actors.runtime.curve import CurveKeys
+    keys = CurveKeys(b"hop-pingpong")
+    keys.make_server(pull)
+    keys.make_client(push)
+
+
 def _zmq_echo(a: str, b: str, rounds: int) -> None:
     ctx = zmq.Context()
     pull, push = ctx.socket(zmq.PULL), ctx.socket(zmq.PUSH)
+    if a.startswith("tcp://"):
+        _curve(pull, push)
     pull.bind(a)
     push.connect(b)
     for _ in range(rounds + 1):
@@ -51,13 +62,16 @@ def _zmq_echo(a: str, b: str, rounds: int) -> None:
     ctx.destroy(linger=1000)
 
 
-def over_zmq(rounds: int, gap_s: float, where: str) -> list[float]:
-    a, b = f"ipc://{where}/a", f"ipc://{where}/b"
+def over_zmq(rounds: int, gap_s: float, where: str, tcp: bool = False) -> list[float]:
+    a, b = (f"tcp://127.0.0.1:{_free_port()}", f"tcp://127.0.0.1:{_free_port()}") if tcp else \
+        (f"ipc://{where}/a", f"ipc://{where}/b")
     # a spawned echo: with a forked one the round trips hung now and then (not looked into)
     echo = multiprocessing.get_context("spawn").Process(target=_zmq_echo, args=(a, b, rounds))
     echo.start()
     ctx = zmq.Context()
     pull, push = ctx.socket(zmq.PULL), ctx.socket(zmq.PUSH)
+    if tcp:
+        _curve(pull, push)
     pull.bind(b)
     push.connect(a)
     try:
@@ -67,8 +81,25 @@ def over_zmq(rounds: int, gap_s: float, where: str) -> list[float]:
         ctx.destroy(linger=0)
 
 
-def over_unix(rounds: int, gap_s: float) -> list[float]:
-    near, far = socket.socketpair()
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tcp_pair() -> tuple[socket.socket, socket.socket]:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        near = socket.create_connection(listener.getsockname())
+        far, _ = listener.accept()
+    for end in (near, far):
+        end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return near, far
+
+
+def over_stream(rounds: int, gap_s: float, tcp: bool = False) -> list[float]:
+    near, far = _tcp_pair() if tcp else socket.socketpair()
     child = os.fork()
     if child == 0:
         near.close()
@@ -91,15 +122,19 @@ def main() -> None:
     a = p.parse_args()
     if a.one is None:  # each measurement in a process of its own: no ZeroMQ threads around a fork
         for gap in a.gaps.split(","):
-            for transport in ("zeromq", "unix"):
+            for transport in ("zeromq", "unix", "zeromq-tcp", "tcp"):
                 subprocess.run([sys.executable, "-m", "bench.hop_pingpong", "--rounds", str(a.rounds),
                                 "--one", transport, gap], check=True)
         return
     transport, gap = a.one[0], float(a.one[1])
     with tempfile.TemporaryDirectory(prefix="warren-hop-") as where:
-        took = over_zmq(a.rounds, gap, where) if transport == "zeromq" else over_unix(a.rounds, gap)
-    name = "zeromq ipc://" if transport == "zeromq" else "unix socket"
-    print(f"{name:14s} gap {gap * 1000:4.1f} ms: round trip p50 {percentile(took, 0.5) * 1e6:6.1f} us,"
+        if transport.startswith("zeromq"):
+            took = over_zmq(a.rounds, gap, where, tcp=transport == "zeromq-tcp")
+        else:
+            took = over_stream(a.rounds, gap, tcp=transport == "tcp")
+    name = {"zeromq": "zeromq ipc://", "unix": "unix socket", "zeromq-tcp": "zeromq tcp+CURVE",
+            "tcp": "tcp socket"}[transport]
+    print(f"{name:16s} gap {gap * 1000:4.1f} ms: round trip p50 {percentile(took, 0.5) * 1e6:6.1f} us,"
           f" p90 {percentile(took, 0.9) * 1e6:6.1f} us", flush=True)
 
 
