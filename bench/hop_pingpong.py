@@ -1,6 +1,6 @@
 """One hop between two processes: ZeroMQ ipc:// against a Unix stream socket (why the hosts of a
 node talk over local_pipes.py), and ZeroMQ tcp:// with CURVE against a plain TCP socket on the
-loopback (why hosts of different nodes do too). Prints; not a test.
+loopback (why hosts of different nodes do too, node_links.py). Prints; not a test.
 
     .venv/bin/python -m bench.hop_pingpong [--rounds N] [--gaps 0,0.001,0.005]
 
@@ -43,11 +43,11 @@ def timed(rounds: int, gap_s: float, send: Callable[[bytes], None], recv: Callab
 
 
 def _curve(pull: zmq.Socket, push: zmq.Socket) -> None:
-    """Both ends keyed as the runtime keys the mailboxes between nodes (actors/runtime/curve.py)."""
-    from actors.runtime.curve import CurveKeys
-    keys = CurveKeys(b"hop-pingpong")
-    keys.make_server(pull)
-    keys.make_client(push)
+    """Both ends keyed as the links between nodes were until 2026-11-28 (one key pair, derived by
+    every node from the cluster's secret)."""
+    public, secret = zmq.curve_keypair()
+    pull.curve_secretkey, pull.curve_publickey, pull.curve_server = secret, public, True
+    push.curve_secretkey, push.curve_publickey, push.curve_serverkey = secret, public, public
 
 
 def _zmq_echo(a: str, b: str, rounds: int) -> None:

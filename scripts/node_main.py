@@ -4,7 +4,7 @@ Builds the host specs (node, queue hosts, connection hosts) from the configurati
 under the Thespian supervisor until SIGTERM or Ctrl-C. A node is named NAME@HOST (HOST: this
 machine's short host name, as RabbitMQ's nodes are); `--join HOST:PORT` makes a new node join the
 cluster of the node whose cluster port that is. Every host gets a tcp mailbox for the other nodes
-(CURVE, keyed by the cluster's cookie): the node host on the cluster port (AMQP port + 20000 unless
+(links opened with a handshake on the cluster's cookie, actors/runtime/node_links.py): the node host on the cluster port (AMQP port + 20000 unless
 configured), the others on a port the OS picks, which the membership tells the peers.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from actors.placement import host_of, node_address
 from actors.quorum.names import QUORUM_KIND
 from actors.runtime import logs
 from actors.runtime.control import HostSpec
-from actors.runtime.curve import default_cookie_file
+from actors.runtime.cluster_secret import default_cookie_file
 from actors.runtime.node_process import run_node
 from scripts.config import CMR, LISTENER_IP, RELAXED_CHECKS, ConfigError, disk_free_limit, load, memory_watermark
 from actors.runtime.ports import can_listen, free_port

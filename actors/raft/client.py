@@ -3,7 +3,7 @@
 It sends `Propose(corr, command)` to the member it believes leads the group and resolves the
 future of `corr` when `Committed` (or a `CommittedBatch`) comes back. `NotLeaderReply` names the
 leader (or None while an election runs): the call retries there, or after `retry_s` at the next member. A call that hears nothing
-within `attempt_s` (its member's node may be dead: zmq keeps the message queued for it) retries
+within `attempt_s` (its member's node may be dead: its pipe keeps the message queued for it) retries
 at the next member. Retries can apply a command twice; callers that care send idempotent
 commands ("set"). Replies for calls already given up are dropped.
 """

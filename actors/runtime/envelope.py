@@ -3,9 +3,9 @@
 A frame is one msgpack array of two: the capnp `Envelope` as bytes (sender, target, message tag and
 credit per item) and the array of the items' message field values in item order (use_bin_type=True;
 actors/messages says how a typed message becomes a tag and values, and back). `encode` returns
-the msgpack buffer itself, to be sent without a copy (ZeroMQ's copy=False), so each body byte is
+the msgpack buffer itself, written to the socket without a copy, so each body byte is
 copied once on the way out, into that buffer, and once on the way in, when msgpack builds the bytes
-objects straight out of ZeroMQ's buffer. (Bodies inside capnp Data fields were copied six times per
+objects straight out of what the socket read. (Bodies inside capnp Data fields were copied six times per
 hop: packb, its buffer growth, the Data field, and twice in `to_bytes`; for 16 KiB messages that
 was most of a host's user time.)
 
@@ -67,7 +67,7 @@ def encode(source: str, items: list[Item], size_hint: int = 0) -> memoryview:
             if len(_built) >= memo_entries_max:
                 _built.clear()
             header = _built[key] = _header(source, items)[0]
-    # a Packer per frame: the frame is its buffer, exported until ZeroMQ has sent it
+    # a Packer per frame: the frame is its buffer, exported until the pipe has written it
     packer = msgpack.Packer(use_bin_type=True, autoreset=False, default=pack_default,
                             buf_size=max(buf_bytes_min, size_hint + size_hint // 4))
     packer.pack((header, values))

@@ -33,7 +33,7 @@ from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 
 from actors.runtime import logs
 from actors.runtime.control import ControlReply, Forwarded, HostSpec, HostStarted, StartHost
-from actors.runtime.curve import CurveKeys, read_or_create_cookie
+from actors.runtime.cluster_secret import link_key, read_or_create_cookie
 from actors.runtime.heap import HeapKeeper
 from actors.runtime.mailbox import Runtime
 
@@ -132,8 +132,8 @@ class HostActor(ActorTypeDispatcher):
         spec: HostSpec = msg.spec
         config = spec.config
         remote = None
-        if config.get("tcp_bind"):  # a host other nodes reach: a tcp mailbox with the cluster's keys
-            remote = (config["tcp_bind"], CurveKeys(read_or_create_cookie(config["cookie_file"])))
+        if config.get("tcp_bind"):  # a host other nodes reach: tcp links opened with the cluster's secret
+            remote = (config["tcp_bind"], link_key(read_or_create_cookie(config["cookie_file"])))
         runtime = Runtime(config.get("host", spec.name), msg.directory,
                           credit_initial=config.get("credit_initial", 400),
                           credit_more_after=config.get("credit_more_after", 200), remote=remote)

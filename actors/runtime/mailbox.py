@@ -1,4 +1,4 @@
-"""The per-host actor runtime: mailboxes over Unix sockets and ZeroMQ, local hand-over, credit flow.
+"""The per-host actor runtime: mailboxes over Unix and TCP sockets, local hand-over, credit flow.
 
 Theory of operation
 -------------------
@@ -11,17 +11,16 @@ One `Runtime` runs in each host process on an asyncio loop. Actors are plain obj
 turns each remote outbox into ONE envelope (envelope.py) sent as ONE frame per destination host.
 A host of the same node (a `unix://PATH` endpoint) gets it on a Unix stream socket that this
 thread writes and the receiver's loop reads (local_pipes.py: one thread wake-up per hop, where
-ZeroMQ's IO threads took three); a host of another node (`tcp://`) gets it as a ZeroMQ frame on a
-PUSH socket, connected lazily, towards its PULL socket. One stream or one PUSH->PULL pipe per host
-pair keeps order per (source host, destination host) across all actors - the rest of the system
-relies on that. (A directory of tcp:// endpoints alone runs every hop over ZeroMQ without
-CURVE: the Raft and quorum test launchers start their hosts so.) The local outbox is dispatched
+ZeroMQ's IO threads took three); a host of another node (`tcp://`) the same way over TCP, on a
+link opened with the cluster's secret (node_links.py). One stream per host pair keeps order per
+(source host, destination host) across all actors - the rest of the system relies on that. (A
+directory of tcp:// endpoints alone runs every hop over TCP without the handshake: the Raft and
+quorum test launchers start their hosts so.) The local outbox is dispatched
 by the same flush, i.e. on a later loop iteration than the send and in send order, handing over
 the same Python object.
 
-Receiving: the Unix sockets and the PULL socket's FD are watched with `loop.add_reader`; on
-readiness a stream is read once (`local_pipes.read_bytes_max`) and a PULL socket drained with
-NOBLOCK (bounded per iteration by `recv_frames_max`), and each item is dispatched in order.
+Receiving: every stream is watched with `loop.add_reader`; on readiness it is read once
+(`local_pipes.read_bytes_max`), and each item of each whole frame is dispatched in order.
 Ordering rule: a remote batch is dispatched item by item, so an actor sees the messages of one
 envelope in send order.
 
@@ -32,13 +31,12 @@ travel back as `Credit` messages, batched like everything else. Credit is never 
 messages for a dead or unknown actor, messages whose `receive` crashed, and everything a removed
 actor had received but not yet granted are credited back to their senders.
 
-Between nodes (actors/runtime/curve.py): a host given `remote=` also binds a tcp PULL socket, a
-CURVE server keyed by the cluster's secret, beside its Unix socket, and its PUSH sockets towards tcp
-endpoints are CURVE clients. Both PULL sockets are drained the same way. `add_hosts` learns (or
-changes) where other hosts listen; a host whose endpoint changed (its node restarted on another
-port) gets a new PUSH socket. A refused CURVE handshake is logged by the socket's monitor. A
-restarting host of the same node gets what was sent to it meanwhile (local_pipes.py), as a PUSH
-socket keeps it for a peer.
+Between nodes (node_links.py): a host given `remote=` (a tcp endpoint and the cluster's link key)
+also listens on tcp beside its Unix socket, and admits a connection once it proved the secret;
+its pipes towards tcp endpoints prove it in turn. `add_hosts` learns (or changes) where other
+hosts listen; a host whose endpoint changed (its node restarted on another port) gets a new pipe.
+A restarting host, of this node or another, gets what was sent to it meanwhile (a pipe keeps its
+backlog while it reconnects).
 `partition(nodes)` (the control op "partition") is fault injection for tests: frames to and from
 those nodes' hosts are dropped, as a network partition loses them.
 
@@ -54,25 +52,18 @@ import time
 from typing import Any, Awaitable, Callable, Protocol
 
 import structlog
-import zmq
-
-import zmq.utils.monitor
 
 from actors.messages.runtime import Credit, Undelivered
-from actors.runtime import envelope
+from actors.runtime import envelope, node_links
 from actors.runtime.address import Address
-from actors.runtime.curve import CurveKeys, start_authenticator
 from actors.runtime.local_pipes import Inbox, Pipe
 from flow.credit import CreditLedger
 from flow.state import FlowState
 
 log = structlog.get_logger("warren.runtime")
 
-recv_frames_max = 256  # frames drained per loop iteration before yielding to other callbacks
 close_linger_ms = 1000  # how long close() waits for queued frames to leave
 ticks_per_second = 1000  # flow-state ticks are milliseconds of the monotonic clock
-refusal_log_interval_ms = 30_000  # a refused peer retries every ~100 ms: one log line per interval
-POLLIN = int(zmq.POLLIN)  # a plain int: `events & zmq.POLLIN` builds an enum member each time
 
 
 UNIX = "unix://"
@@ -96,8 +87,8 @@ class Runtime:
     """All actors of one host process and their mailboxes."""
 
     def __init__(self, host: str, directory: dict[str, str], *, credit_initial: int = 400,
-                 credit_more_after: int = 200, remote: tuple[str, CurveKeys] | None = None) -> None:
-        """`remote`: (tcp endpoint to bind, the cluster's keys) for a host other nodes reach."""
+                 credit_more_after: int = 200, remote: tuple[str, bytes] | None = None) -> None:
+        """`remote`: (tcp endpoint to bind, the cluster's link key) for a host other nodes reach."""
         self.host = host
         self.directory = dict(directory)
         self.remote = remote
@@ -115,47 +106,28 @@ class Runtime:
         self._outbox: dict[str, list[envelope.Item]] = {}
         self._flush_scheduled = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._ctx: zmq.Context | None = None
-        self._inbox: Inbox | None = None
-        self._pull: zmq.Socket | None = None
-        self._pipes: dict[str, Pipe] = {}  # host of this node -> the stream to it
-        self._tcp_pull: zmq.Socket | None = None
-        self._auth: Any = None
-        self._push: dict[str, zmq.Socket] = {}
-        self._monitors: dict[zmq.Socket, tuple[zmq.Socket, str]] = {}  # tcp socket -> (its monitor, endpoint)
-        self._refusals: dict[str, tuple[int, int, int]] = {}  # endpoint -> (first, last logged ms, attempts)
+        self._closed = False
+        self._inboxes: list[Inbox] = []
+        self._pipes: dict[str, Pipe] = {}  # host -> the stream to it
         self._frame_bytes: dict[str, int] = {}  # size of the last frame per host: the next one's hint
         self._cut_off: tuple[str, ...] = ()  # host name prefixes of the nodes partitioned away (fault injection)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
         """Bind this host's endpoint and start draining it."""
-        self._loop = asyncio.get_running_loop()
-        self._ctx = zmq.Context()
+        self._loop = loop = asyncio.get_running_loop()
         own = self.directory[self.host]
         if own.startswith(UNIX):
-            self._inbox = Inbox(self._loop, unix_path(own), envelope.unpacker, self._frame_arrived)
-        else:  # a tcp:// directory without CURVE (the Raft and quorum test launchers)
-            self._pull = self._bind_pull(own)
+            self._inboxes.append(Inbox(loop, unix_path(own), envelope.unpacker, self._frame_arrived))
+        else:  # a tcp:// directory without a key (the Raft and quorum test launchers)
+            listener, _ = node_links.listen(own)
+            self._inboxes.append(Inbox(loop, listener, envelope.unpacker, self._frame_arrived))
         if self.remote is not None:
-            endpoint, keys = self.remote
-            self._auth = start_authenticator(self._ctx, keys, self.host)
-            self._tcp_pull = self._bind_pull(endpoint, keys)
-            self.tcp_endpoint = self._tcp_pull.getsockopt_string(zmq.LAST_ENDPOINT)
-            self._watch(self._tcp_pull, self.tcp_endpoint, server=True)
+            endpoint, key = self.remote
+            listener, self.tcp_endpoint = node_links.listen(endpoint)
+            self._inboxes.append(Inbox(loop, listener, envelope.unpacker, self._frame_arrived,
+                                       node_links.admit(key, self.host)))
         log.debug("runtime.started", host=self.host, endpoint=self.directory[self.host], tcp=self.tcp_endpoint)
-
-    def _bind_pull(self, endpoint: str, keys: CurveKeys | None = None) -> zmq.Socket:
-        assert self._ctx is not None and self._loop is not None
-        pull = self._ctx.socket(zmq.PULL)
-        pull.setsockopt(zmq.RCVHWM, 0)  # credit bounds the data path, not the socket
-        pull.setsockopt(zmq.LINGER, 0)
-        if keys is not None:
-            keys.make_server(pull)
-        pull.bind(endpoint)
-        self._loop.add_reader(pull.getsockopt(zmq.FD), self._drain, pull)
-        self._loop.call_soon(self._drain, pull)  # frames may have queued before the reader was added
-        return pull
 
     def add_hosts(self, endpoints: dict[str, str]) -> None:
         """Learn where hosts listen (other nodes' hosts, or a restarted node's new ports)."""
@@ -163,9 +135,6 @@ class Runtime:
             if host == self.host or self.directory.get(host) == endpoint:
                 continue
             self.directory[host] = endpoint
-            old = self._push.pop(host, None)
-            if old is not None:
-                self._close_push(old)
             pipe = self._pipes.pop(host, None)
             if pipe is not None and self._loop is not None:
                 self._loop.create_task(pipe.close(0))
@@ -195,27 +164,12 @@ class Runtime:
         """Flush what was sent, then close every socket."""
         if self._flush_scheduled:
             self._flush()
-        if self._inbox is not None:
-            self._inbox.close()
-            self._inbox = None
-        if self._tcp_pull is not None:
-            self._unwatch(self._tcp_pull)
-        for pull in (self._pull, self._tcp_pull):
-            if pull is not None and self._loop is not None:
-                self._loop.remove_reader(pull.getsockopt(zmq.FD))
-                pull.close()
-        self._pull = self._tcp_pull = None
+        self._closed = True
+        inboxes, self._inboxes = self._inboxes, []
+        for inbox in inboxes:
+            inbox.close()
         pipes, self._pipes = list(self._pipes.values()), {}
         await asyncio.gather(*(pipe.close(close_linger_ms / 1000) for pipe in pipes))
-        for sock in self._push.values():
-            self._close_push(sock, close_linger_ms)
-        self._push.clear()
-        if self._auth is not None:
-            self._auth.stop()
-            self._auth = None
-        if self._ctx is not None:
-            self._ctx.term()
-            self._ctx = None
 
     # -- actors ------------------------------------------------------------------------------
     def spawn(self, name: str, actor: Actor) -> Address:
@@ -349,7 +303,7 @@ class Runtime:
     def _flush(self) -> None:
         self._flush_scheduled = False
         outboxes, self._outbox = self._outbox, {}
-        if self._ctx is None:  # closed: what a callback sent while the host stopped goes nowhere
+        if self._closed:  # what a callback sent while the host stopped goes nowhere
             return
         for host, items in outboxes.items():
             if host != self.host:
@@ -362,30 +316,19 @@ class Runtime:
         if self._cut_off and host.startswith(self._cut_off):
             return
         pipe = self._pipes.get(host)
-        if pipe is not None:
-            pipe.send(self._encode(host, items))
-            self.frames_sent += 1
-            return
-        sock = self._push.get(host)
-        if sock is None:
+        if pipe is None:
             endpoint = self.directory.get(host)
             if endpoint is None:
                 log.error("runtime.unknown_host", host=self.host, to=host, dropped=len(items))
                 return
+            assert self._loop is not None
             if endpoint.startswith(UNIX):
-                assert self._loop is not None
-                self._pipes[host] = Pipe(self._loop, unix_path(endpoint))
-                self._send_frame(host, items)
-                return
-            assert self._ctx is not None
-            sock = self._ctx.socket(zmq.PUSH)
-            sock.setsockopt(zmq.SNDHWM, 0)  # credit bounds the data path; a restarting peer gets its backlog
-            if endpoint.startswith("tcp://") and self.remote is not None:
-                self.remote[1].make_client(sock)
-                self._watch(sock, endpoint, server=False)
-            sock.connect(endpoint)
-            self._push[host] = sock
-        sock.send(self._encode(host, items), zmq.NOBLOCK, copy=False)
+                pipe = Pipe(self._loop, unix_path(endpoint))
+            else:
+                key = self.remote[1] if self.remote is not None else None
+                pipe = Pipe(self._loop, node_links.opener(endpoint, key, self.host))
+            self._pipes[host] = pipe
+        pipe.send(self._encode(host, items))
         self.frames_sent += 1
 
     def _encode(self, host: str, items: list[envelope.Item]) -> memoryview:
@@ -393,58 +336,8 @@ class Runtime:
         self._frame_bytes[host] = len(frame)
         return frame
 
-    def _watch(self, sock: zmq.Socket, endpoint: str, *, server: bool) -> None:
-        """Log what goes wrong on a connection between nodes: a refused handshake above all.
-        A peer with another secret fails CURVE's handshake before any ZAP check, so the sockets'
-        monitors are where both sides see it."""
-        monitor = sock.get_monitor_socket(zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
-                                          | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_SUCCEEDED)
-        self._monitors[sock] = (monitor, endpoint)
-        assert self._loop is not None
-        self._loop.add_reader(monitor.getsockopt(zmq.FD), self._read_monitor, monitor, endpoint, server)
-        self._loop.call_soon(self._read_monitor, monitor, endpoint, server)  # ZMQ_FD is edge-triggered
-
-    def _read_monitor(self, monitor: zmq.Socket, endpoint: str, server: bool) -> None:
-        while not monitor.closed:
-            try:
-                event = zmq.utils.monitor.recv_monitor_message(monitor, zmq.NOBLOCK)
-            except zmq.Again:
-                if monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:  # arrived while draining: no new edge
-                    assert self._loop is not None
-                    self._loop.call_soon(self._read_monitor, monitor, endpoint, server)
-                return
-            if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
-                log.debug("runtime.peer_connected", host=self.host, endpoint=endpoint, incoming=server)
-                self._refusals.pop(endpoint, None)
-                continue
-            # ZeroMQ retries every ~100 ms: log the first refusal, then one line per interval
-            now = _now()
-            first, last, count = self._refusals.get(endpoint, (now, -refusal_log_interval_ms, 0))
-            self._refusals[endpoint] = (first, last, count + 1)
-            if now - last < refusal_log_interval_ms:
-                continue
-            self._refusals[endpoint] = (first, now, count + 1)
-            if server:
-                log.warning("cluster.peer_refused", host=self.host, endpoint=endpoint, attempts=count + 1,
-                            reason="a peer failed the CURVE handshake: not this cluster's secret (cookie)")
-            else:
-                log.warning("runtime.peer_handshake_failed", host=self.host, endpoint=endpoint, attempts=count + 1,
-                            reason="refused: is the cluster secret (cookie) the same on both nodes?")
-
-    def _unwatch(self, sock: zmq.Socket) -> None:
-        watched = self._monitors.pop(sock, None)
-        if watched is not None and self._loop is not None:
-            monitor, _ = watched
-            self._loop.remove_reader(monitor.getsockopt(zmq.FD))
-            sock.disable_monitor()
-            monitor.close(linger=0)
-
-    def _close_push(self, sock: zmq.Socket, linger_ms: int = 0) -> None:
-        self._unwatch(sock)
-        sock.close(linger=linger_ms)
-
     def _frame_arrived(self, unpacked: Any) -> None:
-        """A frame from a host of this node, as its stream's unpacker returned it."""
+        """A frame from another host, as its stream's unpacker returned it."""
         self.frames_received += 1
         try:
             source, items = envelope.decode_unpacked(unpacked)
@@ -452,33 +345,6 @@ class Runtime:
             log.exception("runtime.bad_frame", host=self.host)
             return
         self._dispatch_all(source, items)
-
-    def _drain(self, pull: zmq.Socket) -> None:
-        """Frames from other nodes' hosts, on a tcp PULL socket."""
-        if pull.closed:
-            return
-        for _ in range(recv_frames_max):
-            # ZMQ_FD is edge-triggered, and zmq may take in new input while it processes its
-            # internal commands (a peer's pipe attaching, say) without a fresh edge; ZMQ_EVENTS
-            # says whether anything is there, so nothing waits for unrelated traffic. Asked before
-            # each recv: a recv that finds nothing raises zmq.Again, which costs three times as
-            # much, and a host at a low rate drains one frame per wake-up.
-            if not pull.getsockopt(zmq.EVENTS) & POLLIN:
-                return
-            try:
-                # not copied: a batch of large messages would be copied whole only to be decoded
-                # (envelope.decode copies what it keeps); a small frame costs ~1 us more this way
-                frame = pull.recv(zmq.NOBLOCK, copy=False)
-            except zmq.Again:
-                continue  # EVENTS is asked again
-            self.frames_received += 1
-            try:
-                source, items = envelope.decode(frame)
-            except Exception:
-                log.exception("runtime.bad_frame", host=self.host, size=len(frame))
-                continue
-            self._dispatch_all(source, items)
-        self._loop.call_soon(self._drain, pull)  # more may be waiting; let other callbacks run first
 
     def _dispatch_all(self, source: str, items: list[envelope.Item]) -> None:
         if self._cut_off and source.startswith(self._cut_off):
