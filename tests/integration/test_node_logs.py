@@ -23,9 +23,10 @@ def events(data_dir) -> list[dict]:
 def test_every_process_logs_json_lines_to_the_file_and_one_prefix_per_terminal_line(tmp_path):
     node = start_node(tmp_path / "data")
     try:
-        logged = until(lambda: (lambda evs: evs if {e.get("host") for e in evs
-                                                    if e["event"] == "host.started"} == HOSTS else None)(
-            events(node.data_dir)), "every host's start in the log file")
+        # the main process writes the ready file the test waited for, then logs node.ready
+        logged = until(lambda: (lambda evs: evs if {e.get("host") for e in evs if e["event"] == "host.started"} == HOSTS
+                                and any(e["event"] == "node.ready" for e in evs) else None)(
+            events(node.data_dir)), "every host's start and the node's readiness in the log file")
         by_event = {}
         for e in logged:
             assert {"event", "level", "host", "timestamp"} <= set(e), e
