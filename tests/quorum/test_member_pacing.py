@@ -108,12 +108,17 @@ def test_a_consumer_far_behind_the_publisher_does_not_hold_it():
     asyncio.run(scenario())
 
 
-def test_a_hold_ends_by_itself_after_hold_max_ms():
+def test_a_hold_ends_by_itself_after_hold_max_ms(monkeypatch):
+    clock = [time.monotonic_ns() // 1_000_000]  # still while the turns run: a slow machine must not end the hold early
+    monkeypatch.setattr("actors.quorum.member.monotonic_ms", lambda: clock[0])
+
     async def scenario() -> None:
         member, runtime = await paced_member(hold_max_ms=1)
         publish(member, *range(1, 8))  # 4 of 7 delivered, 3 ready
         await turns()
+        assert member._credit._timer is not None  # held, its timer running
         released = runtime.released
+        clock[0] += 1
         until = time.monotonic() + deadline_s
         while runtime.released == released and time.monotonic() < until:
             await asyncio.sleep(0.001)
