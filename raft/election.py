@@ -21,7 +21,9 @@ from raft.roles import CANDIDATE, FOLLOWER, LEADER, PRE_CANDIDATE
 class ElectionMixin:
     def tick_election(self, out: list[Effect]) -> None:
         self.election_elapsed += 1
-        if self.election_elapsed >= self.timeout and self.promotable():
+        # the only voter has nobody to wait for: the timeout would elect it alone all the same
+        alone = self.config.voters == {self.id}
+        if (alone or self.election_elapsed >= self.timeout) and self.promotable():
             self.start_prevote(out)
 
     def campaign_soon(self) -> None:
