@@ -2,7 +2,7 @@
 queue must lose nothing confirmed, deliver nothing unexpected and leave no consumer stuck under
 every nemesis.
 
-CI runs the short form: one window of each nemesis (10 s each, 8 s recovery) on 3 nodes in network
+CI runs the short form: one window of each nemesis (6 s each, 5 s recovery) on 3 nodes in network
 namespaces where they can be made (root, `ip`, `nft`), and one partition through the fault-injecting
 transport, the fallback elsewhere. The long campaigns (3 and 5 nodes, every nemesis, 10-30 s
 faults) are `slow`; `scripts/faults` runs them by hand. A failure's message is the report: seed,
@@ -28,7 +28,7 @@ def campaign(tmp_path, **kw) -> None:
 def test_one_of_each_nemesis_loses_nothing_confirmed(tmp_path):
     if netns_unavailable():
         pytest.skip(f"network namespaces: {netns_unavailable()} (the transport test covers the fallback)")
-    campaign(tmp_path, nodes=3, nemeses=NEMESES, rounds=1, seed=13, fault_s=(10, 10), recovery_s=(8, 8))
+    campaign(tmp_path, nodes=3, nemeses=NEMESES, rounds=1, seed=13, fault_s=(6, 6), recovery_s=(5, 5))
 
 
 @pytest.mark.timeout(180)
