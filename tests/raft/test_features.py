@@ -7,7 +7,7 @@ import random
 from raft import MemoryLog, RaftCore, RaftSettings
 from effects import ClientReply, ChangeRefused, Send
 from raft.messages import InstallSnapshot, RequestVote, TimeoutNow
-from raft.roles import LEADER
+from raft.roles import FOLLOWER, LEADER
 from tests.raft.harness import SETTINGS, Cluster, cfg, cmd, make, sends
 from tests.sim.kvmachine import KvMachine, command
 
@@ -136,3 +136,13 @@ def test_snapshot_compacts_below_lowest_live_index_and_is_streamed_in_chunks():
     assert len(chunks) >= 2 and all(len(ch.data) <= 16 for ch in chunks) and chunks[-1].done
     follower = c.cores[lagging]
     assert follower.applied == lead.applied and follower.state == lead.state
+
+
+def test_the_only_voter_elects_itself_on_its_first_tick_and_a_member_of_three_waits():
+    alone = make("a", peers=("a",))
+    alone.tick()
+    assert alone.role == LEADER and alone.term == 1
+    member = make("a")
+    for _ in range(SETTINGS.election_ticks - 1):  # below the shortest randomized timeout
+        member.tick()
+    assert member.role == FOLLOWER and member.term == 0
