@@ -4,6 +4,7 @@ dissertation §3.10 transfer, §6.2 check-quorum and leases, §9.6 pre-vote).
 Theory of operation. A follower whose election timer (randomized in [T, 2T) ticks) runs out
 first asks the voters whether they *would* vote for it at term+1 (PreVote) without touching its
 own term; only with a majority of pre-votes does it bump the term and ask for real votes. A
+group's only voter does not wait for the timer: it elects itself on its first tick. A
 voter grants a (pre-)vote only to a candidate whose log is at least as up to date as its own
 (§5.4.1) and, for a real vote, only once per term. A member that has heard from a leader within
 the last election timeout ignores higher-term vote requests (the leader lease), unless the
