@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,6 +33,7 @@ from actors.messages.raft import ChangeRefusedReply, Committed, NotLeaderReply
 from actors.placement import CLUSTER_NAME, NODE_KIND, host_of, node_of
 from actors.raft.member import MemberActor
 from actors.runtime.address import Address
+from actors.runtime.clock import monotonic_ms
 from actors.runtime.effects import ActorEffects
 from effects import SaveClusterFile
 from effects.interpreter import Interpreter
@@ -48,10 +48,6 @@ tick_ms = 100
 retry_s = 0.2
 attempt_s = 2.0  # a change asked of another node's leader with no answer this long is asked again
 SEED_HOST = "seed"  # the directory's name for the node a new node joins through, until it knows its name
-
-
-def _now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 def member_id(node: str) -> str:
@@ -80,7 +76,7 @@ class ClusterActor:
                 self._learn(node, endpoint)
         self._run(self.core.start())
         loop = asyncio.get_running_loop()
-        self._ticked_ms = _now_ms()
+        self._ticked_ms = monotonic_ms()
 
         def tick() -> None:
             loop.call_later(tick_ms / 1000, tick)
@@ -95,7 +91,7 @@ class ClusterActor:
         peer's message too, which may be handled before the timer on waking."""
         if self._ticked_ms is None:
             return
-        owed = (_now_ms() - self._ticked_ms) // tick_ms
+        owed = (monotonic_ms() - self._ticked_ms) // tick_ms
         if owed <= 0:
             return
         self._ticked_ms += owed * tick_ms

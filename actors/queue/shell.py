@@ -34,7 +34,6 @@ Pacing: the queue is a `manual_credit` actor, which grants its publishers' credi
 """
 from __future__ import annotations
 
-import time
 from typing import Any, Callable, Protocol, Sequence
 
 import structlog
@@ -45,6 +44,7 @@ from actors.placement import node_of
 from actors.queue.core import ClassicQueue
 from actors.queue.group_commit import FLOW_TICKS_PER_SECOND, GroupCommit, waited
 from actors.runtime.address import Address
+from actors.runtime.clock import monotonic_ms, now_ms
 from actors.runtime.effects import ActorEffects
 from actors.runtime.held_credit import HeldCredit
 from effects import Send
@@ -61,15 +61,6 @@ log = structlog.get_logger("warren.queue")
 # done: RabbitMQ's queue -> msg_store credit (400)
 ahead_of_sync_max = 400
 INDEX_ENTRY_RAM_BYTES = 200  # rough cost of one message's index entry kept in RAM, for `memory`
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def monotonic_ms() -> int:
-    """The group commit's clock, and the queues' flow states'."""
-    return time.monotonic_ns() // 1_000_000
 
 
 class Backing(Protocol):

@@ -11,7 +11,6 @@ clients ask who leads when their target went quiet, and unroutable or rejected c
 """
 from __future__ import annotations
 
-import time
 from typing import Any, Callable
 
 import structlog
@@ -22,16 +21,13 @@ from actors.placement import queue_address
 from actors.quorum.dead_letter_worker import DeadLetters, Source
 from actors.quorum.front import DeadLetterHanded, DeadLettered, DeadLetterWorkerStopped
 from actors.runtime.address import Address
+from actors.runtime.clock import now_ms
 from effects import Send
 
 log = structlog.get_logger("warren.quorum.dead_letters")
 
 DEAD_LETTERS_NAME = "dlx"
 RETRY_TICKS = 4  # a quorum target's client asks who leads after this many host ticks of silence
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class DeadLetterActor:

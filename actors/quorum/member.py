@@ -54,6 +54,7 @@ from actors.quorum.machine import stats
 from actors.quorum.release import QueueView, ReleaseCursor
 from actors.raft.wal import WalActor
 from actors.runtime.address import Address
+from actors.runtime.clock import monotonic_ms, now_ms
 from actors.runtime.effects import ActorEffects
 from actors.runtime.held_credit import HeldCredit
 from flow.commit_wait import CommitWait, commit_waits_on
@@ -70,14 +71,6 @@ log = structlog.get_logger("warren.quorum.member")
 PEER_MESSAGES = (peer.PreVote, peer.PreVoteReply, peer.RequestVote, peer.RequestVoteReply,
                  peer.AppendEntries, peer.AppendReply, peer.Heartbeat, peer.HeartbeatReply,
                  peer.InstallSnapshot, peer.InstallSnapshotReply, peer.TimeoutNow)
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def monotonic_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 class QuorumMember:

@@ -48,7 +48,6 @@ waiting for a reply or a confirm learns that it will not come.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Awaitable, Callable, Protocol
 
 import structlog
@@ -56,6 +55,7 @@ import structlog
 from actors.messages.runtime import Credit, Undelivered
 from actors.runtime import envelope, node_links
 from actors.runtime.address import Address
+from actors.runtime.clock import monotonic_ms
 from actors.runtime.local_pipes import Inbox, Pipe
 from flow.credit import CreditLedger
 from flow.state import FlowState
@@ -77,10 +77,6 @@ def unix_path(endpoint: str) -> str:
 
 class Actor(Protocol):
     def receive(self, sender: Address, msg: Any) -> None: ...
-
-
-def _now() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 class Runtime:
@@ -177,7 +173,7 @@ class Runtime:
             raise ValueError(f"actor {name!r} already exists on {self.host}")
         self._actors[name] = actor
         self._ledgers[name] = CreditLedger(self.credit_initial, self.credit_more_after)
-        self._flow[name] = FlowState(ticks_per_second, changed_at=_now())
+        self._flow[name] = FlowState(ticks_per_second, changed_at=monotonic_ms())
         return Address(self.host, name)
 
     def remove(self, name: str) -> None:
@@ -237,12 +233,12 @@ class Runtime:
     def flow_states(self) -> dict[str, dict]:
         """Per local actor: running/flow/blocked, timestamps, the links it is blocked on, those it
         sends to with credit (`downstream`) and the credit left on each."""
-        now = _now()
+        now = monotonic_ms()
         return {name: self._flow_state(name, now) for name in self._flow}
 
     def flow_state(self, actor: Address) -> dict | None:
         """One local actor's entry of `flow_states` (None for an actor that is not here)."""
-        return self._flow_state(actor.name, _now()) if actor.name in self._flow else None
+        return self._flow_state(actor.name, monotonic_ms()) if actor.name in self._flow else None
 
     def _flow_state(self, name: str, now: int) -> dict:
         ledger = self._ledgers[name]
@@ -407,4 +403,4 @@ class Runtime:
     def _observe(self, name: str, ledger: CreditLedger) -> None:
         flow = self._flow.get(name)
         if flow is not None:
-            self._flow[name] = flow.observe(ledger.blocked(), max(_now(), flow.changed_at))
+            self._flow[name] = flow.observe(ledger.blocked(), max(monotonic_ms(), flow.changed_at))
