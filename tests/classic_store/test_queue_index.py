@@ -54,6 +54,39 @@ def test_a_fully_acked_segment_is_deleted_at_sync(disk):
     assert [f[0] for f in read_all(index, 0, 6)] == [5]
 
 
+def test_the_segment_the_next_publish_goes_to_is_kept_while_empty_and_dropped_at_recovery(disk):
+    index, _ = opened(disk)
+    index.publish([pub(s) for s in range(6)])
+    index.ack([(s, True, 10, 7) for s in range(6)])
+    index.sync()
+    assert disk.listdir("q") == ["1.idx"]  # seq 6 goes to segment 1: a drained queue keeps its file
+    index.publish([pub(6)])
+    index.ack([(6, True, 10, 7)])
+    index.sync()
+    assert disk.listdir("q") == ["1.idx"]
+    disk.crash(random.Random(1))
+    again, r = opened(disk)
+    assert (r.messages, r.next_seq) == (0, 7) and disk.listdir("q") == []
+
+
+def test_records_are_written_at_sync_and_before_a_read_and_early_past_the_bound(disk, monkeypatch):
+    index, _ = opened(disk)
+    locs = index.publish([pub(0, payload=b"body0"), pub(1, payload=b"body1")])
+    index.deliver([0])
+    assert disk.size("q/0.idx") == 0  # gathered, not written
+    assert index.read_bodies([locs[1]]) == [b"body1"]  # a read writes them out first
+    index.publish([pub(2)])
+    index.sync()
+    size = disk.size("q/0.idx")
+    disk.crash(random.Random(1))
+    assert disk.size("q/0.idx") == size  # everything the sync covered survives
+    again, r = opened(disk)
+    assert [f[0] for f in read_all(again, r.lo, r.next_seq)] == [0, 1, 2]
+    monkeypatch.setattr("persist.classic.queue_index.pending_bytes_max", 60)
+    again.publish([pub(s) for s in range(3, 8)])  # ~40 bytes a record
+    assert disk.size("q/1.idx") > 0  # written without a sync once past the bound
+
+
 def test_clean_stop_uses_recovery_terms_and_keeps_delivered_flags(disk):
     index, _ = opened(disk)
     index.publish([pub(s) for s in range(6)] + [pub(6, persistent=False)])
