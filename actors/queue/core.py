@@ -222,6 +222,11 @@ class ClassicQueue:
         """One message from a channel or the node (actors/messages), as effects."""
         return _HANDLERS[type(msg)](self, sender, msg, now_ms)
 
+    @property
+    def holds_confirms(self) -> bool:
+        """Whether confirms wait for the next sync (the group commit's lazy marks are the rest)."""
+        return bool(self._held)
+
     def sync_started(self) -> None:
         """The group commit asked for the syncs of everything this queue wrote so far: the
         confirms held until now are what those syncs cover. Later publishes wait for the next."""

@@ -27,9 +27,17 @@ its confirms and its next messages waited on the syncs, which a slow disk makes 
 `syncing` records the host's time in commits. A commit shorter than the clock's millisecond is not
 told.
 
+A queue that holds no confirms (it wrote only deliveries and acks, which promise nothing) is
+marked `lazy`: it joins a commit within `lazy_ms` (RabbitMQ's queue syncs such writes when idle or
+on its 200 ms sync timer), or sooner when it is marked for a confirm. A consumer's ack then rides
+with the next publish's commit instead of costing a sync of its own: at 1,000 msg/s, one commit a
+message instead of two. An ack lost with the last `lazy_ms` is a redelivery after a crash, which
+the recovery rules allow.
+
 The decision (which queues to flush, in what order, when the next commit starts) is pure: the
 caller hands in `schedule`, the event loop's call_soon in a queue host (the manager), a list's
-append in tests that run a commit when they choose; `clock`, the monotonic clock in milliseconds
+append in tests that run a commit when they choose; `later(seconds, callback)`, the loop's
+call_later (None: a lazy mark is an ordinary one); `clock`, the monotonic clock in milliseconds
 (None: commits are not timed); and `syncs`.
 """
 from __future__ import annotations
@@ -74,6 +82,8 @@ class InlineSyncs:
 
 
 Schedule = Callable[[Callable[[], None]], object]
+Later = Callable[[float, Callable[[], None]], Any]
+LAZY_MS = 200
 
 
 def waited(record: FlowState, start_ms: int, end_ms: int) -> FlowState:
@@ -83,21 +93,36 @@ def waited(record: FlowState, start_ms: int, end_ms: int) -> FlowState:
 
 
 class GroupCommit:
-    __slots__ = ("_schedule", "_clock", "_syncs", "_dirty", "_scheduled", "_in_flight", "syncing")
+    __slots__ = ("_schedule", "_later", "lazy_ms", "_clock", "_syncs", "_dirty", "_lazy", "_lazy_due_set",
+                 "_scheduled", "_in_flight", "syncing")
 
     def __init__(self, schedule: Schedule, clock: Callable[[], int] | None = None,
-                 syncs: Syncs | None = None) -> None:
+                 syncs: Syncs | None = None, later: Later | None = None, lazy_ms: int = LAZY_MS) -> None:
         self._schedule = schedule
+        self._later = later
+        self.lazy_ms = lazy_ms
         self._clock = clock
         self._syncs = syncs if syncs is not None else InlineSyncs()
         self._dirty: dict[int, Flushable] = {}
+        self._lazy: dict[int, Flushable] = {}  # marked lazy, waiting for `_lazy_due`
+        self._lazy_due_set = False  # a `later` call for `_lazy_due` is pending
         self._scheduled = False
         self._in_flight: dict[int, Flushable] | None = None  # the queues of the commit syncing now
         self.syncing = FlowState(FLOW_TICKS_PER_SECOND, changed_at=clock() if clock else 0)
 
-    def mark(self, queue: Flushable) -> None:
-        """`queue` wrote something (or holds confirms): flush it in the next commit."""
-        self._dirty[id(queue)] = queue
+    def mark(self, queue: Flushable, lazy: bool = False) -> None:
+        """`queue` wrote something (or holds confirms): flush it in the next commit, or, `lazy`
+        (it holds no confirms), in one within `lazy_ms`."""
+        key = id(queue)
+        if lazy and self._later is not None:
+            if key not in self._dirty:
+                self._lazy[key] = queue
+                if not self._lazy_due_set:
+                    self._lazy_due_set = True
+                    self._later(self.lazy_ms / 1000, self._lazy_due)
+            return
+        self._lazy.pop(key, None)  # its flush in the next commit covers what it wrote lazily
+        self._dirty[key] = queue
         if not self._scheduled and self._in_flight is None:
             self._scheduled = True
             self._schedule(self.commit)
@@ -108,8 +133,15 @@ class GroupCommit:
 
     def forget(self, queue: Flushable) -> None:
         self._dirty.pop(id(queue), None)
+        self._lazy.pop(id(queue), None)
         if self._in_flight is not None:
             self._in_flight.pop(id(queue), None)
+
+    def _lazy_due(self) -> None:
+        self._lazy_due_set = False
+        lazy, self._lazy = self._lazy, {}
+        for queue in lazy.values():
+            self.mark(queue)
 
     def commit(self) -> None:
         self._scheduled = False

@@ -48,6 +48,7 @@ class QueueManager:
         self.storage = storage
         disk = storage.disk if storage is not None else None
         self.commit = GroupCommit(schedule=lambda commit: asyncio.get_running_loop().call_soon(commit),
+                                  later=lambda seconds, due: asyncio.get_running_loop().call_later(seconds, due),
                                   clock=monotonic_ms,
                                   syncs=ThreadSyncs(disk) if isinstance(disk, RealDisk) else None)
         self.queues: dict[str, QueueActor] = {}

@@ -216,7 +216,7 @@ class QueueActor:
 
     def _touched(self) -> None:
         if self._commit is not None:
-            self._commit.mark(self)
+            self._commit.mark(self, lazy=not self.core.holds_confirms)
 
     def _drop_storage(self) -> None:
         if self._storage is None or self.backing is None:

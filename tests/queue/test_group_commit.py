@@ -10,7 +10,7 @@ from contextlib import nullcontext
 from types import SimpleNamespace
 from typing import Callable
 
-from actors.messages.channel_queue import Confirm, Publish
+from actors.messages.channel_queue import Confirm, Consume, Deliver, Publish, Settle
 from actors.messages.node import CreateQueue
 from actors.queue.group_commit import GroupCommit
 from actors.queue.manager import QueueManager
@@ -20,6 +20,7 @@ from persist.disk import RealDisk
 from tests.queue.test_durable_queue import CH, published
 
 NODE = Address("node", "node")
+CONSUMER = Address("conn1", "ch1")
 
 
 class Recorder:
@@ -131,6 +132,54 @@ def test_a_queue_forgotten_while_its_commit_syncs_is_not_told_synced():
     assert log == ["a", "b", "b synced"]
 
 
+def lazy_commit() -> tuple[list[Callable[[], None]], list[tuple[float, Callable[[], None]]], list[str], GroupCommit,
+                         Recorder, Recorder]:
+    """A group commit with lazy marks, whose turns and timers run when the test says so."""
+    turns: list[Callable[[], None]] = []
+    timers: list[tuple[float, Callable[[], None]]] = []
+    log: list[str] = []
+    commit = GroupCommit(schedule=turns.append, later=lambda s, due: timers.append((s, due)), lazy_ms=200)
+    return turns, timers, log, commit, Recorder("a", log), Recorder("b", log)
+
+
+def test_a_lazy_mark_waits_for_the_timer_of_the_first_one_then_commits():
+    turns, timers, log, commit, a, b = lazy_commit()
+    commit.mark(a, lazy=True)
+    commit.mark(b, lazy=True)
+    assert turns == [] and [s for s, _ in timers] == [0.2]  # one timer for both
+    timers.pop()[1]()
+    assert len(turns) == 1
+    turns.pop()()
+    assert log == ["a", "b", "a synced", "b synced"]
+
+
+def test_a_lazy_queue_marked_for_a_confirm_goes_in_the_next_commit_and_not_again_at_the_timer():
+    turns, timers, log, commit, a, b = lazy_commit()
+    commit.mark(a, lazy=True)
+    commit.mark(b, lazy=True)
+    commit.mark(a)  # a holds a confirm now: its flush covers what it wrote lazily
+    turns.pop()()
+    assert log == ["a", "a synced"]
+    commit.mark(a, lazy=True)  # an ack after a commit: the pending timer covers it
+    assert len(timers) == 1
+    timers.pop()[1]()
+    turns.pop()()
+    assert log[2:] == ["b", "a", "b synced", "a synced"]
+
+
+def test_a_lazy_mark_is_an_ordinary_one_without_a_timer_and_already_dirty_queues_stay_so():
+    turns: list[Callable[[], None]] = []
+    log: list[str] = []
+    commit = GroupCommit(schedule=turns.append)  # no `later`
+    a = Recorder("a", log)
+    commit.mark(a, lazy=True)
+    assert len(turns) == 1
+    turns_, timers, log2, lazy, c, _ = lazy_commit()
+    lazy.mark(c)
+    lazy.mark(c, lazy=True)  # already in the next commit: no timer needed
+    assert timers == [] and len(turns_) == 1
+
+
 class RecordingDisk(RealDisk):
     """A real disk (no device syncs) that logs each sync and directory sync it is asked for."""
 
@@ -191,3 +240,31 @@ def test_two_durable_queues_in_one_turn_share_one_store_sync_and_confirm_after_a
     assert a_at == b_at == len(disk.events)  # both after every sync of the commit
     assert any(e.startswith(queue_dir("/", "a") + "/") for e in disk.events)
     assert any(e.startswith(queue_dir("/", "b") + "/") for e in disk.events)
+
+
+def test_a_durable_queue_commits_at_once_for_a_confirm_and_lazily_for_an_ack(tmp_path):
+    disk = RecordingDisk(str(tmp_path))
+    s = HostStorage(disk, "queue0", embed_below=4096, file_size_limit=1 << 20, placed_here=lambda v, n: True)
+    s.recover([])
+    runtime = LoggingRuntime(disk)
+    manager = QueueManager(runtime, "qm", registry=SimpleNamespace(), storage=s)
+    turns: list[Callable[[], None]] = []
+    timers: list[tuple[float, Callable[[], None]]] = []
+    manager.commit = GroupCommit(schedule=turns.append, later=lambda sec, due: timers.append((sec, due)))
+    manager.receive(NODE, CreateQueue(1, "/", "a", False, {}, True))
+    a = manager.queues["q:/:a"]
+    a.receive(CONSUMER, Consume(1, "t", ack_required=True, credit=10, exclusive=False, arguments={}))
+    while timers or turns:  # what creating and consuming set going
+        (timers.pop()[1] if timers else turns.pop())()
+    runtime.sent.clear()
+    a.receive(CH, Publish([published(1)]))  # seq 1: a confirm waits for the sync
+    assert len(turns) == 1 and timers == []
+    turns.pop()()
+    assert Confirm(1) in [msg for msg, _ in runtime.sent]
+    (tag,) = [m.msg_id for msg, _ in runtime.sent if type(msg) is Deliver for m in msg.messages]
+    disk.events.clear()
+    a.receive(CONSUMER, Settle([tag], [], []))  # the ack promises nothing: no commit of its own
+    assert turns == [] and len(timers) == 1 and disk.events == []
+    timers.pop()[1]()
+    turns.pop()()
+    assert any(e.startswith(queue_dir("/", "a") + "/") for e in disk.events)  # the ack made durable
