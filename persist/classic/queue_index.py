@@ -22,8 +22,9 @@ the recovery rules already allow; what is gathered is written early when it pass
 A segment whose every entry is acked is deleted at the next sync (its acks need not be durable
 first: if the removal is lost, the messages come back redelivered, which the recovery rules allow),
 except the one the next publish goes to: a queue whose consumers keep up empties at nearly every
-commit, and deleting and creating that file each time cost a directory sync for each (recovery
-drops it if it is still empty then).
+commit, and deleting and creating that file each time cost a directory sync for each. That one is
+cut back to nothing instead once it holds more than `empty_head_bytes_max`, so a drained queue
+keeps at most that much on disk (recovery drops it if it is still empty then).
 
 Transient messages are only written here when the queue pages them out; they are live for the run
 that wrote them (seq >= `run_start`) and invisible to every later run.
@@ -52,6 +53,7 @@ from persist.disk import Disk, write_atomic
 
 SEGMENT_ENTRIES = 16384
 pending_bytes_max = 256 * 1024  # records gathered in memory before they are written without a sync
+empty_head_bytes_max = 1024 * 1024  # an empty segment the next publish goes to is cut back above this
 TERMS_FILE = "clean.terms"
 PUB, DEL, ACK = 1, 2, 3
 F_PERSISTENT, F_EMBEDDED, F_EXPIRES = 1, 2, 4
@@ -308,6 +310,9 @@ class QueueIndex:
         empty = [seg for seg, live in self._live.items() if not live[0] and not live[1] and seg != head]
         for seg in empty:
             self._drop_segment(seg)
+        live = self._live.get(head)
+        if live is not None and not live[0] and not live[1] and self._sizes[head] > empty_head_bytes_max:
+            self._cut_back(head)
         self._write_pending()
         for seg in sorted(self._dirty):
             self.disk.sync(self._path(seg))
@@ -315,6 +320,15 @@ class QueueIndex:
         if self._new_names or empty:
             self.disk.fsync_dir(self.dir)
             self._new_names = False
+
+    def _cut_back(self, seg: int) -> None:
+        """Empty the file of segment `seg`, whose every entry is acked (the next sync covers it)."""
+        dropped = self._pending.pop(seg, None)
+        if dropped is not None:
+            self._pending_bytes -= len(dropped)
+        self.disk.truncate(self._path(seg), 0)
+        self._sizes[seg] = 0
+        self._dirty.add(seg)
 
     def _drop_segment(self, seg: int) -> None:
         del self._live[seg]

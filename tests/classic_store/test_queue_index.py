@@ -69,6 +69,26 @@ def test_the_segment_the_next_publish_goes_to_is_kept_while_empty_and_dropped_at
     assert (r.messages, r.next_seq) == (0, 7) and disk.listdir("q") == []
 
 
+def test_an_empty_segment_the_next_publish_goes_to_is_cut_back_once_it_holds_more_than_the_bound(disk, monkeypatch):
+    monkeypatch.setattr("persist.classic.queue_index.empty_head_bytes_max", 100)
+    index, _ = opened(disk)
+    index.publish([pub(0)])
+    index.ack([(0, True, 10, 7)])
+    index.sync()
+    small = disk.size("q/0.idx")
+    assert 0 < small <= 100  # under the bound: left as it is
+    index.publish([pub(1), pub(2)])
+    index.ack([(1, True, 10, 7), (2, True, 10, 7)])
+    index.sync()
+    assert disk.listdir("q") == ["0.idx"] and disk.size("q/0.idx") == 0  # past it: cut back
+    locs = index.publish([pub(3, payload=b"body3")])
+    assert index.read_bodies(locs) == [b"body3"]  # offsets start again from the cut
+    index.close()
+    again, r = opened(disk)
+    assert (r.messages, r.next_seq) == (1, 4)
+    assert [f[0] for f in read_all(again, r.lo, r.next_seq)] == [3]
+
+
 def test_records_are_written_at_sync_and_before_a_read_and_early_past_the_bound(disk, monkeypatch):
     index, _ = opened(disk)
     locs = index.publish([pub(0, payload=b"body0"), pub(1, payload=b"body1")])
