@@ -31,7 +31,8 @@ A queue that holds no confirms (it wrote only deliveries and acks, which promise
 marked `lazy`: it joins a commit within `lazy_ms` (RabbitMQ's queue syncs such writes when idle or
 on its 200 ms sync timer), or sooner when it is marked for a confirm. A consumer's ack then rides
 with the next publish's commit instead of costing a sync of its own: at 1,000 msg/s, one commit a
-message instead of two. An ack lost with the last `lazy_ms` is a redelivery after a crash, which
+message instead of two. The queue writes what it marks lazy at once (actors/queue/shell.py), so
+a kill -9 keeps it; an ack lost with the last `lazy_ms` in a machine crash is a redelivery, which
 the recovery rules allow.
 
 The decision (which queues to flush, in what order, when the next commit starts) is pure: the

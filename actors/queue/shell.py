@@ -69,6 +69,8 @@ class Backing(Protocol):
 
     def flush(self) -> Any: ...
 
+    def write_pending(self) -> None: ...
+
     def set_lazy(self, lazy: bool) -> None: ...
 
     def stats(self) -> BackingStats: ...
@@ -85,6 +87,10 @@ class Levels:
         assert self.durable, "non-durable queues are never part of the group commit"
         for part in self.parts:
             part.flush()  # type: ignore[union-attr]
+
+    def write_pending(self) -> None:
+        for part in self.parts:
+            part.write_pending()  # type: ignore[union-attr]
 
     def set_lazy(self, lazy: bool) -> None:
         for part in self.parts:
@@ -216,7 +222,13 @@ class QueueActor:
 
     def _touched(self) -> None:
         if self._commit is not None:
-            self._commit.mark(self, lazy=not self.core.holds_confirms)
+            lazy = not self.core.holds_confirms
+            if lazy:
+                # what waits up to the lazy commit's 200 ms waits in the OS, not here: a kill -9 of
+                # the host keeps the acks it took in, only a machine crash can bring them back
+                assert self.backing is not None
+                self.backing.write_pending()
+            self._commit.mark(self, lazy=lazy)
 
     def _drop_storage(self) -> None:
         if self._storage is None or self.backing is None:

@@ -144,6 +144,10 @@ class DurableBacking:
         self.next_msg_id = entries[-1].seq + 1
         self.vq.push(entries)
 
+    def write_pending(self) -> None:
+        """Hand what the index gathered to the OS now, unsynced (see `QueueIndex.write_pending`)."""
+        self.index.write_pending()
+
     def flush(self) -> list[int]:
         """Group commit (see the ordering rule); return the msg_ids now confirmable, ascending."""
         self.store.sync()

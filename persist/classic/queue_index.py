@@ -295,10 +295,11 @@ class QueueIndex:
         self._pending_bytes += len(data)
         self._dirty.add(seg)
         if self._pending_bytes > pending_bytes_max:
-            self._write_pending()
+            self.write_pending()
 
-    def _write_pending(self) -> None:
-        """Append what was gathered, one write per segment."""
+    def write_pending(self) -> None:
+        """Append what was gathered, one write per segment (to the OS: a kill -9 keeps it, and
+        only its sync waits)."""
         for seg, data in self._pending.items():
             self.disk.append(self._path(seg), bytes(data))
         self._pending.clear()
@@ -313,7 +314,7 @@ class QueueIndex:
         live = self._live.get(head)
         if live is not None and not live[0] and not live[1] and self._sizes[head] > empty_head_bytes_max:
             self._cut_back(head)
-        self._write_pending()
+        self.write_pending()
         for seg in sorted(self._dirty):
             self.disk.sync(self._path(seg))
         self._dirty.clear()
@@ -345,7 +346,7 @@ class QueueIndex:
         upto = min(hi, (seg + 1) * self.n)
         if seg not in self._sizes:
             return [], upto
-        self._write_pending()
+        self.write_pending()
         data = self.disk.read(self._path(seg), 0, self._sizes[seg])
         spans, _valid, cut = scan(data)
         if cut is not None:
@@ -369,7 +370,7 @@ class QueueIndex:
         for i, (seg, offset, length) in enumerate(locs):
             by_seg.setdefault(seg, []).append((offset, length, i))
         out: list[bytes | memoryview] = [b""] * len(locs)
-        self._write_pending()
+        self.write_pending()
         for seg, wanted in by_seg.items():
             read_spans(self.disk, self._path(seg), wanted, out)
         return out

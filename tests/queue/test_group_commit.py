@@ -263,8 +263,11 @@ def test_a_durable_queue_commits_at_once_for_a_confirm_and_lazily_for_an_ack(tmp
     assert Confirm(1) in [msg for msg, _ in runtime.sent]
     (tag,) = [m.msg_id for msg, _ in runtime.sent if type(msg) is Deliver for m in msg.messages]
     disk.events.clear()
+    index_file = f"{queue_dir('/', 'a')}/0.idx"
+    written = disk.size(index_file)
     a.receive(CONSUMER, Settle([tag], [], []))  # the ack promises nothing: no commit of its own
     assert turns == [] and len(timers) == 1 and disk.events == []
+    assert disk.size(index_file) > written  # but it is written: a kill -9 of the host keeps it
     timers.pop()[1]()
     turns.pop()()
     assert any(e.startswith(queue_dir("/", "a") + "/") for e in disk.events)  # the ack made durable
