@@ -214,12 +214,17 @@ class LoggingRuntime:
         pass
 
 
-def test_two_durable_queues_in_one_turn_share_one_store_sync_and_confirm_after_all_of_them(tmp_path):
+def host_manager(tmp_path) -> tuple[RecordingDisk, LoggingRuntime, QueueManager]:
+    """A queue host's manager over real files whose syncs are logged."""
     disk = RecordingDisk(str(tmp_path))
     s = HostStorage(disk, "queue0", embed_below=4096, file_size_limit=1 << 20, placed_here=lambda v, n: True)
     s.recover([])
     runtime = LoggingRuntime(disk)
-    manager = QueueManager(runtime, "qm", registry=SimpleNamespace(), storage=s)
+    return disk, runtime, QueueManager(runtime, "qm", registry=SimpleNamespace(), storage=s)
+
+
+def test_two_durable_queues_in_one_turn_share_one_store_sync_and_confirm_after_all_of_them(tmp_path):
+    disk, runtime, manager = host_manager(tmp_path)
     turns: list[Callable[[], None]] = []
     manager.commit = GroupCommit(schedule=turns.append)
     for rid, name in enumerate(("a", "b"), 1):
@@ -243,11 +248,7 @@ def test_two_durable_queues_in_one_turn_share_one_store_sync_and_confirm_after_a
 
 
 def test_a_durable_queue_commits_at_once_for_a_confirm_and_lazily_for_an_ack(tmp_path):
-    disk = RecordingDisk(str(tmp_path))
-    s = HostStorage(disk, "queue0", embed_below=4096, file_size_limit=1 << 20, placed_here=lambda v, n: True)
-    s.recover([])
-    runtime = LoggingRuntime(disk)
-    manager = QueueManager(runtime, "qm", registry=SimpleNamespace(), storage=s)
+    disk, runtime, manager = host_manager(tmp_path)
     turns: list[Callable[[], None]] = []
     timers: list[tuple[float, Callable[[], None]]] = []
     manager.commit = GroupCommit(schedule=turns.append, later=lambda sec, due: timers.append((sec, due)))
