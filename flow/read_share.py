@@ -9,7 +9,7 @@ in seconds. BEAM avoids this by preempting a process after a budget of reduction
 that budget for reads:
 - while another connection of the host has sent data within the last `window_s`, a read is
   capped at `shared_bytes`;
-- a connection alone reads what its `ReadBudget` allows: about `messages_per_read` of the commands
+- a connection alone reads what its `ReadBudget` allows: about `MESSAGES_PER_READ` of the commands
   it has been sending, within [`shared_bytes`, `solo_bytes`]. The work a read causes downstream is
   per message, not per byte: each read becomes one batch for the queue, which takes it whole
   before the grants and acks of its consumers. A 256 KiB read of 1 KiB publishes was a batch of
