@@ -324,18 +324,20 @@ class QueueIndex:
 
     def _cut_back(self, seg: int) -> None:
         """Empty the file of segment `seg`, whose every entry is acked (the next sync covers it)."""
-        dropped = self._pending.pop(seg, None)
-        if dropped is not None:
-            self._pending_bytes -= len(dropped)
+        self._discard_pending(seg)
         self.disk.truncate(self._path(seg), 0)
         self._sizes[seg] = 0
         self._dirty.add(seg)
 
-    def _drop_segment(self, seg: int) -> None:
-        del self._live[seg]
+    def _discard_pending(self, seg: int) -> None:
+        """Forget what was gathered for segment `seg` and not yet written."""
         dropped = self._pending.pop(seg, None)
         if dropped is not None:
             self._pending_bytes -= len(dropped)
+
+    def _drop_segment(self, seg: int) -> None:
+        del self._live[seg]
+        self._discard_pending(seg)
         if self._sizes.pop(seg, None) is not None:
             self.disk.remove(self._path(seg))
         self._dirty.discard(seg)
