@@ -1,6 +1,6 @@
 """The group commit (actors/queue/group_commit.py): each marked queue flushed once per commit in the
 order it was first marked, one commit in flight at a time (queues marked meanwhile wait for the
-next, which starts when it is done), and across real queues of one host: one sync of the shared
+next, which starts when it is done, or an interval after the one before under constant load), and across real queues of one host: one sync of the shared
 store per commit, and every queue's confirms only after the syncs that cover its writes, whether
 they run inline or on the host's sync thread."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Callable
 
 from actors.messages.channel_queue import Confirm, Consume, Deliver, Publish, Settle
 from actors.messages.node import CreateQueue
-from actors.queue.group_commit import GroupCommit
+from actors.queue.group_commit import BUSY_AFTER, GroupCommit
 from actors.queue.manager import QueueManager
 from actors.runtime.address import Address
 from persist.classic.host_storage import HostStorage, queue_dir
@@ -120,6 +120,39 @@ def test_queues_marked_while_a_commit_syncs_wait_for_the_next_which_starts_when_
     assert log[2:] == ["b", "a"] and syncs.collected == 2
     syncs.running.pop()()
     assert log[4:] == ["b synced", "a synced"] and turns == []
+
+
+def test_under_constant_load_a_commit_starts_an_interval_after_the_one_before_and_an_idle_moment_ends_that():
+    turns: list[Callable[[], None]] = []
+    timers: list[tuple[float, Callable[[], None]]] = []
+    log: list[str] = []
+    syncs = HeldSyncs()
+    now = [0]
+    commit = GroupCommit(schedule=turns.append, later=lambda s, due: timers.append((s, due)), clock=lambda: now[0],
+                         syncs=syncs, interval_ms=50)
+    a = Recorder("a", log)
+
+    def one_commit(sync_ms: int, marked_meanwhile: bool) -> None:
+        (turns.pop() if turns else timers.pop()[1])()
+        now[0] += sync_ms
+        if marked_meanwhile:
+            commit.mark(a)
+        syncs.running.pop()()
+
+    commit.mark(a)
+    for _ in range(BUSY_AFTER - 1):  # work waiting after each: not yet constant load
+        one_commit(10, marked_meanwhile=True)
+        assert len(turns) == 1 and timers == []  # the next starts at once
+    one_commit(10, marked_meanwhile=True)  # the run is long enough now
+    assert turns == [] and [s for s, _ in timers] == [0.04]  # 50 ms after the last start, 10 ms ago
+    one_commit(60, marked_meanwhile=True)  # a commit longer than the interval: the next at once
+    assert len(turns) == 1 and timers == []
+    one_commit(5, marked_meanwhile=False)  # nothing waiting: an idle moment
+    commit.mark(a)
+    assert len(turns) == 1 and timers == []  # a quiet host commits as soon as it has written
+    one_commit(10, marked_meanwhile=True)  # load again: a new run starts from one
+    assert len(turns) == 1 and timers == []
+    assert log.count("a synced") == BUSY_AFTER + 3
 
 
 def test_a_queue_forgotten_while_its_commit_syncs_is_not_told_synced():
