@@ -41,10 +41,11 @@ class Histogram:
         self.buckets: dict[int, int] = dict(buckets or {})
         self.count = sum(self.buckets.values())
 
-    def record(self, value_us: int) -> None:
+    def record(self, value_us: int, n: int = 1) -> None:
+        """`n` values of `value_us`."""
         index = bucket_index(value_us)
-        self.buckets[index] = self.buckets.get(index, 0) + 1
-        self.count += 1
+        self.buckets[index] = self.buckets.get(index, 0) + n
+        self.count += n
 
     def merge(self, other: dict[int, int]) -> None:
         for index, n in other.items():

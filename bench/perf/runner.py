@@ -120,7 +120,7 @@ class Fleet:
         if kind == "ready":
             self.ready.add(name)
         elif kind == "stats":
-            self.agg.update(name, message[2], message[3])
+            self.agg.update(name, *message[2:])
             self.asked.discard(name)
         elif kind == "error":
             _, _, code, text = message

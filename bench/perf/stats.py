@@ -1,11 +1,12 @@
 """Turning the workers' counters into per-second samples and a run summary.
 
 Theory of operation: every worker sends, about once a second, its cumulative counters (published,
-confirmed, nacked, returned, consumed) and the latency histogram delta since its last report.  The
+confirmed, nacked, returned, consumed) and the deltas since its last report of its two latency
+histograms: publish -> consume (consumers) and publish -> confirm (producers with confirms).  The
 parent keeps the latest counters per worker, so a late or lost report only shifts counts between
 seconds and never loses them.  `sample(elapsed_s)` closes the interval since the previous sample:
 rates are counter differences over the interval, latency percentiles come from the deltas that
-arrived in it.  The summary's average rates and latency percentiles cover the samples that start at
+arrived in it (`Latencies` keeps each kind's second, measured part and whole run).  The summary's average rates and latency percentiles cover the samples that start at
 or after the warm-up; if the run is too short to have any, they cover the whole run and say so.
 Time is passed in (seconds as floats from the caller's clock); nothing here reads a clock.
 """
@@ -32,13 +33,31 @@ def latency_ms(hist: Histogram) -> dict[str, float | None]:
 
 
 @dataclass
+class Latencies:
+    """One kind of latency: the deltas of the current second, of the seconds after the warm-up, of all."""
+    second: Histogram = field(default_factory=Histogram)
+    measured: Histogram = field(default_factory=Histogram)
+    whole: Histogram = field(default_factory=Histogram)
+
+    def close_second(self, measured: bool) -> dict[str, float | None]:
+        """The second's percentiles; its counts move to the measured part (if `measured`) and the whole."""
+        percentiles = latency_ms(self.second)
+        if measured:
+            self.measured.merge(self.second.buckets)
+        self.whole.merge(self.second.take())
+        return percentiles
+
+    def over(self, warmup_excluded: bool) -> Histogram:
+        return self.measured if warmup_excluded else self.whole
+
+
+@dataclass
 class Aggregator:
     warmup_s: float
     latest: dict[str, dict[str, int]] = field(default_factory=dict)
     samples: list[dict] = field(default_factory=list)
-    _second: Histogram = field(default_factory=Histogram)
-    _measured: Histogram = field(default_factory=Histogram)
-    _whole: Histogram = field(default_factory=Histogram)
+    _consume: Latencies = field(default_factory=Latencies)
+    _confirm: Latencies = field(default_factory=Latencies)
     _previous: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
     _previous_s: float = 0.0
     _at_warmup: tuple[float, dict[str, int]] | None = None
@@ -47,9 +66,11 @@ class Aggregator:
         if self.warmup_s <= 0:
             self._at_warmup = (0.0, dict.fromkeys(COUNTERS, 0))
 
-    def update(self, worker: str, counters: dict[str, int], hist_delta: dict[int, int]) -> None:
+    def update(self, worker: str, counters: dict[str, int], hist_delta: dict[int, int],
+               confirm_delta: dict[int, int] | None = None) -> None:
         self.latest[worker] = {k: counters.get(k, 0) for k in COUNTERS + GAUGES}
-        self._second.merge(hist_delta)
+        self._consume.second.merge(hist_delta)
+        self._confirm.second.merge(confirm_delta or {})
 
     def totals(self) -> dict[str, int]:
         return {k: sum(w[k] for w in self.latest.values()) for k in COUNTERS + GAUGES}
@@ -61,12 +82,11 @@ class Aggregator:
         for k in COUNTERS:
             sample[f"{k}_rate"] = round((totals[k] - self._previous[k]) / interval_s, 1)
         sample["blocked_producers"] = totals["blocked"]
-        sample["latency_ms"] = latency_ms(self._second)
-        if self._previous_s >= self.warmup_s:
-            self._measured.merge(self._second.buckets)
-        elif elapsed_s >= self.warmup_s and self._at_warmup is None:
+        measured = self._previous_s >= self.warmup_s
+        sample["latency_ms"] = self._consume.close_second(measured)
+        sample["confirm_latency_ms"] = self._confirm.close_second(measured)
+        if not measured and elapsed_s >= self.warmup_s and self._at_warmup is None:
             self._at_warmup = (elapsed_s, totals)
-        self._whole.merge(self._second.take())
         self._previous, self._previous_s = totals, elapsed_s
         self.samples.append(sample)
         return sample
@@ -83,8 +103,10 @@ class Aggregator:
         summary: dict = {k: totals[k] for k in COUNTERS}
         for k in COUNTERS:
             summary[f"{k}_rate"] = round((end[k] - start[k]) / span_s, 1)
-        summary["latency_ms"] = latency_ms(self._measured if warmup_excluded else self._whole)
-        summary["latency_samples"] = (self._measured if warmup_excluded else self._whole).count
+        summary["latency_ms"] = latency_ms(self._consume.over(warmup_excluded))
+        summary["latency_samples"] = self._consume.over(warmup_excluded).count
+        summary["confirm_latency_ms"] = latency_ms(self._confirm.over(warmup_excluded))
+        summary["confirm_latency_samples"] = self._confirm.over(warmup_excluded).count
         summary["measured_s"] = round(span_s, 3)
         summary["warmup_excluded"] = warmup_excluded
         return summary
@@ -106,7 +128,7 @@ def format_sample(sample: dict) -> str:
 
 
 def format_summary(summary: dict) -> str:
-    lat = summary["latency_ms"]
+    lat, conf = summary["latency_ms"], summary["confirm_latency_ms"]
     window = "after warm-up" if summary["warmup_excluded"] else "whole run, too short for warm-up"
     return "\n".join([
         f"summary ({window}, {summary['measured_s']:.1f}s measured):",
@@ -115,6 +137,9 @@ def format_summary(summary: dict) -> str:
         f"receiving rate avg: {summary['consumed_rate']:.0f} msg/s",
         f"  latency p50/p95/p99/max: {format_ms(lat['p50'])}/{format_ms(lat['p95'])}/"
         f"{format_ms(lat['p99'])}/{format_ms(lat['max'])} ms ({summary['latency_samples']} samples)",
+        *([f"  confirm latency p50/p95/p99/max: {format_ms(conf['p50'])}/{format_ms(conf['p95'])}/"
+           f"{format_ms(conf['p99'])}/{format_ms(conf['max'])} ms ({summary['confirm_latency_samples']} samples)"]
+          if summary["confirm_latency_samples"] else []),
         f"  totals: published {summary['published']}, confirmed {summary['confirmed']}, "
         f"nacked {summary['nacked']}, returned {summary['returned']}, consumed {summary['consumed']}",
     ])

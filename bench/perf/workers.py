@@ -1,13 +1,14 @@
 """Producer and consumer processes: one AMQP connection each, driven by asyncio.
 
 Each worker process talks to the parent over a multiprocessing Pipe:
-  worker -> parent: ("ready", name), ("stats", name, counters, histogram_delta) when asked and once
+  worker -> parent: ("ready", name), ("stats", name, counters, consume_delta, confirm_delta) when asked and once
                     more at the end, ("error", name, reply_code, text), ("done", name)
   parent -> worker: ("go",) to start publishing, ("report",) for stats, ("stop",) to finish.
 The parent asks every worker for stats at once each second, so a sample covers the same interval
 for all of them.
 A producer publishes bursts of pre-encoded messages while the confirm window, the socket's write
-buffer, connection.blocked and the rate allow; a consumer records publish->consume latency and acks
+buffer, connection.blocked and the rate allow, and records publish->confirm latency per message
+(each burst shares its send time); a consumer records publish->consume latency and acks
 (every `multi_ack` messages, multiple=true when that is above 1).  Timestamps are time.time_ns()
 (CLOCK_REALTIME) because producer and consumer are different processes; monotonic clocks are not
 comparable across processes.
@@ -16,6 +17,7 @@ comparable across processes.
 from __future__ import annotations
 
 import asyncio
+import collections
 import signal
 import time
 from multiprocessing.connection import Connection
@@ -39,7 +41,8 @@ class Worker:
     def __init__(self, cfg: Config, name: str, pipe: Connection) -> None:
         self.cfg, self.name, self.pipe = cfg, name, pipe
         self.counters = dict.fromkeys(COUNTERS + GAUGES, 0)
-        self.hist = Histogram()
+        self.hist = Histogram()  # publish -> consume (a consumer's)
+        self.confirm_hist = Histogram()  # publish -> confirm (a producer's)
         self.go = asyncio.Event()
         self.stop = asyncio.Event()
         self.wake = asyncio.Event()
@@ -84,7 +87,7 @@ class Worker:
             self._halt()
 
     def report(self) -> None:
-        self._tell(("stats", self.name, dict(self.counters), self.hist.take()))
+        self._tell(("stats", self.name, dict(self.counters), self.hist.take(), self.confirm_hist.take()))
 
     def _tell(self, message: tuple) -> None:
         try:
@@ -127,6 +130,7 @@ class Producer(Worker):
         super().__init__(cfg, name, pipe)
         self.exchange, self.routing_key = exchange, routing_key
         self.tracker = ConfirmTracker()
+        self.bursts: collections.deque[tuple[int, int, int]] = collections.deque()  # (first, last, publish ns)
         self.blocked = False
 
     async def prepare(self) -> None:
@@ -139,7 +143,16 @@ class Producer(Worker):
     def on_confirm(self, delivery_tag: int, multiple: bool, ack: bool) -> None:
         settled = self.tracker.settle(delivery_tag, multiple)
         self.counters["confirmed" if ack else "nacked"] += settled
+        self._settled_bursts(time.time_ns())
         self.wake.set()
+
+    def _settled_bursts(self, now_ns: int) -> None:
+        """Record the confirm latency of each message of every burst settled up to its last message
+        (a message settled ahead of an older unsettled one counts once that one is settled too)."""
+        bursts, low = self.bursts, self.tracker.low
+        while bursts and bursts[0][1] < low:
+            first, last, sent_ns = bursts.popleft()
+            self.confirm_hist.record((now_ns - sent_ns) // 1000, last - first + 1)
 
     def on_blocked(self, blocked: bool) -> None:
         self.blocked = blocked
@@ -169,9 +182,12 @@ class Producer(Worker):
                     wait_s = pacing.wait_ns(cfg.rate, elapsed_ns, sent) / 1e9
                     await asyncio.sleep(min(wait_s, RATE_SLEEP_MAX_S))
                     continue
-            proto.send(self.template.frames(time.time_ns()) * n)
+            now_ns = time.time_ns()
+            proto.send(self.template.frames(now_ns) * n)
             sent += n
             counters["published"] += n
+            if cfg.confirm:
+                self.bursts.append((tracker.published + 1, tracker.published + n, now_ns))
             tracker.publish(n)
             await asyncio.sleep(0)
         await self._await_confirms()

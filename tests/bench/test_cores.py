@@ -13,6 +13,7 @@ from bench.perf.connection import parse_uri
 from bench.perf.histogram import SUB_BUCKET_COUNT, Histogram, bucket_index, bucket_value
 from bench.perf.stats import Aggregator, format_sample, format_summary
 from bench.perf.table import table
+from bench.perf.workers import Producer
 
 FAST = settings(max_examples=150, deadline=None)
 
@@ -136,6 +137,41 @@ def test_aggregator_short_run_falls_back_to_whole_run():
     agg.sample(1.0)
     s = agg.summary()
     assert not s["warmup_excluded"] and s["latency_ms"]["p50"] == pytest.approx(5.0, rel=0.01) and s["published_rate"] == 50
+
+
+def test_confirm_latency_is_summarised_beside_consume_latency_and_printed_only_when_measured():
+    agg = Aggregator(warmup_s=0)
+    consumed, confirmed = Histogram(), Histogram()
+    consumed.record(2000)
+    confirmed.record(30_000, 99)
+    confirmed.record(90_000)
+    agg.update("p", counters(100, 0, confirmed=100), {}, confirmed.take())
+    agg.update("c", counters(0, 100), consumed.take())
+    second = agg.sample(1.0)
+    s = agg.summary()
+    assert second["confirm_latency_ms"]["p50"] == pytest.approx(30.0, rel=0.01)
+    assert s["confirm_latency_samples"] == 100 and s["confirm_latency_ms"]["max"] == pytest.approx(90.0, rel=0.01)
+    assert s["latency_ms"]["p50"] == pytest.approx(2.0, rel=0.01) and "confirm latency" in format_summary(s)
+    quiet = Aggregator(warmup_s=0)
+    quiet.update("c", counters(0, 1), {})
+    quiet.sample(1.0)
+    assert "confirm latency" not in format_summary(quiet.summary())
+
+
+def test_a_producer_times_each_burst_from_its_send_to_the_confirm_that_settles_its_last_message():
+    producer = Producer(parse_args(["--confirm", "100"]), "p", None, "", "q")
+    for sent_ns, n in ((1_000_000, 3), (2_000_000, 2)):  # messages 1-3, then 4-5
+        producer.bursts.append((producer.tracker.published + 1, producer.tracker.published + n, sent_ns))
+        producer.tracker.publish(n)
+    producer.tracker.settle(5, multiple=False)  # ahead of 1-4: nothing is timed yet
+    producer._settled_bursts(9_000_000)
+    assert producer.confirm_hist.count == 0
+    producer.tracker.settle(3, multiple=True)
+    producer._settled_bursts(11_000_000)
+    assert producer.confirm_hist.count == 3 and producer.confirm_hist.percentile(1.0) == bucket_value(bucket_index(10_000))
+    producer.tracker.settle(4, multiple=False)
+    producer._settled_bursts(12_000_000)
+    assert producer.confirm_hist.count == 5 and len(producer.bursts) == 0
 
 
 # -- framing --------------------------------------------------------------------------------
