@@ -6,7 +6,7 @@ Prints; not a test.
 
 Scenarios (bench.perf, 1 producer and 1 consumer, durable queue, persistent messages):
 - `1k`, `16k`: confirms (window 1000) and manual acks (prefetch 300), flat out, 1 KiB / 16 KiB
-  bodies: sent and received msg/s, p50 / p99 publish -> consume latency;
+  bodies: sent and received msg/s, p50 / p99 publish -> consume latency, p50 publish -> confirm;
 - `steady`: the same with 1 KiB at a steady 1,000 msg/s: the latency of an idle path.
 One warren node and one RabbitMQ (scripts/rabbitmq_oracle) are started fresh in a temporary
 directory and kept for the whole run; each round runs every scenario on warren, then on RabbitMQ,
@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     print(f"1 producer, 1 consumer, durable queue, persistent, confirms (window 1000), manual acks "
           f"(prefetch 300); {a.time:g} s per run, median of {a.repeat} rounds (min-max)")
-    print("| scenario | broker | sent msg/s | received msg/s | received / sent | p50 ms | p99 ms |")
-    print("|---|---|---|---|---|---|---|")
+    print("| scenario | broker | sent msg/s | received msg/s | received / sent | p50 ms | p99 ms | confirm p50 ms |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in scenarios:
         for broker in brokers:
             got = [r["summary"] for r in runs if r["broker"] == broker.name and r["scenario"] == name and r["summary"]]
@@ -97,9 +97,11 @@ def main(argv: list[str] | None = None) -> int:
             ratio = [r / s for s, r in zip(sent, received) if s]
             p50 = [s["latency_ms"]["p50"] for s in got if s.get("latency_ms", {}).get("p50") is not None]
             p99 = [s["latency_ms"]["p99"] for s in got if s.get("latency_ms", {}).get("p99") is not None]
+            confirm = [s["confirm_latency_ms"]["p50"] for s in got
+                       if s.get("confirm_latency_ms", {}).get("p50") is not None]
             fmt = ".2f" if name == "steady" else ".1f"
             print(f"| {name} | {broker.name} | {spread(sent, ',.0f')} | {spread(received, ',.0f')} | "
-                  f"{spread(ratio, '.2f')} | {spread(p50, fmt)} | {spread(p99, fmt)} |")
+                  f"{spread(ratio, '.2f')} | {spread(p50, fmt)} | {spread(p99, fmt)} | {spread(confirm, fmt)} |")
     (out / "latency_compare.json").write_text(json.dumps(runs, indent=1))
     print(f"\nJSON: {out / 'latency_compare.json'}")
     return 0

@@ -21,18 +21,18 @@ written. Confirms are released in commit order, never ahead of the sync that cov
 `InlineSyncs` (the default) syncs during the flushes and calls back at once: one commit per loop
 turn, as tests drive it.
 
-Under constant load - `BUSY_AFTER` commits in a row found queues marked for the next one when
-their syncs were done - the next commit starts `interval_ms` after the one before it started
-rather than at once. RabbitMQ's store does the same ("persists messages to disk in batches after
-an interval ... or when a queue is idle", the acks/confirms guide): while busy its message store
-syncs every 25 ms and its queue index every 200 ms, and a confirm waits for both. Fewer syncs
-(20 a second instead of ~100) leave the disk and the host's CPU to the messages, and a publisher
-that keeps a window of unconfirmed messages is paced by its confirms, so less of what it sends
-waits in its socket: measured at 16 KiB (bench/RESULTS.md, 2026-11-28 evening), 25 ms gave
+Under constant load - `BUSY_AFTER` commits in a row during whose syncs the queues took in
+`BUSY_MESSAGES` or more messages (marks say how many) - the next commit starts `interval_ms`
+after the one before it started rather than at once. RabbitMQ's store does the same ("persists
+messages to disk in batches after an interval ... or when a queue is idle", the acks/confirms
+guide): while busy its message store syncs every 25 ms and its queue index every 200 ms, and a
+confirm waits for both. Fewer syncs (20 a second instead of ~100) leave the disk and the host's
+CPU to the messages, and a publisher that keeps a window of unconfirmed messages is paced by its
+confirms, so less of what it sends waits in its socket: measured at 16 KiB (bench/RESULTS.md, 2026-11-28 evening), 25 ms gave
 RabbitMQ's publish-to-consume latency, 50 ms less at a higher rate, 100 ms no less and a lower
-rate. One commit that finds nothing marked ends the run: a host with idle moments (a publisher
-waiting for its confirms, a steady rate below what the host can take) commits as soon as it has
-written.
+rate. One commit that is not busy ends the run: a host at a steady moderate rate (1,000 msg/s with
+syncs of a few ms) or with a publisher waiting for its confirms commits as soon as it has written,
+as RabbitMQ's store syncs when it is idle.
 
 Every queue in a commit is told how long it waited for it (`waited(start_ms, end_ms)`): the time
 its confirms and its next messages waited on the syncs, which a slow disk makes long
@@ -99,7 +99,8 @@ Schedule = Callable[[Callable[[], None]], object]
 Later = Callable[[float, Callable[[], None]], Any]
 LAZY_MS = 200
 INTERVAL_MS = 50  # under constant load, a commit starts this long after the one before it started
-BUSY_AFTER = 3  # commits in a row that found queues marked for the next one when they were done
+BUSY_MESSAGES = 32  # messages taken in while one commit synced that make it a busy one
+BUSY_AFTER = 3  # busy commits in a row: constant load
 
 
 def waited(record: FlowState, start_ms: int, end_ms: int) -> FlowState:
@@ -110,7 +111,7 @@ def waited(record: FlowState, start_ms: int, end_ms: int) -> FlowState:
 
 class GroupCommit:
     __slots__ = ("_schedule", "_later", "lazy_ms", "_clock", "_syncs", "_dirty", "_lazy", "_lazy_due_set",
-                 "_scheduled", "_in_flight", "syncing", "interval_ms", "_busy")
+                 "_scheduled", "_in_flight", "syncing", "interval_ms", "_busy", "_taken_while_syncing")
 
     def __init__(self, schedule: Schedule, clock: Callable[[], int] | None = None,
                  syncs: Syncs | None = None, later: Later | None = None, lazy_ms: int = LAZY_MS,
@@ -119,7 +120,8 @@ class GroupCommit:
         self._later = later
         self.lazy_ms = lazy_ms
         self.interval_ms = interval_ms
-        self._busy = 0  # commits in a row that found work marked while they synced
+        self._busy = 0  # busy commits in a row
+        self._taken_while_syncing = 0  # messages the marks during the commit in flight took in
         self._clock = clock
         self._syncs = syncs if syncs is not None else InlineSyncs()
         self._dirty: dict[int, Flushable] = {}
@@ -129,10 +131,12 @@ class GroupCommit:
         self._in_flight: dict[int, Flushable] | None = None  # the queues of the commit syncing now
         self.syncing = FlowState(FLOW_TICKS_PER_SECOND, changed_at=clock() if clock else 0)
 
-    def mark(self, queue: Flushable, lazy: bool = False) -> None:
+    def mark(self, queue: Flushable, lazy: bool = False, taken: int = 0) -> None:
         """`queue` wrote something (or holds confirms): flush it in the next commit, or, `lazy`
-        (it holds no confirms), in one within `lazy_ms`."""
+        (it holds no confirms), in one within `lazy_ms`. `taken`: how many messages it took in."""
         key = id(queue)
+        if self._in_flight is not None:
+            self._taken_while_syncing += taken
         if lazy and self._later is not None:
             if key not in self._dirty:
                 self._lazy[key] = queue
@@ -184,7 +188,9 @@ class GroupCommit:
             self.syncing = waited(self.syncing, start, end)
             for queue in done.values():
                 queue.waited(start, end)
-        self._busy = self._busy + 1 if self._dirty else 0
+        busy = self._dirty and self._taken_while_syncing >= BUSY_MESSAGES
+        self._busy = self._busy + 1 if busy else 0
+        self._taken_while_syncing = 0
         if self._dirty and not self._scheduled:
             self._scheduled = True
             wait_ms = start + self.interval_ms - end

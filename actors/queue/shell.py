@@ -173,9 +173,10 @@ class QueueActor:
             self._release_credit()
             self._on_deleted(self.name)
         else:
-            self._touched()
+            taken = len(msg.messages) if type(msg) is Publish else 0
+            self._touched(taken)
             if self._pace is not None:
-                self._pace_intake(len(msg.messages) if type(msg) is Publish else 0, effects)
+                self._pace_intake(taken, effects)
 
     def nodes_down(self, nodes: set[str]) -> None:
         """Every channel on a node that went down is gone, as RabbitMQ's queue sees the DOWN of a
@@ -220,7 +221,9 @@ class QueueActor:
         if self._credit is not None:
             self._credit.release()
 
-    def _touched(self) -> None:
+    def _touched(self, taken: int = 0) -> None:
+        """This queue wrote or holds confirms: mark it for the group commit (`taken`: the messages
+        it just took in, which tell the commit how busy the host is)."""
         if self._commit is not None:
             lazy = not self.core.holds_confirms
             if lazy:
@@ -228,7 +231,7 @@ class QueueActor:
                 # the host keeps the acks it took in, only a machine crash can bring them back
                 assert self.backing is not None
                 self.backing.write_pending()
-            self._commit.mark(self, lazy=lazy)
+            self._commit.mark(self, lazy=lazy, taken=taken)
 
     def _drop_storage(self) -> None:
         if self._storage is None or self.backing is None:

@@ -12,7 +12,7 @@ from typing import Callable
 
 from actors.messages.channel_queue import Confirm, Consume, Deliver, Publish, Settle
 from actors.messages.node import CreateQueue
-from actors.queue.group_commit import BUSY_AFTER, GroupCommit
+from actors.queue.group_commit import BUSY_AFTER, BUSY_MESSAGES, GroupCommit
 from actors.queue.manager import QueueManager
 from actors.runtime.address import Address
 from persist.classic.host_storage import HostStorage, queue_dir
@@ -122,7 +122,7 @@ def test_queues_marked_while_a_commit_syncs_wait_for_the_next_which_starts_when_
     assert log[4:] == ["b synced", "a synced"] and turns == []
 
 
-def test_under_constant_load_a_commit_starts_an_interval_after_the_one_before_and_an_idle_moment_ends_that():
+def test_under_constant_load_a_commit_starts_an_interval_after_the_one_before_and_a_quiet_commit_ends_that():
     turns: list[Callable[[], None]] = []
     timers: list[tuple[float, Callable[[], None]]] = []
     log: list[str] = []
@@ -132,27 +132,30 @@ def test_under_constant_load_a_commit_starts_an_interval_after_the_one_before_an
                          syncs=syncs, interval_ms=50)
     a = Recorder("a", log)
 
-    def one_commit(sync_ms: int, marked_meanwhile: bool) -> None:
+    def one_commit(sync_ms: int, taken_meanwhile: int) -> None:
         (turns.pop() if turns else timers.pop()[1])()
         now[0] += sync_ms
-        if marked_meanwhile:
-            commit.mark(a)
+        if taken_meanwhile:
+            commit.mark(a, taken=taken_meanwhile)
         syncs.running.pop()()
 
-    commit.mark(a)
-    for _ in range(BUSY_AFTER - 1):  # work waiting after each: not yet constant load
-        one_commit(10, marked_meanwhile=True)
+    commit.mark(a, taken=1)
+    for _ in range(BUSY_AFTER - 1):  # many messages during each sync: not yet constant load
+        one_commit(10, taken_meanwhile=BUSY_MESSAGES)
         assert len(turns) == 1 and timers == []  # the next starts at once
-    one_commit(10, marked_meanwhile=True)  # the run is long enough now
+    one_commit(10, taken_meanwhile=BUSY_MESSAGES)  # the run is long enough now
     assert turns == [] and [s for s, _ in timers] == [0.04]  # 50 ms after the last start, 10 ms ago
-    one_commit(60, marked_meanwhile=True)  # a commit longer than the interval: the next at once
+    one_commit(60, taken_meanwhile=BUSY_MESSAGES)  # a commit longer than the interval: the next at once
     assert len(turns) == 1 and timers == []
-    one_commit(5, marked_meanwhile=False)  # nothing waiting: an idle moment
-    commit.mark(a)
-    assert len(turns) == 1 and timers == []  # a quiet host commits as soon as it has written
-    one_commit(10, marked_meanwhile=True)  # load again: a new run starts from one
+    one_commit(5, taken_meanwhile=BUSY_MESSAGES - 1)  # a steady moderate rate: work waits, but little
     assert len(turns) == 1 and timers == []
-    assert log.count("a synced") == BUSY_AFTER + 3
+    for _ in range(BUSY_AFTER - 1):  # load again: a new run starts from one
+        one_commit(10, taken_meanwhile=BUSY_MESSAGES)
+        assert len(turns) == 1 and timers == []
+    one_commit(10, taken_meanwhile=0)  # nothing waiting: a quiet host commits as soon as it has written
+    commit.mark(a, taken=BUSY_MESSAGES)
+    assert len(turns) == 1 and timers == []
+    assert log.count("a synced") == 2 * BUSY_AFTER + 2
 
 
 def test_a_queue_forgotten_while_its_commit_syncs_is_not_told_synced():
