@@ -28,11 +28,11 @@ messages to disk in batches after an interval ... or when a queue is idle", the 
 guide): while busy its message store syncs every 25 ms and its queue index every 200 ms, and a
 confirm waits for both. Fewer syncs (20 a second instead of ~100) leave the disk and the host's
 CPU to the messages, and a publisher that keeps a window of unconfirmed messages is paced by its
-confirms, so less of what it sends waits in its socket: measured at 16 KiB (bench/RESULTS.md, 2026-11-28 evening), 25 ms gave
-RabbitMQ's publish-to-consume latency, 50 ms less at a higher rate, 100 ms no less and a lower
-rate. One commit that is not busy ends the run: a host at a steady moderate rate (1,000 msg/s with
-syncs of a few ms) or with a publisher waiting for its confirms commits as soon as it has written,
-as RabbitMQ's store syncs when it is idle.
+confirms, so less of what it sends waits in its socket: measured at 16 KiB (bench/RESULTS.md,
+2026-11-28 evening), 25 ms gave RabbitMQ's publish-to-consume latency, 50 ms less at a higher
+rate, 100 ms no less and a lower rate. One commit that is not busy ends the run: a host at a
+steady moderate rate (1,000 msg/s with syncs of a few ms) or with a publisher waiting for its
+confirms commits as soon as it has written, as RabbitMQ's store syncs when it is idle.
 
 Every queue in a commit is told how long it waited for it (`waited(start_ms, end_ms)`): the time
 its confirms and its next messages waited on the syncs, which a slow disk makes long

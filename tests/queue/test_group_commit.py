@@ -1,8 +1,8 @@
 """The group commit (actors/queue/group_commit.py): each marked queue flushed once per commit in the
 order it was first marked, one commit in flight at a time (queues marked meanwhile wait for the
-next, which starts when it is done, or an interval after the one before under constant load), and across real queues of one host: one sync of the shared
-store per commit, and every queue's confirms only after the syncs that cover its writes, whether
-they run inline or on the host's sync thread."""
+next, which starts when it is done, or an interval after the one before under constant load), and
+across real queues of one host: one sync of the shared store per commit, and every queue's confirms
+only after the syncs that cover its writes, whether they run inline or on the host's sync thread."""
 from __future__ import annotations
 
 import asyncio
