@@ -30,9 +30,12 @@ confirm waits for both. Fewer syncs (20 a second instead of ~100) leave the disk
 CPU to the messages, and a publisher that keeps a window of unconfirmed messages is paced by its
 confirms, so less of what it sends waits in its socket: measured at 16 KiB (bench/RESULTS.md,
 2026-11-28 evening), 25 ms gave RabbitMQ's publish-to-consume latency, 50 ms less at a higher
-rate, 100 ms no less and a lower rate. One commit that is not busy ends the run: a host at a
-steady moderate rate (1,000 msg/s with syncs of a few ms) or with a publisher waiting for its
-confirms commits as soon as it has written, as RabbitMQ's store syncs when it is idle.
+rate, 100 ms no less and a lower rate. The wait ends early once the queues took in `HOLD_MAX`
+messages since the last commit started: a publisher keeping 1,000 unconfirmed messages at 35k
+msg/s with no consumer (bench/durable_compare.py's backlog) ran dry of its window without that.
+One commit that is not busy ends the run: a host at a steady moderate rate (1,000 msg/s with
+syncs of a few ms) or with a publisher waiting for its confirms commits as soon as it has
+written, as RabbitMQ's store syncs when it is idle.
 
 Every queue in a commit is told how long it waited for it (`waited(start_ms, end_ms)`): the time
 its confirms and its next messages waited on the syncs, which a slow disk makes long
@@ -101,6 +104,7 @@ LAZY_MS = 200
 INTERVAL_MS = 50  # under constant load, a commit starts this long after the one before it started
 BUSY_MESSAGES = 32  # messages taken in while one commit synced that make it a busy one
 BUSY_AFTER = 3  # busy commits in a row: constant load
+HOLD_MAX = 512  # messages taken in since the last commit started that end the interval's wait
 
 
 def waited(record: FlowState, start_ms: int, end_ms: int) -> FlowState:
@@ -111,7 +115,8 @@ def waited(record: FlowState, start_ms: int, end_ms: int) -> FlowState:
 
 class GroupCommit:
     __slots__ = ("_schedule", "_later", "lazy_ms", "_clock", "_syncs", "_dirty", "_lazy", "_lazy_due_set",
-                 "_scheduled", "_in_flight", "syncing", "interval_ms", "_busy", "_taken_while_syncing")
+                 "_scheduled", "_in_flight", "syncing", "interval_ms", "_busy", "_taken_while_syncing",
+                 "_taken_pending", "_waiting", "_wait_token")
 
     def __init__(self, schedule: Schedule, clock: Callable[[], int] | None = None,
                  syncs: Syncs | None = None, later: Later | None = None, lazy_ms: int = LAZY_MS,
@@ -122,6 +127,9 @@ class GroupCommit:
         self.interval_ms = interval_ms
         self._busy = 0  # busy commits in a row
         self._taken_while_syncing = 0  # messages the marks during the commit in flight took in
+        self._taken_pending = 0  # messages the marks since the last commit started took in
+        self._waiting = False  # the next commit waits for the interval
+        self._wait_token = 0  # which `later` call ends the current wait (an ended one is ignored)
         self._clock = clock
         self._syncs = syncs if syncs is not None else InlineSyncs()
         self._dirty: dict[int, Flushable] = {}
@@ -135,6 +143,7 @@ class GroupCommit:
         """`queue` wrote something (or holds confirms): flush it in the next commit, or, `lazy`
         (it holds no confirms), in one within `lazy_ms`. `taken`: how many messages it took in."""
         key = id(queue)
+        self._taken_pending += taken
         if self._in_flight is not None:
             self._taken_while_syncing += taken
         if lazy and self._later is not None:
@@ -148,6 +157,9 @@ class GroupCommit:
         self._dirty[key] = queue
         if not self._scheduled and self._in_flight is None:
             self._scheduled = True
+            self._schedule(self.commit)
+        elif self._waiting and self._taken_pending >= HOLD_MAX:
+            self._waiting = False  # enough waits: a publisher's window of confirms must not run dry
             self._schedule(self.commit)
 
     def syncing_for(self, queue: Flushable) -> bool:
@@ -170,6 +182,8 @@ class GroupCommit:
         self._scheduled = False
         if self._in_flight is not None or not self._dirty:
             return  # the commit in flight starts the next one when it is done
+        self._waiting = False
+        self._taken_pending = 0
         dirty, self._dirty = self._dirty, {}
         self._in_flight = dirty
         start = self._clock() if self._clock else 0
@@ -195,6 +209,13 @@ class GroupCommit:
             self._scheduled = True
             wait_ms = start + self.interval_ms - end
             if self._busy >= BUSY_AFTER and wait_ms > 0 and self._clock is not None and self._later is not None:
-                self._later(wait_ms / 1000, self.commit)
+                self._waiting = True
+                self._wait_token += 1
+                token = self._wait_token
+                self._later(wait_ms / 1000, lambda: self._waited_out(token))
             else:
                 self._schedule(self.commit)
+
+    def _waited_out(self, token: int) -> None:
+        if self._waiting and token == self._wait_token:
+            self.commit()

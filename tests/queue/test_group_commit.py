@@ -12,7 +12,7 @@ from typing import Callable
 
 from actors.messages.channel_queue import Confirm, Consume, Deliver, Publish, Settle
 from actors.messages.node import CreateQueue
-from actors.queue.group_commit import BUSY_AFTER, BUSY_MESSAGES, GroupCommit
+from actors.queue.group_commit import BUSY_AFTER, BUSY_MESSAGES, HOLD_MAX, GroupCommit
 from actors.queue.manager import QueueManager
 from actors.runtime.address import Address
 from persist.classic.host_storage import HostStorage, queue_dir
@@ -156,6 +156,38 @@ def test_under_constant_load_a_commit_starts_an_interval_after_the_one_before_an
     commit.mark(a, taken=BUSY_MESSAGES)
     assert len(turns) == 1 and timers == []
     assert log.count("a synced") == 2 * BUSY_AFTER + 2
+
+
+def test_a_wait_for_the_interval_ends_once_the_queues_took_in_enough_messages_and_its_timer_is_then_ignored():
+    turns: list[Callable[[], None]] = []
+    timers: list[tuple[float, Callable[[], None]]] = []
+    log: list[str] = []
+    syncs = HeldSyncs()
+    now = [0]
+    commit = GroupCommit(schedule=turns.append, later=lambda s, due: timers.append((s, due)), clock=lambda: now[0],
+                         syncs=syncs, interval_ms=50)
+    a = Recorder("a", log)
+    commit.mark(a, taken=1)
+    for _ in range(BUSY_AFTER):
+        (turns.pop() if turns else timers.pop()[1])()
+        now[0] += 10
+        commit.mark(a, taken=BUSY_MESSAGES)
+        syncs.running.pop()()
+    assert turns == [] and len(timers) == 1  # waiting for the interval
+    commit.mark(a, taken=HOLD_MAX - BUSY_MESSAGES - 1)
+    assert turns == []  # one message short
+    commit.mark(a, taken=1)
+    assert len(turns) == 1  # a window of confirms must not run dry: the commit starts now
+    turns.pop()()
+    now[0] += 10
+    commit.mark(a, taken=BUSY_MESSAGES)
+    syncs.running.pop()()  # still busy: a new wait, for its own interval
+    assert turns == [] and len(timers) == 2
+    flushed = log.count("a")
+    timers.pop(0)[1]()  # the first wait's timer comes later: that wait is over
+    assert log.count("a") == flushed
+    timers.pop()[1]()
+    assert log.count("a") == flushed + 1
 
 
 def test_a_queue_forgotten_while_its_commit_syncs_is_not_told_synced():
