@@ -122,72 +122,70 @@ def test_queues_marked_while_a_commit_syncs_wait_for_the_next_which_starts_when_
     assert log[4:] == ["b synced", "a synced"] and turns == []
 
 
-def test_under_constant_load_a_commit_starts_an_interval_after_the_one_before_and_a_quiet_commit_ends_that():
-    turns: list[Callable[[], None]] = []
-    timers: list[tuple[float, Callable[[], None]]] = []
-    log: list[str] = []
-    syncs = HeldSyncs()
-    now = [0]
-    commit = GroupCommit(schedule=turns.append, later=lambda s, due: timers.append((s, due)), clock=lambda: now[0],
-                         syncs=syncs, interval_ms=50)
-    a = Recorder("a", log)
+class Timed:
+    """A group commit whose turns, syncs, timers and clock move when the test says so, and a queue."""
 
-    def one_commit(sync_ms: int, taken_meanwhile: int) -> None:
-        (turns.pop() if turns else timers.pop()[1])()
-        now[0] += sync_ms
+    def __init__(self) -> None:
+        self.turns: list[Callable[[], None]] = []
+        self.timers: list[tuple[float, Callable[[], None]]] = []
+        self.log: list[str] = []
+        self.syncs = HeldSyncs()
+        self.now = 0
+        self.commit = GroupCommit(schedule=self.turns.append, later=lambda s, due: self.timers.append((s, due)),
+                                  clock=lambda: self.now, syncs=self.syncs, interval_ms=50)
+        self.a = Recorder("a", self.log)
+
+    def one_commit(self, sync_ms: int, taken_meanwhile: int) -> None:
+        """Start the commit that is due (a turn's, else the interval's), mark `a` with what it took
+        in while that commit synced for `sync_ms`, then finish the sync."""
+        (self.turns.pop() if self.turns else self.timers.pop()[1])()
+        self.now += sync_ms
         if taken_meanwhile:
-            commit.mark(a, taken=taken_meanwhile)
-        syncs.running.pop()()
+            self.commit.mark(self.a, taken=taken_meanwhile)
+        self.syncs.running.pop()()
 
-    commit.mark(a, taken=1)
+
+def test_under_constant_load_a_commit_starts_an_interval_after_the_one_before_and_a_quiet_commit_ends_that():
+    t = Timed()
+    t.commit.mark(t.a, taken=1)
     for _ in range(BUSY_AFTER - 1):  # many messages during each sync: not yet constant load
-        one_commit(10, taken_meanwhile=BUSY_MESSAGES)
-        assert len(turns) == 1 and timers == []  # the next starts at once
-    one_commit(10, taken_meanwhile=BUSY_MESSAGES)  # the run is long enough now
-    assert turns == [] and [s for s, _ in timers] == [0.04]  # 50 ms after the last start, 10 ms ago
-    one_commit(60, taken_meanwhile=BUSY_MESSAGES)  # a commit longer than the interval: the next at once
-    assert len(turns) == 1 and timers == []
-    one_commit(5, taken_meanwhile=BUSY_MESSAGES - 1)  # a steady moderate rate: work waits, but little
-    assert len(turns) == 1 and timers == []
+        t.one_commit(10, taken_meanwhile=BUSY_MESSAGES)
+        assert len(t.turns) == 1 and t.timers == []  # the next starts at once
+    t.one_commit(10, taken_meanwhile=BUSY_MESSAGES)  # the run is long enough now
+    assert t.turns == [] and [s for s, _ in t.timers] == [0.04]  # 50 ms after the last start, 10 ms ago
+    t.one_commit(60, taken_meanwhile=BUSY_MESSAGES)  # a commit longer than the interval: the next at once
+    assert len(t.turns) == 1 and t.timers == []
+    t.one_commit(5, taken_meanwhile=BUSY_MESSAGES - 1)  # a steady moderate rate: work waits, but little
+    assert len(t.turns) == 1 and t.timers == []
     for _ in range(BUSY_AFTER - 1):  # load again: a new run starts from one
-        one_commit(10, taken_meanwhile=BUSY_MESSAGES)
-        assert len(turns) == 1 and timers == []
-    one_commit(10, taken_meanwhile=0)  # nothing waiting: a quiet host commits as soon as it has written
-    commit.mark(a, taken=BUSY_MESSAGES)
-    assert len(turns) == 1 and timers == []
-    assert log.count("a synced") == 2 * BUSY_AFTER + 2
+        t.one_commit(10, taken_meanwhile=BUSY_MESSAGES)
+        assert len(t.turns) == 1 and t.timers == []
+    t.one_commit(10, taken_meanwhile=0)  # nothing waiting: a quiet host commits as soon as it has written
+    t.commit.mark(t.a, taken=BUSY_MESSAGES)
+    assert len(t.turns) == 1 and t.timers == []
+    assert t.log.count("a synced") == 2 * BUSY_AFTER + 2
 
 
 def test_a_wait_for_the_interval_ends_once_the_queues_took_in_enough_messages_and_its_timer_is_then_ignored():
-    turns: list[Callable[[], None]] = []
-    timers: list[tuple[float, Callable[[], None]]] = []
-    log: list[str] = []
-    syncs = HeldSyncs()
-    now = [0]
-    commit = GroupCommit(schedule=turns.append, later=lambda s, due: timers.append((s, due)), clock=lambda: now[0],
-                         syncs=syncs, interval_ms=50)
-    a = Recorder("a", log)
-    commit.mark(a, taken=1)
+    t = Timed()
+    t.commit.mark(t.a, taken=1)
     for _ in range(BUSY_AFTER):
-        (turns.pop() if turns else timers.pop()[1])()
-        now[0] += 10
-        commit.mark(a, taken=BUSY_MESSAGES)
-        syncs.running.pop()()
-    assert turns == [] and len(timers) == 1  # waiting for the interval
-    commit.mark(a, taken=HOLD_MAX - BUSY_MESSAGES - 1)
-    assert turns == []  # one message short
-    commit.mark(a, taken=1)
-    assert len(turns) == 1  # a window of confirms must not run dry: the commit starts now
-    turns.pop()()
-    now[0] += 10
-    commit.mark(a, taken=BUSY_MESSAGES)
-    syncs.running.pop()()  # still busy: a new wait, for its own interval
-    assert turns == [] and len(timers) == 2
-    flushed = log.count("a")
-    timers.pop(0)[1]()  # the first wait's timer comes later: that wait is over
-    assert log.count("a") == flushed
-    timers.pop()[1]()
-    assert log.count("a") == flushed + 1
+        t.one_commit(10, taken_meanwhile=BUSY_MESSAGES)
+    assert t.turns == [] and len(t.timers) == 1  # waiting for the interval
+    t.commit.mark(t.a, taken=HOLD_MAX - BUSY_MESSAGES - 1)
+    assert t.turns == []  # one message short
+    t.commit.mark(t.a, taken=1)
+    assert len(t.turns) == 1  # a window of confirms must not run dry: the commit starts now
+    t.turns.pop()()
+    t.now += 10
+    t.commit.mark(t.a, taken=BUSY_MESSAGES)
+    t.syncs.running.pop()()  # still busy: a new wait, for its own interval
+    assert t.turns == [] and len(t.timers) == 2
+    flushed = t.log.count("a")
+    t.timers.pop(0)[1]()  # the first wait's timer comes later: that wait is over
+    assert t.log.count("a") == flushed
+    t.timers.pop()[1]()
+    assert t.log.count("a") == flushed + 1
 
 
 def test_a_queue_forgotten_while_its_commit_syncs_is_not_told_synced():
