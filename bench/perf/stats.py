@@ -6,8 +6,9 @@ histograms: publish -> consume (consumers) and publish -> confirm (producers wit
 parent keeps the latest counters per worker, so a late or lost report only shifts counts between
 seconds and never loses them.  `sample(elapsed_s)` closes the interval since the previous sample:
 rates are counter differences over the interval, latency percentiles come from the deltas that
-arrived in it (`Latencies` keeps each kind's second, measured part and whole run).  The summary's average rates and latency percentiles cover the samples that start at
-or after the warm-up; if the run is too short to have any, they cover the whole run and say so.
+arrived in it (`Latencies` keeps each kind's second, measured part and whole run).  The summary's
+average rates and latency percentiles cover the samples that start at or after the warm-up; if the
+run is too short to have any, they cover the whole run and say so.
 Time is passed in (seconds as floats from the caller's clock); nothing here reads a clock.
 """
 
