@@ -1,8 +1,8 @@
 """Producer and consumer processes: one AMQP connection each, driven by asyncio.
 
 Each worker process talks to the parent over a multiprocessing Pipe:
-  worker -> parent: ("ready", name), ("stats", name, counters, consume_delta, confirm_delta) when asked and once
-                    more at the end, ("error", name, reply_code, text), ("done", name)
+  worker -> parent: ("ready", name), ("stats", name, counters, consume_delta, confirm_delta) when
+                    asked and once more at the end, ("error", name, reply_code, text), ("done", name)
   parent -> worker: ("go",) to start publishing, ("report",) for stats, ("stop",) to finish.
 The parent asks every worker for stats at once each second, so a sample covers the same interval
 for all of them.
@@ -130,7 +130,7 @@ class Producer(Worker):
         super().__init__(cfg, name, pipe)
         self.exchange, self.routing_key = exchange, routing_key
         self.tracker = ConfirmTracker()
-        self.bursts: collections.deque[tuple[int, int, int]] = collections.deque()  # (first, last, publish ns)
+        self.bursts: collections.deque[tuple[int, int, int]] = collections.deque()  # first, last, sent ns
         self.blocked = False
 
     async def prepare(self) -> None:
