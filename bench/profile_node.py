@@ -21,7 +21,8 @@ import psutil
 from actors.runtime.client import control
 
 IDLE_FRAMES = ("select (selectors.py", "GarbageCollectorThread.run", "thespian/", "_bootstrap", "threading.py",
-               "wait (threading", "run_forever", "_run_once")
+               "wait (threading", "run_forever", "_run_once",
+               "_exit_when_orphaned (")  # every host's parent-watch thread, asleep between looks
 busy_share_min = 0.05  # hosts using less CPU than this share of the run are not sampled
 
 
