@@ -12,7 +12,8 @@ nodes and it learns where theirs listen and which nodes are up.
   node's connection hosts what the cluster is short of.
 - The node host also runs the management HTTP API, web UI and Prometheus endpoint when their
   ports are set (actors/mgmt/).
-- queueN: a QueueManager that creates the classic queue actors placed on this host (their group
+- queueN (a node with `queue_hosts = N`; by default the connection hosts run the same, see
+  QueueService): a QueueManager that creates the classic queue actors placed on this host (their group
   commit: actors/queue/group_commit.py), the host's durable storage (persist/classic/host_storage.py:
   message stores, queue indexes) on a RealDisk, and its housekeeping (actors/queue/housekeeping.py:
   memory and paging, GC), which follows the node's memory limit.
@@ -20,7 +21,8 @@ nodes and it learns where theirs listen and which nodes are up.
   goes down, its channels' consumers and unacked messages are given back by every member here.
 - connN: the AMQP listener (SO_REUSEPORT, so every connection host shares the port; plus an amqps
   listener when tls_port is set), a registry replica (which also answers logins and vhost access),
-  and the readers/channels of the connections this host accepted. It subscribes to the
+  the readers/channels of the connections this host accepted, and by default (no queue hosts) the
+  classic queues the node places here. It subscribes to the
   node and starts listening only once it holds the registry snapshot, so it never routes with an
   empty table (the node answers once it serves: after a restart, once the metadata group is back).
 """
@@ -32,6 +34,7 @@ import os
 import random
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -105,7 +108,7 @@ async def node_host(runtime: Any, spec: Any) -> None:
     cfg = spec.config
     me, data_dir = cfg["node_name"], cfg["data_dir"]
     registry = Registry(random.Random())
-    node = NodeActor(runtime, META_NAME, registry, me, cfg["queue_hosts"],
+    node = NodeActor(runtime, META_NAME, registry, me, tuple(cfg["queue_kinds"]),
                      timeout_ms=cfg.get("metadata_timeout_ms", TIMEOUT_MS_DEFAULT),
                      member=Address(runtime.host, MEMBER_NAME),
                      quorum_cluster_size=cfg.get("quorum_cluster_size", CLUSTER_SIZE_DEFAULT),
@@ -142,8 +145,9 @@ async def node_host(runtime: Any, spec: Any) -> None:
     node.start(Startup(bootstrap, cfg.get("default_user", "guest"), cfg.get("default_pass", "guest"), imported))
     if known is None:
         asyncio.ensure_future(_first_serve(node, cluster, data_dir))
+    # the hosts that may hold queues: queue hosts, connection hosts (a node without queue hosts) and quorum hosts
     queue_stats = StatsCollector(runtime, lambda: sorted(h for h in runtime.directory
-                                                         if kind_of(h).startswith("queue") or kind_of(h) == QUORUM_KIND),
+                                                         if kind_of(h).startswith(("queue", "conn", QUORUM_KIND))),
                                  control_stats_wait_ms, name="ctl-stats")
     runtime.spawn(queue_stats.name, queue_stats)
 
@@ -256,39 +260,61 @@ def quorum_host(runtime: Any, spec: Any) -> None:
     ClusterView(runtime, me, on_nodes=on_nodes, on_node_started=replica.subscribe).start()
 
 
-def queue_host(runtime: Any, spec: Any) -> None:
-    # A registry replica, kept current by the node like a connection host's, routes dead-lettered
-    # messages and names the durable queues to recover. Queues are created only by the node, after
-    # it has answered this subscription.
-    cfg = spec.config
+@dataclass
+class QueueService:
+    """What a host holding classic queues runs for them (a queue host, or a connection host when
+    the node has none): a registry replica that routes dead-lettered messages and names the
+    durable queues to recover, the QueueManager that creates the queue actors the node places here
+    (queues are created only by the node, after it has answered the replica's subscription), the
+    host's storage and its housekeeping."""
+    runtime: Any
+    node: str
+    replica: RegistryReplica
+    manager: QueueManager
+    storage: HostStorage | None
+
+    def nodes(self, up: list[str], down: list[str]) -> None:
+        # channels on down nodes are gone: their queues drop their consumers and requeue their deliveries
+        self.manager.nodes(up, down)
+
+    def node_started(self) -> None:
+        self.replica.subscribe()
+        self.watch_memory()
+
+    def watch_memory(self) -> None:
+        """The node's monitor answers now and after every check (Housekeeping takes the answers)."""
+        if self.storage is not None:
+            self.runtime.send(resource_monitor(self.node), WatchMemory(),
+                              sender=Address(self.runtime.host, HOUSEKEEPING_NAME))
+
+    def control(self, op: str) -> Any:
+        """The control ops about the queues held here; None for any other op."""
+        if op == "list_queues":
+            return self.manager.stats()
+        if op == "store_summary":
+            storage = self.storage
+            return storage.summary() if storage is not None and storage.recovered else {"host": self.runtime.host}
+        return None
+
+
+def serve_queues(runtime: Any, cfg: dict) -> QueueService:
+    """Start the classic queue side of this host (see QueueService); the caller subscribes it."""
     me = cfg["node_name"]
     replica = RegistryReplica(runtime, QUEUE_ROUTER_NAME, Registry(), node_address(me))
     runtime.spawn(QUEUE_ROUTER_NAME, replica)
-    housekeeping_address = Address(runtime.host, HOUSEKEEPING_NAME)
-
-    def watch_memory() -> None:  # the node's monitor answers now and after every check
-        runtime.send(resource_monitor(me), WatchMemory(), sender=housekeeping_address)
-
-    def node_started() -> None:
-        replica.subscribe()
-        watch_memory()
-    # channels on down nodes are gone: their queues drop their consumers and requeue their deliveries
-    # (`manager` is made below, before this host's loop can deliver any NodesUp)
-    ClusterView(runtime, me, on_nodes=lambda up, down: manager.nodes(up, down),
-                on_node_started=node_started).start()
-    replica.subscribe()
     storage = None
     if cfg.get("data_dir"):
+        kinds = cfg["queue_kinds"]
         # a queue's directory is this host's when the node homes its queues here (actors/placement.py)
         storage = HostStorage(RealDisk(cfg["data_dir"]), kind_of(runtime.host),  # its directories: msg_stores/queueN/...
                               embed_below=cfg.get("queue_index_embed_msgs_below", 4096),
                               file_size_limit=cfg.get("msg_store_file_size_limit", 16 * 1024 * 1024),
-                              placed_here=lambda vhost, name: host_of(me, queue_kind(vhost, name, cfg["queue_hosts"]))
+                              placed_here=lambda vhost, name: host_of(me, queue_kind(vhost, name, kinds))
                               == runtime.host)
     manager = QueueManager(runtime, QUEUE_MANAGER_NAME, replica.registry, node_address(me), storage,
                            replica.ready.is_set)
     runtime.spawn(QUEUE_MANAGER_NAME, manager)
-    runtime.spawn(REPORTER_NAME, QueueHostReporter(runtime, manager))
+    service = QueueService(runtime, me, replica, manager, storage)
     if storage is not None:
         # paging starts at vm_memory_high_watermark_paging_ratio x vm_memory_high_watermark x RAM, and
         # follows the node's limit once its monitor answers (warrenctl set_vm_memory_high_watermark)
@@ -296,17 +322,26 @@ def queue_host(runtime: Any, spec: Any) -> None:
         threshold = int(float(cfg.get("vm_memory_high_watermark", 0.4)) * ratio * psutil.virtual_memory().total)
         housekeeping = Housekeeping(storage, threshold, manager.ensure_recovered, paging_ratio=ratio)
         runtime.spawn(HOUSEKEEPING_NAME, housekeeping)
-        watch_memory()
         housekeeping.start()
+    return service
+
+
+def holds_queues(runtime: Any, cfg: dict) -> bool:
+    """Whether the node places classic queues on this host (actors/placement.py: queue_kinds)."""
+    return kind_of(runtime.host) in cfg["queue_kinds"]
+
+
+def queue_host(runtime: Any, spec: Any) -> None:
+    queues = serve_queues(runtime, spec.config)
+    ClusterView(runtime, queues.node, on_nodes=queues.nodes, on_node_started=queues.node_started).start()
+    queues.node_started()  # subscribes: the node has started if it answers, and will tell us if not
+    runtime.spawn(REPORTER_NAME, QueueHostReporter(runtime, queues.manager))
 
     async def control(op: str, args: dict) -> Any:
-        if op == "list_queues":
-            return manager.stats()
         if op == "flow_links":
-            return manager.flow_links()
-        if op == "store_summary":
-            return storage.summary() if storage is not None and storage.recovered else {"host": runtime.host}
-        return _host_info(op)
+            return queues.manager.flow_links()
+        answer = queues.control(op)
+        return answer if answer is not None else _host_info(op)
     runtime.control = control
 
 
@@ -330,12 +365,26 @@ async def connection_host(runtime: Any, spec: Any) -> None:
     watcher = AlarmWatcher(ctx, alarm_relay(me))
     runtime.spawn(WATCHER_NAME, watcher)
 
+    # the node's classic queues, here unless it has queue hosts: a message to a queue of this host's
+    # channels crosses no process boundary
+    queues = serve_queues(runtime, cfg) if holds_queues(runtime, cfg) else None
+    on_channel_nodes = tell_channels_nodes(ctx)
+
+    def on_nodes(up: list[str], down: list[str]) -> None:
+        on_channel_nodes(up, down)
+        if queues is not None:
+            queues.nodes(up, down)
+
     def node_started() -> None:
+        if queues is not None:
+            queues.node_started()
         watcher.watch()
         replica.subscribe()
-    ClusterView(runtime, me, on_nodes=tell_channels_nodes(ctx), on_node_started=node_started).start()
+    ClusterView(runtime, me, on_nodes=on_nodes, on_node_started=node_started).start()
     runtime.spawn(CONNECTION_ADMIN_NAME, ConnectionAdmin(ctx))
-    runtime.spawn(REPORTER_NAME, ConnectionHostReporter(runtime, ctx))
+    runtime.spawn(REPORTER_NAME, ConnectionHostReporter(runtime, ctx, queues.manager if queues is not None else None))
+    if queues is not None:  # first: the node creates this host's queues once their replica subscribed
+        queues.node_started()
     watcher.watch()  # answered on the node's pipe before the snapshot we wait for below
     replica.subscribe()
     await asyncio.wait_for(replica.ready.wait(), subscribe_timeout_s)
@@ -376,8 +425,13 @@ async def connection_host(runtime: Any, spec: Any) -> None:
                 "list_consumers": conn_admin.list_consumers, "flow_links": conn_admin.flow_links}
 
     async def control(op: str, args: dict) -> Any:
+        if op == "flow_links" and queues is not None:
+            return conn_admin.flow_links(ctx) + queues.manager.flow_links()
         if op in listings:
             return listings[op](ctx)
+        answer = queues.control(op) if queues is not None else None
+        if answer is not None:
+            return answer
         if op == "close_connection":
             return {"closed": conn_admin.close_connections(ctx, None, args["name"], CONNECTION_FORCED,
                                                            args.get("reason", "Closed via warrenctl"))}

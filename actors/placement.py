@@ -5,6 +5,9 @@ Every host process of a cluster has a name unique in the cluster, `NODE:KIND` ("
 inside messages. A queue lives where its record says (`QueueRecord.home`, the host its actor runs
 on): the node that declares a classic queue homes it on one of its own queue hosts, chosen by a
 crc32 of the queue's identity (not Python's salted hash(), so every process computes the same).
+Which hosts hold classic queues is configuration (`queue_hosts`): by default the connection hosts
+(`queue_kinds` names them), so a queue runs in the process of one of its channels and a message
+crosses one process boundary fewer on its way; with `queue_hosts = N` dedicated queue hosts.
 A quorum queue has no one host: its members run on several nodes' quorum hosts and any of them may
 lead. Its record's home is `quorum_home(uid)`, a name no process has, so that `queue_address`
 still gives every queue one cluster-wide address (what channels key their queues by, and what
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import zlib
+from collections.abc import Sequence
 
 from actors.runtime.address import Address
 
@@ -47,14 +51,25 @@ def node_address(node: str) -> Address:
     return Address(host_of(node, NODE_KIND), META_NAME)
 
 
-def queue_kind(vhost: str, name: str, queue_hosts: int) -> str:
-    """Which of a node's `queue_hosts` queue hosts a queue homed on that node runs on."""
-    return f"queue{zlib.crc32(f'{vhost}/{name}'.encode()) % queue_hosts}"
+QUEUE_ACTOR_PREFIX = "q:"  # a classic queue's actor is named q:VHOST:NAME
+
+
+def queue_kinds(queue_hosts: int, connection_hosts: int) -> tuple[str, ...]:
+    """The kinds of a node's hosts that hold its classic queues: `queue_hosts` dedicated ones, or
+    with 0 the connection hosts."""
+    if queue_hosts:
+        return tuple(f"queue{i}" for i in range(queue_hosts))
+    return tuple(f"conn{i}" for i in range(connection_hosts))
+
+
+def queue_kind(vhost: str, name: str, kinds: Sequence[str]) -> str:
+    """Which of a node's hosts holding classic queues (`queue_kinds`) a queue homed there runs on."""
+    return kinds[zlib.crc32(f'{vhost}/{name}'.encode()) % len(kinds)]
 
 
 @functools.lru_cache(maxsize=65536)  # on every publish's path; a queue's home never changes
 def queue_address(home: str, vhost: str, name: str) -> Address:
-    return Address(home, f"q:{vhost}:{name}")
+    return Address(home, f"{QUEUE_ACTOR_PREFIX}{vhost}:{name}")
 
 
 QUORUM_HOME_PREFIX = "quorum!"  # "!" is in no node name (name@host) and no kind

@@ -1,10 +1,10 @@
-"""Does a queue host give its memory back after a long queue drains? Fill one queue of a fresh node,
-drain it, and print the queue host's memory at each step.
+"""Does the host holding a queue give its memory back after a long queue drains? Fill one queue of
+a fresh node, drain it, and print that host's memory at each step.
 
     python -m bench.memory_release [--messages 200000] [--size 1024] [--durable] [--settle 12]
 
 Steps: idle, full (every message in the queue), drained (the queue empty again), settled (after
-`--settle` seconds of housekeeping rounds). Figures per step: RSS, PSS and USS of the queue host
+`--settle` seconds of housekeeping rounds). Figures per step: RSS, PSS and USS of the queue's host
 process (USS: the pages only it maps, what it would give back by exiting), and the node's PSS
 summed over its processes (what the memory alarm counts). A benchmark: it prints figures, it
 asserts nothing.
@@ -19,6 +19,7 @@ from pathlib import Path
 import pika
 import psutil
 
+from actors.placement import queue_kind
 from actors.runtime.client import control
 from actors.runtime.ports import stable_port
 from bench.compare_brokers import Warren
@@ -28,8 +29,14 @@ poll_s = 0.2
 publish_batch = 1000
 
 
+def queue_host(admin: int, queue: str) -> str:
+    """The kind of the node's host that holds `queue` (a connection host by default)."""
+    return queue_kind("/", queue, control(admin, "node", "status", {})["queue_hosts"])
+
+
 def queue_count(admin: int, queue: str) -> int:
-    return next((q["messages"] for q in control(admin, "queue0", "list_queues", {}) if q["name"] == queue), 0)
+    host = queue_host(admin, queue)
+    return next((q["messages"] for q in control(admin, host, "list_queues", {}) if q["name"] == queue), 0)
 
 
 def wait_count(admin: int, queue: str, want: int, timeout_s: float = 300.0) -> None:
@@ -87,9 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     broker.start()
     try:
         admin = int((broker.data_dir / "admin_port").read_text())
-        host = psutil.Process(control(admin, "queue0", "pid", {}))
-        steps = {"idle": figures(host, broker)}
         queue = "memory.release"
+        host = psutil.Process(control(admin, queue_host(admin, queue), "pid", {}))
+        steps = {"idle": figures(host, broker)}
         started = time.monotonic()
         fill(broker.uri, queue, a.messages, a.size, a.durable)
         wait_count(admin, queue, a.messages)

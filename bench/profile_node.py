@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", type=Path, required=True)
     p.add_argument("--port", type=int, required=True)
-    p.add_argument("--hosts", default="node,queue0,conn0,conn1")
+    p.add_argument("--hosts", default="node,conn0,conn1")
     p.add_argument("--spy-seconds", type=float, default=8.0)
     p.add_argument("perf", nargs=argparse.REMAINDER, help="options for bench.perf (after --)")
     a = p.parse_args(argv)

@@ -42,7 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "credit_flow_default_credit.initial": 400,
     "credit_flow_default_credit.more_after": 200,
     "connection_hosts": 2,
-    "queue_hosts": 1,
+    "queue_hosts": 0,  # 0: classic queues run in the connection hosts (actors/placement.py)
     "admin_port": 0,
     "consumer_timeout": 1800000,
     "handshake_timeout": 10000,
@@ -126,7 +126,14 @@ def _conf_positive(key: str, value: str) -> int:
     return int(value)
 
 
+def _conf_count(key: str, value: str) -> int:
+    if not value.isdigit():
+        raise ConfigError(f"{key} must be 0 or a positive integer, got {value!r}")
+    return int(value)
+
+
 PARSERS: dict[str, Callable[[str, str], Any]] = {
+    "connection_hosts": _conf_positive, "queue_hosts": _conf_count,
     CMR + "enabled": _conf_bool, CMR + "auto_remove": _conf_bool, CMR + "target_group_size": _conf_positive,
     RELAXED_CHECKS: _conf_bool,
     "listeners.tcp.default": _conf_listener,

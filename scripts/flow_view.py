@@ -1,12 +1,13 @@
 """`warrenctl flow`: the publish chain reader -> channel -> queue -> store, live, with its bottleneck named.
 
-Each connection host reports its connections and channels, each queue host its queues and the
-store its durable queues wait on, the quorum host its leading members with the WAL and followers
+Each connection host reports its connections and channels, each host holding classic queues (the
+connection hosts, or the queue hosts of a node that has them) its queues and the store its
+durable queues wait on, the quorum host its leading members with the WAL and followers
 their commits wait on (`flow_links`, as flow/bottleneck.py's `Link`s plus a label and
 the credit left per link). A host that does not answer in time (stopped, or too busy to answer) is
 listed as silent, and every actor that a reported one sends to on it is shown with the state
 `no answer`: that is where the chain stops moving. It shows the node's own hosts (named by kind,
-"queue0"): an actor on another node of a cluster is not reported here. The view prints each connection's chain as a
+"conn0"): an actor on another node of a cluster is not reported here. The view prints each connection's chain as a
 tree - state, the credit its sender has left towards it, the share of the last 5 s spent in flow
 (for a store: syncing) - and last the line `bottleneck: <kind> <name> (<why>)` or `bottleneck: none`
 (flow/bottleneck.py's rule). `--once` prints one snapshot; otherwise the view refreshes every
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.placement import kind_of
+from actors.placement import QUEUE_ACTOR_PREFIX, kind_of
 from flow.bottleneck import Bottleneck, Link, find, line
 
 CLEAR = "\x1b[H\x1b[2J"
@@ -43,8 +44,11 @@ class Snapshot:
         links = [Link(r["kind"], r["name"], r["state"], tuple(r["downstream"]), tuple(r["blocked_on"]),
                       r["flow_share"]) for r in self.rows]
         for name in sorted({d for r in self.rows for d in r["downstream"]} - known):
-            host_kind = kind_of(name.partition("/")[0])  # "queue0" of "n1@box:queue0"
-            kind = next((k for prefix, k in KIND_OF_HOST.items() if host_kind.startswith(prefix)), None)
+            host, _, actor = name.partition("/")
+            host_kind = kind_of(host)  # "queue0" of "n1@box:queue0"
+            # a classic queue's actor is "q:VHOST:NAME" on a queue host or on a connection host
+            kind = "queue" if actor.startswith(QUEUE_ACTOR_PREFIX) else next(
+                (k for prefix, k in KIND_OF_HOST.items() if host_kind.startswith(prefix)), None)
             if host_kind in self.silent and kind is not None:
                 links.append(Link(kind, name, NO_ANSWER))
         return links

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 import structlog
 
-from actors.placement import host_of, node_address
+from actors.placement import host_of, node_address, queue_kinds
 from actors.quorum.names import QUORUM_KIND
 from actors.runtime import logs
 from actors.runtime.control import HostSpec
@@ -56,7 +56,8 @@ def host_specs(conf: dict) -> list[HostSpec]:
     common = {"node_name": node, "cookie_file": cookie_file, "tcp_bind": f"tcp://{interface}:*",
               "bind": conf[LISTENER_IP],
               "cluster_port": cluster_port(conf),
-              "queue_hosts": conf["queue_hosts"], "data_dir": conf["data_dir_resolved"],
+              "queue_kinds": queue_kinds(conf["queue_hosts"], conf["connection_hosts"]),
+              "data_dir": conf["data_dir_resolved"],
               "consumer_timeout": conf["consumer_timeout"],
               "default_user": conf["default_user"], "default_pass": conf["default_pass"],
               "loopback_users": conf["loopback_users"],

@@ -91,7 +91,8 @@ class Node:
         return self._status
 
     def queue_hosts(self) -> list[str]:
-        return [f"queue{i}" for i in range(self.status()["queue_hosts"])]
+        """The hosts that hold classic queues: the connection hosts unless the node has queue hosts."""
+        return list(self.status()["queue_hosts"])
 
     def connection_hosts(self) -> list[str]:
         return list(self.status()["connection_hosts"])
@@ -270,7 +271,8 @@ def flow_snapshot(node: Node) -> flow_view.Snapshot:
             if e.code == EX_UNAVAILABLE:  # the node itself is gone: nothing to show
                 raise
             return None
-    return flow_view.snapshot(node.connection_hosts() + node.queue_hosts() + [QUORUM_KIND], ask)
+    hosts = dict.fromkeys(node.connection_hosts() + node.queue_hosts() + [QUORUM_KIND])  # conn hosts may hold queues
+    return flow_view.snapshot(list(hosts), ask)
 
 
 # ---------------------------------------------------------------- resource limits

@@ -39,13 +39,19 @@ class QueueHostReporter:
         self.address = Address(runtime.host, REPORTER_NAME)
 
     def receive(self, sender: Address, msg: CollectStats) -> None:
-        queues = []
-        for actor in list(self.manager.queues.values()):
-            stats = actor.stats()
-            queues.append({**stats, "message_stats": actor.core.counters.as_dict(), "flow": stats["state"]})
         flow = self.manager.flow_links()
-        self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, queues, [], [], [], flow, {})),
+        self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, queue_rows(self.manager), [], [], [],
+                                                           flow, {})),
                           sender=self.address)
+
+
+def queue_rows(manager: Any) -> list[dict[str, Any]]:
+    """The stats of every classic queue a QueueManager holds."""
+    rows = []
+    for actor in list(manager.queues.values()):
+        stats = actor.stats()
+        rows.append({**stats, "message_stats": actor.core.counters.as_dict(), "flow": stats["state"]})
+    return rows
 
 
 def raft_row(member: Any) -> dict[str, Any]:
@@ -107,11 +113,13 @@ class NodeHostReporter:
 
 
 class ConnectionHostReporter:
-    """The connections, channels and consumers of one connection host, and its node-wide totals."""
+    """The connections, channels and consumers of one connection host, and its node-wide totals;
+    and its queues when it holds the node's classic queues (`queues`, its QueueManager)."""
 
-    def __init__(self, runtime: Any, ctx: Any) -> None:
+    def __init__(self, runtime: Any, ctx: Any, queues: Any = None) -> None:
         self.runtime = runtime
         self.ctx = ctx
+        self.queues = queues
         self.address = Address(runtime.host, REPORTER_NAME)
 
     def receive(self, sender: Address, msg: CollectStats) -> None:
@@ -149,6 +157,10 @@ class ConnectionHostReporter:
                       connections=len(connections), channels=len(channels))
         exchange_rows = [{"vhost": vhost, "name": name, "publish_in": n_in, "publish_out": n_out}
                          for (vhost, name), (n_in, n_out) in exchanges.items()]
-        self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, [], connections, channels, consumers,
+        queues: list[dict[str, Any]] = []
+        if self.queues is not None:
+            queues = queue_rows(self.queues)
+            flow = flow + self.queues.flow_links()
+        self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, queues, connections, channels, consumers,
                                                            flow, totals, exchanges=exchange_rows)),
                           sender=self.address)

@@ -47,7 +47,7 @@ attempt_s = 1.0  # a proposal with no answer this long (its leader died, say) is
 
 
 class NodeActor:
-    def __init__(self, runtime: Any, name: str, registry: Registry, node: str, queue_hosts: int, *,
+    def __init__(self, runtime: Any, name: str, registry: Registry, node: str, queue_hosts: tuple[str, ...], *,
                  timeout_ms: int, member: Address, quorum_cluster_size: int,
                  reconciliation: Reconciliation = Reconciliation(), declaring: Declaring = Declaring()) -> None:
         self.runtime = runtime

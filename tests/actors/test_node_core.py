@@ -27,7 +27,7 @@ from wire.errors import INTERNAL_ERROR, NOT_FOUND
 ME, OTHER = "n1@box", "n2@box"
 CHANNEL = Address(f"{ME}:conn0", "ch-1")
 ROUTER = Address(f"{ME}:conn0", ROUTER_NAME)
-HOSTS = 2
+HOSTS = ("queue0", "queue1")
 
 
 class Group:

@@ -168,7 +168,7 @@ CMR = Reconciliation(enabled=True, target_group_size=None, interval_ms=60_000, t
 
 
 def cmr_node() -> tuple[NodeCore, Group]:
-    c = NodeCore(Registry(), ME, 2, salt=lambda n: b"s" * n, incarnation=1, timeout_ms=500, reconciliation=CMR)
+    c = NodeCore(Registry(), ME, ("queue0", "queue1"), salt=lambda n: b"s" * n, incarnation=1, timeout_ms=500, reconciliation=CMR)
     g = Group(c)
     g.run(c.start(Startup(bootstrap=True)))
     g.run(c.nodes([ME, OTHER, THIRD], []))
@@ -221,7 +221,7 @@ def test_a_round_only_grows_queues_led_here_and_a_trigger_during_a_round_is_kept
 
 
 def test_auto_remove_drops_members_on_forgotten_nodes_before_growing() -> None:
-    c = NodeCore(Registry(), ME, 2, salt=lambda n: b"s" * n, incarnation=1, timeout_ms=500,
+    c = NodeCore(Registry(), ME, ("queue0", "queue1"), salt=lambda n: b"s" * n, incarnation=1, timeout_ms=500,
                  reconciliation=Reconciliation(enabled=True, auto_remove=True, target_group_size=3,
                                                trigger_interval_ms=100))
     g = Group(c)
@@ -293,7 +293,7 @@ def declared_members(c: NodeCore, g: Group, arguments: dict) -> tuple[str, ...]:
 
 
 def placing_node(**declaring) -> tuple[NodeCore, Group]:
-    c = NodeCore(Registry(), ME, 2, salt=lambda n: b"\xff" * n, incarnation=1, timeout_ms=500,
+    c = NodeCore(Registry(), ME, ("queue0", "queue1"), salt=lambda n: b"\xff" * n, incarnation=1, timeout_ms=500,
                  declaring=Declaring(**declaring))
     g = Group(c)
     g.run(c.start(Startup(bootstrap=True)))

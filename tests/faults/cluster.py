@@ -116,7 +116,7 @@ class FaultCluster:
             self._tell_partition(name)
 
     def host_processes(self, name: str) -> dict[str, int]:
-        """The node's host processes (queue0, conn0, node ...) by name, with their PIDs."""
+        """The node's host processes (conn0, quorum, node ...) by name, with their PIDs."""
         status = self.control(name, "$supervisor", "node_status")
         return {p["name"]: p["pid"] for p in status["processes"]
                 if p["name"] not in ("main", "admin", "supervisor", "logger")}

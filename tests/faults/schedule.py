@@ -17,7 +17,7 @@ Faults (`Fault.kind` / `variant`):
   leads one of the workload's queues alone);
 - kill: kill -9 of every process of a node, started again when the window ends;
 - pause: SIGSTOP of every process of a node, SIGCONT when the window ends;
-- kill-host: kill -9 of one host process of a node (`variant` the host: node, queue0, conn0 ...),
+- kill-host: kill -9 of one host process of a node (`variant` the host: node, quorum, conn0 ...),
   which the node's supervisor restarts;
 - combined: two faults of different kinds at once, on different nodes (a partition with a kill
   or a pause, or a kill with a pause).
@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 
 NEMESES = ("partition", "kill", "pause", "kill-host", "combined")
 PARTITIONS = ("halves", "majority", "bridge", "ring", "leader", "queue-leader")
-HOSTS = ("node", "queue0", "quorum", "conn0", "conn1")
+HOSTS = ("node", "quorum", "conn0", "conn1")  # the classic queues run in the connection hosts
 warmup_s = 5.0
 
 

@@ -1,4 +1,23 @@
 """Real nodes for tests: scripts/local_cluster.py starts them (tests, benchmarks and the fault suite share it)."""
+from pathlib import Path
+
+from actors.placement import queue_kind
+from actors.runtime.client import control
 from scripts.local_cluster import REPO, Node, start_node, wait_serving
 
-__all__ = ["REPO", "Node", "start_node", "wait_serving"]
+__all__ = ["REPO", "Node", "queue_host", "start_node", "start_node_with_queue_host", "wait_serving"]
+
+
+def queue_host(node: Node, name: str, vhost: str = "/") -> str:
+    """The kind of the node's host that holds classic queue `name` ("conn1", or "queue0" on a node
+    with queue hosts), as the node places it (actors/placement.py)."""
+    kinds = control(int((node.data_dir / "admin_port").read_text()), "node", "status", {})["queue_hosts"]
+    return queue_kind(vhost, name, kinds)
+
+
+def start_node_with_queue_host(data_dir: Path) -> Node:
+    """A node whose classic queues run in a queue host of their own ("queue0"), as `queue_hosts = 1`
+    configures: for the tests of what crosses between a connection host and a queue host."""
+    conf = data_dir.with_name(data_dir.name + ".conf")
+    conf.write_text("queue_hosts = 1\n")
+    return start_node(data_dir, "--config", str(conf))

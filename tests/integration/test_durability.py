@@ -26,7 +26,7 @@ import pytest
 
 from scripts.warrenctl import Node as Ctl
 from tests.integration.admin_support import ok
-from tests.integration.nodes import start_node
+from tests.integration.nodes import queue_host, start_node, start_node_with_queue_host
 from tests.waiting import poll_ask_s, until
 
 load_seconds = float(os.environ.get("WARREN_DURABILITY_LOAD_S", "1.5"))  # soak: set it higher
@@ -172,7 +172,8 @@ def test_kill9_node_under_load_keeps_confirmed_messages(tmp_path: Path, body_siz
         check_after_crash(load, found)
         assert len(found) < load.seen.attempted  # the acks before the last sync did reach the disk
         # the crash recovery says what it found, at warning level, in the node's log
-        assert re.search(r"\[warning\s*\] queue_storage\.recovered .*host=queue0 .*queues=1 .*store_clean=False",
+        host = queue_host(node, "dur")
+        assert re.search(rf"\[warning\s*\] queue_storage\.recovered .*host={host} .*queues=1 .*store_clean=False",
                          node.log()), node.log()[-3000:]
     finally:
         kill_node(node)
@@ -187,27 +188,42 @@ def node(tmp_path_factory):
 
 
 def test_kill9_queue_host_alone_recovers_from_disk(node) -> None:
+    """By default the queue lives in a connection host: the connections there go with it."""
+    kill9_queue_host_alone(node)
+
+
+def test_kill9_dedicated_queue_host_alone_recovers_from_disk(tmp_path: Path) -> None:
+    node = start_node_with_queue_host(tmp_path / "n")
+    try:
+        assert queue_host(node, "dur") == "queue0"
+        kill9_queue_host_alone(node)
+    finally:
+        kill_node(node)
+
+
+def kill9_queue_host_alone(node) -> None:
     control = ctl(node)
-    pid = control.ask("queue0", "pid")
+    host = queue_host(node, "dur")
+    pid = control.ask(host, "pid")
 
     def crash() -> None:
         os.kill(pid, signal.SIGKILL)
     load = run_load_then(node, "dur", 6000, crash)
-    until(lambda: _queue_pid(control) not in (None, pid), "the queue host to restart")
-    until(lambda: _running(control, "dur"), "the queue to be re-created")
+    until(lambda: _host_pid(control, host) not in (None, pid), "the queue's host to restart")
+    until(lambda: _running(control, host, "dur"), "the queue to be re-created")
     check_after_crash(load, drain(node.url, "dur"))
 
 
-def _queue_pid(control: Ctl):
+def _host_pid(control: Ctl, host: str):
     try:
-        return control.ask("queue0", "pid", timeout_s=poll_ask_s)
+        return control.ask(host, "pid", timeout_s=poll_ask_s)
     except Exception:  # restarting: the control ask fails until the host is back
         return None
 
 
-def _running(control: Ctl, name: str) -> bool:
+def _running(control: Ctl, host: str, name: str) -> bool:
     try:
-        return any(q["name"] == name for q in control.ask("queue0", "list_queues", timeout_s=poll_ask_s))
+        return any(q["name"] == name for q in control.ask(host, "list_queues", timeout_s=poll_ask_s))
     except Exception:
         return False
 
@@ -263,7 +279,8 @@ def test_gc_reclaims_disk_after_acks_and_store_summary(tmp_path: Path) -> None:
     conf = tmp_path / "warren.conf"
     conf.write_text("msg_store_file_size_limit = 262144\n")
     node = start_node(tmp_path / "n", "--config", str(conf))
-    store_dir = node.data_dir / "msg_stores" / "queue0" / "persistent"
+    host = queue_host(node, "big")
+    store_dir = node.data_dir / "msg_stores" / host / "persistent"
 
     def disk_bytes() -> int:
         total = 0
@@ -287,7 +304,7 @@ def test_gc_reclaims_disk_after_acks_and_store_summary(tmp_path: Path) -> None:
                 ch.basic_ack(method.delivery_tag)
             until(lambda: disk_bytes() < full / 3, "GC to give the disk back")
         rows = json.loads(ok(node, "store_summary", "--formatter", "json"))
-        persistent = next(r for r in rows if r["store"] == "persistent")
+        persistent = next(r for r in rows if r["store"] == "persistent" and r["host"] == host)
         assert persistent["messages"] == 20 and persistent["gc_runs"] + persistent["files_deleted"] > 0
         assert persistent["disk_bytes"] < full / 3
         assert len(drain(node.url, "big")) == 20

@@ -10,7 +10,7 @@ import pika.exceptions as px
 import pytest
 
 from actors.runtime.client import control
-from tests.integration.nodes import start_node
+from tests.integration.nodes import start_node, start_node_with_queue_host
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +61,7 @@ def test_durable_topology_survives_restart(tmp_path):
 
 
 def test_queue_host_killed_is_restarted_with_its_queues(tmp_path):
-    node = start_node(tmp_path / "k")
+    node = start_node_with_queue_host(tmp_path / "k")
     try:
         admin = int((node.data_dir / "admin_port").read_text())
         c = pika.BlockingConnection(pika.URLParameters(node.url))
@@ -91,7 +91,7 @@ def test_queue_host_killed_is_restarted_with_its_queues(tmp_path):
 
 def test_publish_in_flight_to_a_killed_queue_host_is_answered_not_left_hanging(tmp_path):
     import threading
-    node = start_node(tmp_path / "h")
+    node = start_node_with_queue_host(tmp_path / "h")
     try:
         admin = int((node.data_dir / "admin_port").read_text())
         c = pika.BlockingConnection(pika.URLParameters(node.url))

@@ -11,7 +11,7 @@ import pika
 import pytest
 
 from actors.runtime.client import control
-from tests.integration.nodes import start_node
+from tests.integration.nodes import start_node_with_queue_host
 from tests.integration.raw_client import RawClient
 
 pytestmark = pytest.mark.integration
@@ -21,7 +21,7 @@ body_bytes = 1024
 
 
 def test_stopped_queue_pushes_back_to_the_publisher_socket(tmp_path):
-    node = start_node(tmp_path / "flow")
+    node = start_node_with_queue_host(tmp_path / "flow")
     admin = int((node.data_dir / "admin_port").read_text())
     queue_pid = control(admin, "queue0", "pid", {})
     try:

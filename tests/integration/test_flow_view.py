@@ -21,7 +21,7 @@ import pytest
 from actors.runtime.client import control
 from scripts.local_cluster import HOST
 from tests.integration.admin_support import warrenctl_process
-from tests.integration.nodes import start_node
+from tests.integration.nodes import start_node_with_queue_host
 from tests.integration.raw_client import RawClient
 from tests.waiting import until
 
@@ -33,7 +33,9 @@ QUEUE_HOST = f"data@{HOST}:queue0"  # the node's queue host, as the cluster name
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    n = start_node(tmp_path_factory.mktemp("flowview") / "data")
+    # the queues in a queue host of their own: slowing it (a duty cycle of SIGSTOP, strace) slows
+    # them and not the connections
+    n = start_node_with_queue_host(tmp_path_factory.mktemp("flowview") / "data")
     yield n
     n.stop()
 

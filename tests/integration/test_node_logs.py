@@ -11,7 +11,7 @@ from tests.integration.nodes import start_node
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration
-HOSTS = {"node", "queue0", "quorum", "conn0", "conn1"}
+HOSTS = {"node", "quorum", "conn0", "conn1"}  # the classic queues run in the connection hosts
 CONSOLE_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[(info|warning|error) *\] \S")
 
 

@@ -15,7 +15,8 @@ from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 # main, Thespian's admin and logger, the supervisor, and the hosts of the default configuration
-PROCESSES = 4 + len(["node", "queue0", "quorum", "conn0", "conn1"])
+HOSTS = ("node", "quorum", "conn0", "conn1")  # the classic queues run in the connection hosts
+PROCESSES = 4 + len(HOSTS)
 wait_s = 30.0
 
 
@@ -60,9 +61,9 @@ def test_status_lists_the_processes_and_stop_leaves_none(tmp_path):
         st = json.loads(ok(node, "status", "--formatter", "json"))
         assert sorted(p["pid"] for p in st["processes"]) == sorted(p.pid for p in procs)
         names = {p["name"]: p for p in st["processes"]}
-        assert set(names) == {"main", "admin", "logger", "supervisor", "node", "queue0", "quorum", "conn0", "conn1"}
+        assert set(names) == {"main", "admin", "logger", "supervisor", *HOSTS}
         assert names["main"]["pid"] == node.proc.pid == st["pid"]
-        assert all(names[h]["restarts"] == 0 for h in ("node", "queue0", "quorum", "conn0", "conn1"))
+        assert all(names[h]["restarts"] == 0 for h in HOSTS)
         assert (st["node"], st["amqp_port"], st["cluster_port"]) == (f"data@{HOST}", node.port, node.cluster_port)
         assert st["uptime_s"] >= 0 and st["memory_pss"] == sum(p["pss"] for p in st["processes"]) > 0
         table = ok(node, "status")
@@ -80,15 +81,15 @@ def test_status_counts_a_hosts_restart(tmp_path):
     node = start_node(tmp_path / "data")
     try:
         settled(node.proc.pid)
-        queue0 = next(p for p in json.loads(ok(node, "status", "--formatter", "json"))["processes"]
-                      if p["name"] == "queue0")
-        psutil.Process(queue0["pid"]).kill()
+        conn0 = next(p for p in json.loads(ok(node, "status", "--formatter", "json"))["processes"]
+                      if p["name"] == "conn0")
+        psutil.Process(conn0["pid"]).kill()
 
         def restarted():
             st = json.loads(ok(node, "status", "--formatter", "json"))
-            row = next((p for p in st["processes"] if p["name"] == "queue0"), None)
-            return row if row is not None and row["pid"] != queue0["pid"] else None
-        row = until(restarted, "queue0 restarted", wait_s)
+            row = next((p for p in st["processes"] if p["name"] == "conn0"), None)
+            return row if row is not None and row["pid"] != conn0["pid"] else None
+        row = until(restarted, "conn0 restarted", wait_s)
         assert row["restarts"] == 1
     finally:
         node.stop()

@@ -21,7 +21,7 @@ import pytest
 from scripts.local_cluster import HOST
 from tests.integration.admin_support import ok
 from tests.integration.alarm_support import Watched, ask, states, status
-from tests.integration.nodes import start_node
+from tests.integration.nodes import queue_host, start_node
 from tests.waiting import until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -72,7 +72,7 @@ def drain(node, want: set[int]) -> set[int]:
 
 
 def queue_messages(node) -> int:
-    return next((q["messages"] for q in ask(node, "queue0", "list_queues") if q["name"] == QUEUE), 0)
+    return next((q["messages"] for q in ask(node, queue_host(node, QUEUE), "list_queues") if q["name"] == QUEUE), 0)
 
 
 def samples(read, n: int, every_s: float) -> list:

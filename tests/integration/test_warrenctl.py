@@ -11,7 +11,7 @@ import pytest
 
 from tests.integration.admin_support import connect, ok, warrenctl, warrenctl_process
 from scripts.local_cluster import HOST
-from tests.integration.nodes import REPO, start_node
+from tests.integration.nodes import REPO, queue_host, start_node
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_status(node):
     as_json, as_table = (warrenctl_process(node, "status", *formatter) for formatter in (["--formatter", "json"], []))
     assert (as_json.returncode, as_table.returncode) == (0, 0), (as_json.stderr, as_table.stderr)
     st = json.loads(as_json.stdout)
-    assert st["users"] >= 1 and st["queue_hosts"] >= 1 and st["connection_hosts"]
+    assert st["users"] >= 1 and st["queue_hosts"] == ["conn0", "conn1"] and st["connection_hosts"]
     assert "queue_hosts\t" in as_table.stdout
 
 
@@ -52,6 +52,27 @@ def test_list_queues_table_and_json(node):
         assert {"user": "guest", "state": "running", "channels": 1} in conns
         chans = json.loads(ok(node, "list_channels", "user", "messages_unacknowledged", "--formatter", "json"))
         assert {"user": "guest", "messages_unacknowledged": 1} in chans
+
+
+def test_queues_held_by_connection_hosts_show_in_flow_and_store_summary(node):
+    """By default the classic queues run in the connection hosts: warrenctl finds them there."""
+    with connect(node) as conn:
+        ch = conn.channel()
+        ch.confirm_delivery()
+        for name in ("ctl.held.a", "ctl.held.d"):  # placed on conn1 and conn0
+            ch.queue_declare(name, durable=True)
+            ch.basic_publish("", name, b"m" * 5000, pika.BasicProperties(delivery_mode=2))  # not embedded
+        hosts = {name: f"data@{HOST}:{queue_host(node, name)}" for name in ("ctl.held.a", "ctl.held.d")}
+        assert sorted(h.rpartition(":")[2] for h in hosts.values()) == ["conn0", "conn1"]
+        links = {link["name"]: link for link in json.loads(ok(node, "flow", "--once", "--formatter", "json"))["links"]}
+        for name, host in hosts.items():
+            assert links[f"{host}/q:/:{name}"]["downstream"] == [f"{host}/msg_store"]
+            assert links[f"{host}/msg_store"]["kind"] == "store"
+        stores = json.loads(ok(node, "store_summary", "--formatter", "json"))
+        held = {row["host"] for row in stores if row["store"] == "persistent" and row["messages"] >= 1}
+        assert held >= {h.rpartition(":")[2] for h in hosts.values()}
+        for name in hosts:
+            ch.queue_delete(name)
 
 
 def test_list_queues_has_rabbitmqs_columns(node):
