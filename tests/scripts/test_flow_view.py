@@ -60,3 +60,12 @@ def test_a_silent_host_is_matched_by_its_kind_in_cluster_wide_names():
     snap = Snapshot(rows, silent=["queue0"])
     assert snap.links()[-1] == Link("queue", "n1@h:queue0/q:/:jobs", NO_ANSWER)
     assert snap.as_json()["bottleneck"]["name"] == "n1@h:queue0/q:/:jobs"
+
+
+def test_a_queue_on_a_silent_connection_host_is_shown_as_a_queue():
+    """By default the classic queues run in the connection hosts: a silent one's queue is a queue."""
+    rows = [row("connection", "n1@h:conn0:1", "flow", ["n1@h:conn0/ch:1"], ["n1@h:conn0/ch:1"]),
+            row("channel", "n1@h:conn0/ch:1", "flow", ["n1@h:conn1/q:/:jobs"], ["n1@h:conn1/q:/:jobs"])]
+    snap = Snapshot(rows, silent=["conn1"])
+    assert snap.links()[-1] == Link("queue", "n1@h:conn1/q:/:jobs", NO_ANSWER)
+    assert snap.as_json()["bottleneck"]["name"] == "n1@h:conn1/q:/:jobs"
