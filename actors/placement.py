@@ -1,10 +1,11 @@
-"""Where things live: host names, which queue host holds a queue, and the fixed names of per-host actors.
+"""Where things live: host names, which host holds a queue, and the fixed names of per-host actors.
 
 Every host process of a cluster has a name unique in the cluster, `NODE:KIND` ("n1@box:conn0",
 "n1@box:queue1", "n1@box:node"), so an `Address` means the same thing on every node and can travel
 inside messages. A queue lives where its record says (`QueueRecord.home`, the host its actor runs
 on): the node that declares a classic queue homes it on one of its own hosts that hold classic
-queues, chosen by a crc32 of the queue's identity (not Python's salted hash(), so every process computes the same).
+queues, chosen by a crc32 of the queue's identity (not Python's salted hash(), so every process
+computes the same).
 Which hosts hold classic queues is configuration (`queue_hosts`): by default the connection hosts
 (`queue_kinds` names them), so a queue runs in the process of one of its channels and a message
 crosses one process boundary fewer on its way; with `queue_hosts = N` dedicated queue hosts.
