@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from flow.bottleneck import Link
 from scripts.flow_view import NO_ANSWER, Snapshot, render, snapshot
 
@@ -54,18 +56,11 @@ def test_nothing_in_flow_and_no_connections():
     assert Snapshot([]).table().splitlines()[1:] == ["(no connections)", "bottleneck: none"]
 
 
-def test_a_silent_host_is_matched_by_its_kind_in_cluster_wide_names():
+@pytest.mark.parametrize("host", ["queue0", "conn1"])  # a queue host, or a connection host holding queues
+def test_a_queue_on_a_silent_host_is_matched_in_cluster_wide_names(host: str):
+    queue = f"n1@h:{host}/q:/:jobs"
     rows = [row("connection", "n1@h:conn0:1", "flow", ["n1@h:conn0/ch:1"], ["n1@h:conn0/ch:1"]),
-            row("channel", "n1@h:conn0/ch:1", "flow", ["n1@h:queue0/q:/:jobs"], ["n1@h:queue0/q:/:jobs"])]
-    snap = Snapshot(rows, silent=["queue0"])
-    assert snap.links()[-1] == Link("queue", "n1@h:queue0/q:/:jobs", NO_ANSWER)
-    assert snap.as_json()["bottleneck"]["name"] == "n1@h:queue0/q:/:jobs"
-
-
-def test_a_queue_on_a_silent_connection_host_is_shown_as_a_queue():
-    """By default the classic queues run in the connection hosts: a silent one's queue is a queue."""
-    rows = [row("connection", "n1@h:conn0:1", "flow", ["n1@h:conn0/ch:1"], ["n1@h:conn0/ch:1"]),
-            row("channel", "n1@h:conn0/ch:1", "flow", ["n1@h:conn1/q:/:jobs"], ["n1@h:conn1/q:/:jobs"])]
-    snap = Snapshot(rows, silent=["conn1"])
-    assert snap.links()[-1] == Link("queue", "n1@h:conn1/q:/:jobs", NO_ANSWER)
-    assert snap.as_json()["bottleneck"]["name"] == "n1@h:conn1/q:/:jobs"
+            row("channel", "n1@h:conn0/ch:1", "flow", [queue], [queue])]
+    snap = Snapshot(rows, silent=[host])
+    assert snap.links()[-1] == Link("queue", queue, NO_ANSWER)
+    assert snap.as_json()["bottleneck"]["name"] == queue
