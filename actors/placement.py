@@ -8,7 +8,9 @@ queues, chosen by a crc32 of the queue's identity (not Python's salted hash(), s
 computes the same).
 Which hosts hold classic queues is configuration (`queue_hosts`): by default the connection hosts
 (`queue_kinds` names them), so a queue runs in the process of one of its channels and a message
-crosses one process boundary fewer on its way; with `queue_hosts = N` dedicated queue hosts.
+crosses one process boundary fewer on its way; with `queue_hosts = N` dedicated queue hosts. Where
+the docstrings say *queue host* they mean any host that holds classic queues: by default a
+connection host, otherwise a queueN host (actors/hosts.py: QueueService runs the same in both).
 A quorum queue has no one host: its members run on several nodes' quorum hosts and any of them may
 lead. Its record's home is `quorum_home(uid)`, a name no process has, so that `queue_address`
 still gives every queue one cluster-wide address (what channels key their queues by, and what

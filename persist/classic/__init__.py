@@ -11,7 +11,7 @@ layout, recovery, opening and deleting queues). All IO goes through `persist.dis
 a node, SimDisk or a crash disk in tests), so no module here imports os, time or random, and
 tests/test_layering.py checks every one as a pure module.
 
-Who drives it: the queue host (actors/hosts.py queue_host) opens a `HostStorage` on a RealDisk; the
+Who drives it: the queue host (actors/hosts.py serve_queues) opens a `HostStorage` on a RealDisk; the
 QueueManager (actors/queue/manager.py) recovers it once the registry names the durable queues and
 hands each queue core its ready list; the host's group commit (actors/queue/group_commit.py)
 flushes durable queues once per loop turn before their confirms leave; its housekeeping
