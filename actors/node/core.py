@@ -129,7 +129,7 @@ def _queue_down(name: str) -> AmqpError:
 
 
 class NodeCore:
-    def __init__(self, registry: Registry, node: str, queue_hosts: tuple[str, ...], *, salt: Callable[[int], bytes],
+    def __init__(self, registry: Registry, node: str, queue_kinds: tuple[str, ...], *, salt: Callable[[int], bytes],
                  incarnation: int, timeout_ms: int = TIMEOUT_MS_DEFAULT,
                  now_ms: Callable[[], int] = lambda: 0,
                  quorum_cluster_size: int = quorum.CLUSTER_SIZE_DEFAULT,
@@ -137,7 +137,7 @@ class NodeCore:
                  declaring: qq.Declaring = qq.Declaring()) -> None:
         self.registry = registry
         self.node = node
-        self.queue_hosts = queue_hosts  # the kinds of this node's hosts that hold classic queues
+        self.queue_kinds = queue_kinds  # the kinds of this node's hosts that hold classic queues
         self.timeout_ms = timeout_ms
         self._salt = salt  # n -> n random bytes (the OS's, in the shell)
         self._now_ms = now_ms  # wall-clock milliseconds (a quorum queue's creation time: x-expires)
@@ -511,7 +511,7 @@ class NodeCore:
         return out
 
     def _home(self, vhost: str, name: str) -> str:
-        return host_of(self.node, queue_kind(vhost, name, self.queue_hosts))
+        return host_of(self.node, queue_kind(vhost, name, self.queue_kinds))
 
     # ------------------------------------------------------------------ operations
     def _startup(self, x: _StartupOp) -> Op:

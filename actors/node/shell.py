@@ -47,7 +47,7 @@ attempt_s = 1.0  # a proposal with no answer this long (its leader died, say) is
 
 
 class NodeActor:
-    def __init__(self, runtime: Any, name: str, registry: Registry, node: str, queue_hosts: tuple[str, ...], *,
+    def __init__(self, runtime: Any, name: str, registry: Registry, node: str, queue_kinds: tuple[str, ...], *,
                  timeout_ms: int, member: Address, quorum_cluster_size: int,
                  reconciliation: Reconciliation = Reconciliation(), declaring: Declaring = Declaring()) -> None:
         self.runtime = runtime
@@ -55,7 +55,7 @@ class NodeActor:
         self.node = node
         self.member = member  # this node's metadata member
         self.leader: Address = member  # where proposals go first
-        self.core = NodeCore(registry, node, queue_hosts, salt=os.urandom, timeout_ms=timeout_ms,
+        self.core = NodeCore(registry, node, queue_kinds, salt=os.urandom, timeout_ms=timeout_ms,
                              incarnation=int.from_bytes(os.urandom(6), "big"),
                              now_ms=lambda: time.time_ns() // 1_000_000, quorum_cluster_size=quorum_cluster_size,
                              reconciliation=reconciliation, declaring=declaring)
@@ -111,7 +111,7 @@ class NodeActor:
 
     def listing(self, op: str, args: dict) -> Any:
         """Answers that need no turn in the serial order (one of listings.LISTING_OPS)."""
-        return listing(self.core.registry, op, args, queue_hosts=self.core.queue_hosts,
+        return listing(self.core.registry, op, args, queue_hosts=self.core.queue_kinds,
                        connection_hosts=[kind_of(sub.host) for sub in self.core.connection_hosts()], pid=os.getpid())
 
     # -- proposing ---------------------------------------------------------------------------
