@@ -4,6 +4,8 @@ port, with the memory and disk its processes use."""
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 import subprocess
 import sys
 import time
@@ -94,6 +96,21 @@ class Rabbit(Broker):
     def stop(self) -> None:
         subprocess.run([str(ROOT / "scripts" / "rabbitmq_oracle"), "stop", str(self.data_dir)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+@contextmanager
+def running(brokers: list[Broker]) -> Iterator[list[Broker]]:
+    """Start every broker in its fresh data dir; stop those that started on the way out."""
+    started: list[Broker] = []
+    try:
+        for broker in brokers:
+            broker.data_dir.mkdir(parents=True)
+            broker.start()
+            started.append(broker)
+        yield brokers
+    finally:
+        for broker in started:
+            broker.stop()
 
 
 def by_cmdline(marker: str) -> list[psutil.Process]:

@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.compare_brokers import PY, ROOT, Broker, Rabbit, Warren
+from bench.compare_brokers import PY, ROOT, Broker, Rabbit, Warren, running
 
 SCENARIOS = {
     "1k": ["--size", "1024", "--confirm", "1000", "--prefetch", "300"],
@@ -69,21 +69,15 @@ def main(argv: list[str] | None = None) -> int:
     if not a.no_rabbitmq:
         brokers.append(Rabbit("rabbitmq", a.rabbit_port, work / "rabbit"))
     runs: list[dict] = []
-    started: list[Broker] = []
     try:
-        for broker in brokers:
-            broker.data_dir.mkdir(parents=True)
-            broker.start()
-            started.append(broker)
-        for round_ in range(1, a.repeat + 1):
-            for name in scenarios:
-                for broker in brokers:
-                    print(f"== round {round_}/{a.repeat}: {broker.name} {name}", file=sys.stderr, flush=True)
-                    s = perf(broker, SCENARIOS[name], a.time, work / "perf.json")
-                    runs.append({"round": round_, "broker": broker.name, "scenario": name, "summary": s})
+        with running(brokers):
+            for round_ in range(1, a.repeat + 1):
+                for name in scenarios:
+                    for broker in brokers:
+                        print(f"== round {round_}/{a.repeat}: {broker.name} {name}", file=sys.stderr, flush=True)
+                        s = perf(broker, SCENARIOS[name], a.time, work / "perf.json")
+                        runs.append({"round": round_, "broker": broker.name, "scenario": name, "summary": s})
     finally:
-        for broker in started:
-            broker.stop()
         shutil.rmtree(work, ignore_errors=True)
     print(f"1 producer, 1 consumer, durable queue, persistent, confirms (window 1000), manual acks "
           f"(prefetch 300); {a.time:g} s per run, median of {a.repeat} rounds (min-max)")
