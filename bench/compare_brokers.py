@@ -3,6 +3,7 @@ node or a fresh Debian RabbitMQ (scripts/rabbitmq_oracle) in a directory of its 
 port, with the memory and disk its processes use."""
 from __future__ import annotations
 
+import argparse
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -96,6 +97,14 @@ class Rabbit(Broker):
     def stop(self) -> None:
         subprocess.run([str(ROOT / "scripts" / "rabbitmq_oracle"), "stop", str(self.data_dir)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def add_broker_options(p: argparse.ArgumentParser, warren_port: int, rabbit_port: int) -> None:
+    """--warren-port, --rabbit-port and --no-rabbitmq, with this tool's default ports (each
+    comparison has its own pair, so two of them can run side by side)."""
+    p.add_argument("--warren-port", type=int, default=warren_port)
+    p.add_argument("--rabbit-port", type=int, default=rabbit_port)
+    p.add_argument("--no-rabbitmq", action="store_true")
 
 
 @contextmanager

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.compare_brokers import PY, ROOT, Broker, Rabbit, Warren
+from bench.compare_brokers import PY, ROOT, Broker, Rabbit, Warren, add_broker_options
 from bench.compare_charts import locust_chart
 from bench.compare_progress import Progress
 
@@ -96,9 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scenarios", default=",".join(SCENARIOS))
     p.add_argument("--users", type=int, default=4)
     p.add_argument("--time", type=int, default=20, help="seconds per scenario (default 20)")
-    p.add_argument("--warren-port", type=int, default=5693)
-    p.add_argument("--rabbit-port", type=int, default=5694)
-    p.add_argument("--no-rabbitmq", action="store_true")
+    add_broker_options(p, 5693, 5694)
     a = p.parse_args(argv)
     scenarios = [s for s in a.scenarios.split(",") if s]
     unknown = set(scenarios) - set(SCENARIOS)

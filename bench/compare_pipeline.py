@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pika
 
-from bench.compare_brokers import ROOT, Broker, Rabbit, Warren
+from bench.compare_brokers import ROOT, Broker, Rabbit, Warren, add_broker_options
 
 rounds = 2
 settle_timeout_s = 60.0
@@ -105,9 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--partitions", type=int, default=2, help="partitions of the DataFrame the sink writes")
     p.add_argument("--batch", type=int, default=10_000, help="the source's maxMessagesPerBatch")
-    p.add_argument("--warren-port", type=int, default=5695)
-    p.add_argument("--rabbit-port", type=int, default=5696)
-    p.add_argument("--no-rabbitmq", action="store_true")
+    add_broker_options(p, 5695, 5696)
     a = p.parse_args(argv)
     from pipeline.jobs.session import local_session
     spark = local_session("compare_pipeline", a.master)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from pika import spec
 
-from bench.compare_brokers import PY, ROOT, Broker, Rabbit, Warren
+from bench.compare_brokers import PY, ROOT, Broker, Rabbit, Warren, add_broker_options
 from bench.compare_charts import durable_chart
 from bench.compare_progress import Progress
 from bench.perf import framing
@@ -194,9 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="5 s phases, 100,000-message backlog")
     p.add_argument("--time", type=float, help="seconds per throughput run (default 20, quick 5)")
     p.add_argument("--messages", type=int, help="backlog size (default 1,000,000, quick 100,000)")
-    p.add_argument("--warren-port", type=int, default=5691)
-    p.add_argument("--rabbit-port", type=int, default=5692)
-    p.add_argument("--no-rabbitmq", action="store_true")
+    add_broker_options(p, 5691, 5692)
     p.add_argument("--phases", default="throughput,default,lazy",
                    help="comma-separated subset of throughput, default (backlog), lazy (backlog)")
     a = p.parse_args(argv)

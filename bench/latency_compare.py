@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.compare_brokers import PY, ROOT, Broker, Rabbit, Warren, running
+from bench.compare_brokers import PY, ROOT, Broker, Rabbit, Warren, add_broker_options, running
 
 SCENARIOS = {
     "1k": ["--size", "1024", "--confirm", "1000", "--prefetch", "300"],
@@ -57,9 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
     p.add_argument("--time", type=float, default=15.0, help="seconds per run (default 15)")
     p.add_argument("--scenarios", default="1k,16k,steady")
-    p.add_argument("--warren-port", type=int, default=5693)
-    p.add_argument("--rabbit-port", type=int, default=5694)
-    p.add_argument("--no-rabbitmq", action="store_true")
+    add_broker_options(p, 5693, 5694)
     a = p.parse_args(argv)
     scenarios = a.scenarios.split(",")
     work = Path(tempfile.mkdtemp(prefix="warren-latency-"))

@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.compare_brokers import Broker, Rabbit, Warren, running
+from bench.compare_brokers import Broker, Rabbit, Warren, add_broker_options, running
 from bench.latency_compare import perf
 from bench.perf.framing import FrameError, FrameSplitter, body_timestamp
 
@@ -148,9 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time", type=float, default=10.0, help="seconds per run (default 10)")
     p.add_argument("--rate", type=int, default=1000, help="msg/s (default 1000)")
     p.add_argument("--connection-hosts", type=int, default=0, help="warren.conf's connection_hosts (0: the default)")
-    p.add_argument("--warren-port", type=int, default=5695)
-    p.add_argument("--rabbit-port", type=int, default=5696)
-    p.add_argument("--no-rabbitmq", action="store_true")
+    add_broker_options(p, 5695, 5696)
     a = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="warren-wire-"))
     warren = Warren("warren", a.warren_port, work / "warren")
