@@ -22,7 +22,8 @@ written. Confirms are released in commit order, never ahead of the sync that cov
 turn, as tests drive it.
 
 A small commit (at most `INLINE_MAX` messages taken in since the last commit started: a quiet
-host; a busy run takes in more) is marked `inline`: the sync thread's `Syncs` then
+host; a busy run takes in more) after a fast one (under `INLINE_SYNC_MS`: a slow or busy disk
+sends the commits back to the thread, so the loop does not wait on it) is marked `inline`: the sync thread's `Syncs` then
 syncs it on the loop rather than on the thread. At a steady 1,000 msg/s every commit holds one
 message and the loop has nothing else to do while the disk syncs, but handing the sync to the
 thread and back cost a wake-up, the GIL and a core each way: publish -> confirm p50 1.2-2.2 ms
@@ -114,7 +115,8 @@ INTERVAL_MS = 50  # under constant load, a commit starts this long after the one
 BUSY_MESSAGES = 32  # messages taken in while one commit synced that make it a busy one
 BUSY_AFTER = 3  # busy commits in a row: constant load
 HOLD_MAX = 512  # messages taken in since the last commit started that end the interval's wait
-INLINE_MAX = 4  # a commit of at most this many messages (a quiet host's) syncs inline
+INLINE_MAX = 4  # a commit of at most this many messages (a quiet host's) syncs inline ...
+INLINE_SYNC_MS = 2  # ... if the commit before it took less than this (a slow disk must not hold the loop)
 
 
 def waited(record: FlowState, start_ms: int, end_ms: int) -> FlowState:
@@ -126,7 +128,7 @@ def waited(record: FlowState, start_ms: int, end_ms: int) -> FlowState:
 class GroupCommit:
     __slots__ = ("_schedule", "_later", "lazy_ms", "_clock", "_syncs", "_dirty", "_lazy", "_lazy_due_set",
                  "_scheduled", "_in_flight", "syncing", "interval_ms", "_busy", "_taken_while_syncing",
-                 "_taken_pending", "_waiting", "_wait_token")
+                 "_taken_pending", "_waiting", "_wait_token", "_last_ms")
 
     def __init__(self, schedule: Schedule, clock: Callable[[], int] | None = None,
                  syncs: Syncs | None = None, later: Later | None = None, lazy_ms: int = LAZY_MS,
@@ -140,6 +142,7 @@ class GroupCommit:
         self._taken_pending = 0  # messages the marks since the last commit started took in
         self._waiting = False  # the next commit waits for the interval
         self._wait_token = 0  # which `later` call ends the current wait (an ended one is ignored)
+        self._last_ms = 0  # how long the last commit took, by `clock`
         self._clock = clock
         self._syncs = syncs if syncs is not None else InlineSyncs()
         self._dirty: dict[int, Flushable] = {}
@@ -193,7 +196,7 @@ class GroupCommit:
         if self._in_flight is not None or not self._dirty:
             return  # the commit in flight starts the next one when it is done
         self._waiting = False
-        inline = self._taken_pending <= INLINE_MAX
+        inline = self._taken_pending <= INLINE_MAX and self._last_ms < INLINE_SYNC_MS
         self._taken_pending = 0
         dirty, self._dirty = self._dirty, {}
         self._in_flight = dirty
@@ -209,6 +212,7 @@ class GroupCommit:
         for queue in done.values():
             queue.synced()
         end = self._clock() if self._clock else 0
+        self._last_ms = end - start
         if end > start:
             self.syncing = waited(self.syncing, start, end)
             for queue in done.values():

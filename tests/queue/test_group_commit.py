@@ -12,7 +12,7 @@ from typing import Callable
 
 from actors.messages.channel_queue import Confirm, Consume, Deliver, Publish, Settle
 from actors.messages.node import CreateQueue
-from actors.queue.group_commit import BUSY_AFTER, BUSY_MESSAGES, HOLD_MAX, INLINE_MAX, GroupCommit
+from actors.queue.group_commit import BUSY_AFTER, BUSY_MESSAGES, HOLD_MAX, INLINE_MAX, INLINE_SYNC_MS, GroupCommit
 from actors.queue.manager import QueueManager
 from actors.runtime.address import Address
 from persist.classic.host_storage import HostStorage, queue_dir
@@ -168,14 +168,17 @@ def test_under_constant_load_a_commit_starts_an_interval_after_the_one_before_an
     assert t.log.count("a synced") == 2 * BUSY_AFTER + 2
 
 
-def test_a_small_commit_is_marked_inline_and_a_bigger_one_is_not():
+def test_a_small_commit_after_a_fast_one_is_marked_inline_and_a_bigger_or_slower_one_is_not():
     t = Timed()
     t.commit.mark(t.a, taken=INLINE_MAX)
     t.one_commit(1, taken_meanwhile=INLINE_MAX + 1)  # a few messages since the last started: inline
     t.one_commit(1, taken_meanwhile=BUSY_MESSAGES)  # more than a few: the thread's
     t.one_commit(1, taken_meanwhile=1)  # what the busy sync took in: the thread's again
     t.one_commit(1, taken_meanwhile=1)  # a quiet host again
-    assert t.syncs.inline == [True, False, False, True]
+    t.one_commit(INLINE_SYNC_MS, taken_meanwhile=1)  # a sync that took long ...
+    t.one_commit(0, taken_meanwhile=1)  # ... sends the next small commit to the thread
+    t.one_commit(0, taken_meanwhile=1)  # a fast sync again: inline
+    assert t.syncs.inline == [True, False, False, True, True, False, True]
     t.commit.mark(t.a)  # a lazy or ack-only commit takes in nothing: inline on a quiet host
     t.one_commit(1, taken_meanwhile=0)
     assert t.syncs.inline[-1] is True
