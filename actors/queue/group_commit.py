@@ -23,12 +23,12 @@ turn, as tests drive it.
 
 A small commit (at most `INLINE_MAX` messages taken in since the last commit started: a quiet
 host; a busy run takes in more) after a fast one (under `INLINE_SYNC_MS`: a slow or busy disk
-sends the commits back to the thread, so the loop does not wait on it) is marked `inline`: the sync thread's `Syncs` then
-syncs it on the loop rather than on the thread. At a steady 1,000 msg/s every commit holds one
-message and the loop has nothing else to do while the disk syncs, but handing the sync to the
-thread and back cost a wake-up, the GIL and a core each way: publish -> confirm p50 1.2-2.2 ms
-against 2.1-3.4 through the thread (RabbitMQ 1.2; bench/RESULTS.md, 2026-11-28 night). Under load
-commits hold more and go to the thread, so the loop keeps delivering while the disk syncs.
+sends the commits back to the thread, so the loop never waits on it) is marked `inline`, and the
+sync thread's `Syncs` syncs it on the loop. At a steady 1,000 msg/s every commit holds one message
+and the loop has nothing else to do while the disk syncs, but handing the sync to the thread and
+back cost a wake-up, the GIL and a core each way: publish -> confirm p50 1.2-2.2 ms against
+2.1-3.4 through the thread (RabbitMQ 1.2; bench/RESULTS.md, 2026-11-28 night). Under load commits
+hold more and go to the thread, so the loop keeps delivering while the disk syncs.
 
 Under constant load - `BUSY_AFTER` commits in a row during whose syncs the queues took in
 `BUSY_MESSAGES` or more messages (marks say how many) - the next commit starts `interval_ms`
