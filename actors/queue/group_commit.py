@@ -23,7 +23,7 @@ turn, as tests drive it.
 
 A small commit (at most `INLINE_MAX` messages taken in since the last commit started: a quiet
 host; a busy run takes in more) after a fast one (under `INLINE_SYNC_MS`: a slow or busy disk
-sends the commits back to the thread, so the loop never waits on it) is marked `inline`, and the
+holds the loop for one sync, then its commits go back to the thread) is marked `inline`, and the
 sync thread's `Syncs` syncs it on the loop. At a steady 1,000 msg/s every commit holds one message
 and the loop has nothing else to do while the disk syncs, but handing the sync to the thread and
 back cost a wake-up, the GIL and a core each way: publish -> confirm p50 1.2-2.2 ms against
