@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from bench.compare_brokers import Broker, Rabbit, Warren, add_broker_options, running
+from bench.hop_pingpong import percentile
 from bench.latency_compare import perf
 from bench.perf.framing import FrameError, FrameSplitter, body_timestamp
 
@@ -138,10 +139,6 @@ class Sniffer:
         return sorted(parts)
 
 
-def quantile(sorted_values: list[float], q: float) -> float:
-    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeat", type=int, default=3)
@@ -178,12 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in [b.name for b in brokers]:
         mine = [r for r in rows if r[0] == name]
         for i, (_, p50, part) in enumerate(mine, 1):
-            print(f"| {name} | {i} | {p50:.0f} | {quantile(part, 0.1):.0f} / {quantile(part, 0.5):.0f} / "
-                  f"{quantile(part, 0.9):.0f} | {p50 - quantile(part, 0.5):.0f} |")
+            print(f"| {name} | {i} | {p50:.0f} | {percentile(part, 0.1):.0f} / {percentile(part, 0.5):.0f} / "
+                  f"{percentile(part, 0.9):.0f} | {p50 - percentile(part, 0.5):.0f} |")
         if len(mine) > 1:
             print(f"| {name} | median | {statistics.median(r[1] for r in mine):.0f} | "
-                  f"{statistics.median(quantile(r[2], 0.5) for r in mine):.0f} (p50) | "
-                  f"{statistics.median(r[1] - quantile(r[2], 0.5) for r in mine):.0f} |")
+                  f"{statistics.median(percentile(r[2], 0.5) for r in mine):.0f} (p50) | "
+                  f"{statistics.median(r[1] - percentile(r[2], 0.5) for r in mine):.0f} |")
     return 0
 
 
