@@ -67,6 +67,10 @@ class Inbox:
         self._admit = admit
         self._admitting: set[asyncio.Task] = set()
         self._conns: dict[socket.socket, Any] = {}
+        # one read buffer for every connection: the unpacker copies what it is fed. recv(n) would
+        # allocate n bytes per read and shrink them (12-13 us for a 256 KiB read of a 1 KiB frame
+        # here, against 2 for recv_into: glibc maps and unmaps an allocation that large)
+        self._buffer = memoryview(bytearray(read_bytes_max))
         if isinstance(where, str):
             if os.path.exists(where):
                 os.unlink(where)  # a host that died left its socket file
@@ -115,16 +119,16 @@ class Inbox:
 
     def _read(self, conn: socket.socket) -> None:
         try:
-            data = conn.recv(read_bytes_max)
+            n = conn.recv_into(self._buffer)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
-            data = b""
-        if not data:  # the sending host closed its end or died
+            n = 0
+        if not n:  # the sending host closed its end or died
             self._drop(conn)
             return
         unpacker = self._conns[conn]
-        unpacker.feed(data)
+        unpacker.feed(self._buffer[:n])
         try:
             for frame in unpacker:
                 self._on_frame(frame)
