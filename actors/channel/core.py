@@ -167,7 +167,7 @@ class ChannelCore:
                 lost_queues.queue_deleted(self, queue)
                 self.quorum.forget(queue)
         elif kind is Undelivered:
-            lost_queues.undelivered(self, sender, msg.msg)
+            lost_queues.undelivered(self, sender, msg.msg, msg.gone)
         elif kind is QueueHostRestarted:
             lost_queues.queue_host_restarted(self, msg.host)
         else:

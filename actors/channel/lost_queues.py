@@ -7,9 +7,11 @@ Theory of operation, as RabbitMQ's channel sees a queue process go down:
   nacked (they may or may not have been enqueued), their consumers are cancelled, and deliveries
   still unacked become orphans whose later ack, nack or reject is accepted and goes nowhere (their
   queue will redeliver them);
-- a message the runtime could not deliver to a queue actor (Undelivered: its host is restarting):
-  a publish is treated as a crash of that queue (nacked), and a call waiting for that queue fails
-  with RabbitMQ's 404 "down or inaccessible";
+- a message the runtime could not deliver to a queue actor (Undelivered) because the queue was
+  deleted while the news was on its way here (`gone`): as a deletion (the publish is confirmed, a
+  call fails with 404 "no queue"); because its host is restarting: a publish is treated as a crash
+  of that queue (nacked), and a call waiting for that queue fails with RabbitMQ's 404 "down or
+  inaccessible";
 - a queue whose node the cluster sees down (`nodes_down`): what was in flight to it is lost as when
   its host restarts, a later publish to it is nacked at once (publishing.reachable: RabbitMQ's
   channel nacks what it sent to a queue process that went down) and a consume, get or purge gets RabbitMQ's 404
@@ -24,6 +26,7 @@ from actors.channel.confirm_mode import send_confirms, trackers
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import Cancel, Consume, Get, Publish, Purge
 from actors.placement import node_of
+from metadata import texts
 from wire.errors import NOT_FOUND, AmqpError
 
 if TYPE_CHECKING:
@@ -43,13 +46,14 @@ def queue_host_restarted(ch: ChannelCore, host: str) -> None:
     ch.unacked.orphan(lambda entry: getattr(entry.queue, "host", None) == host)
 
 
-def undelivered(ch: ChannelCore, queue: Hashable, msg: Any) -> None:
+def undelivered(ch: ChannelCore, queue: Hashable, msg: Any, gone: bool) -> None:
     if type(msg) is Publish:
-        _confirms_lost(ch, [queue], abnormal=True)
+        _confirms_lost(ch, [queue], abnormal=not gone)
     elif type(msg) in (Consume, Cancel, Get, Purge) and ch.is_waiting_for(msg.rid):
         name = getattr(queue, "name", str(queue)).split(":", 2)[-1]
-        ch.reply(msg.rid, Reply(msg.rid, error=AmqpError(
-            NOT_FOUND, f"queue '{name}' in vhost '{ch.vhost}' is down or inaccessible")))
+        error = (texts.not_found("queue", name, ch.vhost) if gone else
+                 AmqpError(NOT_FOUND, f"{texts.resource('queue', name, ch.vhost)} is down or inaccessible"))
+        ch.reply(msg.rid, Reply(msg.rid, error=error))
 
 
 def nodes_down(ch: ChannelCore, down: frozenset[str]) -> None:

@@ -2,7 +2,8 @@
 
 `Credit` grants travel back from a receiver to a sender (flow/credit.py). `Undelivered` answers a
 message whose target actor does not exist (its host is restarting, or it was removed), carrying
-the message itself, so a sender waiting for a reply or a confirm learns it will not come.
+the message itself, so a sender waiting for a reply or a confirm learns it will not come; `gone`
+when the actor was removed for good (a deleted queue), not lost with its host.
 `Address` is registered so that addresses can travel inside other messages.
 """
 from __future__ import annotations
@@ -23,3 +24,4 @@ class Credit:
 @message
 class Undelivered:
     msg: Any
+    gone: bool = False

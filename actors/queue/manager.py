@@ -55,7 +55,7 @@ class QueueManager:
 
     def _deleted(self, name: str) -> None:
         self.queues.pop(name, None)
-        self.runtime.remove(name)
+        self.runtime.remove(name, gone=True)
 
     def _place(self, vhost: str, name: str) -> Address:
         return queue_address(self.registry.queue_home(vhost, name), vhost, name)

@@ -43,7 +43,9 @@ those nodes' hosts are dropped, as a network partition loses them.
 A `receive` (or `on_unblocked`) that raises is logged with its traceback and the actor is removed;
 the host keeps running.
 A message for an actor that does not exist is answered with `Undelivered(msg)`, so a sender
-waiting for a reply or a confirm learns that it will not come.
+waiting for a reply or a confirm learns that it will not come; `gone` says the actor was removed
+for good (`remove(name, gone=True)`: a deleted queue), not lost with a host that restarted, so a
+sender whose view of the metadata lags can tell a deletion from a crash.
 """
 from __future__ import annotations
 
@@ -67,6 +69,9 @@ ticks_per_second = 1000  # flow-state ticks are milliseconds of the monotonic cl
 
 
 UNIX = "unix://"
+# Deleted actors remembered per host: far more than can be deleted while one metadata change
+# travels to the channels, which is the only time a message reaches a deleted actor.
+GONE_REMEMBERED = 4096
 
 
 def unix_path(endpoint: str) -> str:
@@ -97,6 +102,9 @@ class Runtime:
         self._actors: dict[str, Actor] = {}
         self._ledgers: dict[str, CreditLedger] = {}
         self._flow: dict[str, FlowState] = {}
+        # names removed for good, oldest first; bounded, for they only matter while the news of
+        # the removal is on its way to senders
+        self._gone: dict[str, None] = {}
         # credit received by manual_credit actors and not yet marked processed, per sender
         self._pending: dict[str, dict[Address, int]] = {}
         self._outbox: dict[str, list[envelope.Item]] = {}
@@ -172,14 +180,20 @@ class Runtime:
         if name in self._actors:
             raise ValueError(f"actor {name!r} already exists on {self.host}")
         self._actors[name] = actor
+        self._gone.pop(name, None)
         self._ledgers[name] = CreditLedger(self.credit_initial, self.credit_more_after)
         self._flow[name] = FlowState(ticks_per_second, changed_at=monotonic_ms())
         return Address(self.host, name)
 
-    def remove(self, name: str) -> None:
-        """Forget an actor; hand back all credit it still owed its senders."""
+    def remove(self, name: str, *, gone: bool = False) -> None:
+        """Forget an actor; hand back all credit it still owed its senders. `gone`: removed for
+        good, as messages still on their way to it will be told (`Undelivered.gone`)."""
         if self._actors.pop(name, None) is None:
             return
+        if gone:
+            self._gone[name] = None
+            if len(self._gone) > GONE_REMEMBERED:
+                del self._gone[next(iter(self._gone))]
         me = Address(self.host, name)
         ledger = self._ledgers.pop(name)
         for link, n in ledger.owed():
@@ -360,7 +374,7 @@ class Runtime:
             if credit:
                 self._send_credit(me, sender, credit)
             if type(msg) is not Undelivered:  # tell the sender, so nothing waits for a dead actor's answer
-                self._enqueue(sender.host, (target, sender.name, Undelivered(msg), 0))
+                self._enqueue(sender.host, (target, sender.name, Undelivered(msg, target in self._gone), 0))
             return
         manual = credit and getattr(actor, "manual_credit", False)
         if manual:  # pending before `receive`, which may already say it is done with it

@@ -359,6 +359,43 @@ def test_removing_an_actor_returns_the_credit_it_held(tmp_path: Path) -> None:
     run(main())
 
 
+class Inbox:
+    """Collects every message; `arrived` resolves when `expect` have come."""
+
+    def __init__(self, expect: int) -> None:
+        self.got: list[object] = []
+        self.expect = expect
+        self.arrived = asyncio.get_running_loop().create_future()
+
+    def receive(self, sender, msg) -> None:
+        self.got.append(msg)
+        if len(self.got) == self.expect:
+            self.arrived.set_result(None)
+
+
+def test_undelivered_says_whether_the_actor_was_removed_for_good(tmp_path: Path) -> None:
+    async def main():
+        a, b = await pair(tmp_path)
+        b.spawn("deleted", Recorder())
+        b.remove("deleted", gone=True)
+        b.spawn("crashed", Recorder())
+        b.remove("crashed")
+        b.spawn("again", Recorder())
+        b.remove("again", gone=True)
+        again = b.spawn("again", Recorder())  # declared anew: a later removal is news again
+        b.remove(again.name)
+        inbox = Inbox(expect=4)
+        me = a.spawn("src", inbox)
+        for name in ("deleted", "crashed", "nobody", "again"):
+            a.send(Address("b", name), Note("m", name), sender=me)
+        await inbox.arrived
+        assert [(msg.msg.body, msg.gone) for msg in inbox.got] == [
+            ("deleted", True), ("crashed", False), ("nobody", False), ("again", False)]
+        await a.close()
+        await b.close()
+    run(main())
+
+
 def _echo_process(endpoints: dict[str, str], ready) -> None:
     async def main():
         rt = Runtime("far", endpoints)

@@ -292,6 +292,19 @@ def test_publishes_to_a_missing_queue_actor_are_nacked():
                                    frame(m.BasicNack(delivery_tag=2, multiple=False, requeue=False))])]
 
 
+def test_publishes_to_a_queue_deleted_on_their_way_are_confirmed():
+    """The queue's actor was removed for good before this channel's metadata said so: RabbitMQ
+    settles what a queue deleted normally still owed, so the publisher sees acks, not nacks."""
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    core.command(cmd(m.ConfirmSelect()))
+    core.command(publish())
+    [send] = [e for e in core.flush() if isinstance(e, Send)]
+    core.receive(Q, Undelivered(send.msg, gone=True))
+    assert core.flush() == [Write([frame(m.BasicAck(delivery_tag=1, multiple=False))])]
+
+
 def test_a_restarted_queue_host_nacks_pending_publishes_cancels_consumers_and_orphans_deliveries():
     from actors.runtime.address import Address
     reg = PermRegistry()
