@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 
 import pika
@@ -80,8 +81,9 @@ def test_py_amqp_deleting_the_queue_it_consumes_from_gets_delete_ok_then_the_can
 
 
 @pytest.fixture
-def aio_url(node):
-    return node.url
+def aio_url(request):
+    """WARREN_AMQP_URL=amqp://guest:guest@127.0.0.1:PORT/%2F runs the aio-pika tests against any broker."""
+    return os.environ.get("WARREN_AMQP_URL") or request.getfixturevalue("node").url
 
 
 def test_aio_pika_publish_consume_with_confirms(aio_url):
@@ -106,3 +108,30 @@ def test_aio_pika_publish_consume_with_confirms(aio_url):
 
     got = asyncio.run(asyncio.wait_for(run(), 30))
     assert got == [b"%d" % i for i in range(25)]
+
+
+def test_publishes_in_flight_when_their_queue_is_deleted_are_all_confirmed(aio_url):
+    """A queue deleted while publishes to it are on their way: RabbitMQ acks every one (those that
+    reached the queue were dropped with it on purpose; the rest were unroutable, and aio-pika's
+    mandatory publishes come back as returns before their acks), never a nack."""
+    import aio_pika
+    from aiormq.abc import DeliveredMessage
+    from pamqp.commands import Basic
+
+    name = "gone-" + uuid.uuid4().hex[:8]
+
+    async def run():
+        async with await aio_pika.connect(aio_url) as conn:
+            pub, admin = await conn.channel(publisher_confirms=True), await conn.channel()
+            queue = await admin.declare_queue(name, durable=True)
+            body = aio_pika.Message(b"x" * 64, delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
+            sends = [asyncio.ensure_future(pub.default_exchange.publish(body, routing_key=name))
+                     for _ in range(3000)]
+            await sends[0]  # the queue has taken publishes; thousands more are on their way
+            held = await queue.delete(if_unused=False, if_empty=False)
+            done = await asyncio.gather(*sends, return_exceptions=True)
+            return held.message_count, done
+
+    held, done = asyncio.run(asyncio.wait_for(run(), 30))
+    assert held > 0
+    assert [x for x in done if not isinstance(x, (Basic.Ack, DeliveredMessage))] == []
