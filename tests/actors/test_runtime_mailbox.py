@@ -359,7 +359,7 @@ def test_removing_an_actor_returns_the_credit_it_held(tmp_path: Path) -> None:
     run(main())
 
 
-class Inbox:
+class Collector:
     """Collects every message; `arrived` resolves when `expect` have come."""
 
     def __init__(self, expect: int) -> None:
@@ -384,12 +384,12 @@ def test_undelivered_says_whether_the_actor_was_removed_for_good(tmp_path: Path)
         b.remove("again", gone=True)
         again = b.spawn("again", Recorder())  # declared anew: a later removal is news again
         b.remove(again.name)
-        inbox = Inbox(expect=4)
-        me = a.spawn("src", inbox)
+        collector = Collector(expect=4)
+        me = a.spawn("src", collector)
         for name in ("deleted", "crashed", "nobody", "again"):
             a.send(Address("b", name), Note("m", name), sender=me)
-        await inbox.arrived
-        assert [(msg.msg.body, msg.gone) for msg in inbox.got] == [
+        await collector.arrived
+        assert [(msg.msg.body, msg.gone) for msg in collector.got] == [
             ("deleted", True), ("crashed", False), ("nobody", False), ("again", False)]
         await a.close()
         await b.close()
