@@ -22,6 +22,7 @@ class Config:
     queue_args: dict = field(default_factory=dict)
     durable: bool = False
     rate: float = 0.0
+    rates: tuple[tuple[float, float], ...] = ()  # (msg/s, seconds) phases; the last one lasts
     time_s: float = 10.0
     json_path: str | None = None
     predeclared: bool = False
@@ -57,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     a("--queue-args", default="{}", help='JSON table, e.g. \'{"x-queue-type":"quorum"}\'')
     a("--durable", action="store_true", help="declare the queue (and exchange) durable")
     a("--rate", "-r", type=float, default=0.0, help="msg/s per producer (0 = flat out)")
+    a("--rates", default="",
+      help="phases of the rate, e.g. '1000x8,0x10,1000x10': 1,000 msg/s for 8 s, then flat out for "
+           "10 s, then 1,000 msg/s until the end (overrides --rate)")
     a("--time", "-z", type=float, default=10.0, help="seconds to run (0 = until Ctrl-C)")
     a("--json", default=None, help="write per-second samples and the summary to this file")
     a("--predeclared", action="store_true", help="declare nothing; exchange and queue exist")
@@ -89,10 +93,14 @@ def parse_args(argv: list[str] | None = None) -> Config:
                      "before the consumer acks")
     if ns.predeclared and not ns.queue and ns.consumers:
         parser.error("--predeclared needs --queue for the consumers")
+    try:
+        rates = tuple((float(r), float(t)) for r, t in (phase.split("x") for phase in ns.rates.split(",") if phase))
+    except ValueError:
+        parser.error("--rates is RATExSECONDS,RATExSECONDS,...")
     return Config(uri=ns.uri, producers=ns.producers, consumers=ns.consumers, size=ns.size,
                   persistent=ns.persistent, confirm=ns.confirm, prefetch=ns.prefetch,
                   auto_ack=ns.auto_ack, multi_ack=ns.multi_ack, queue=ns.queue,
-                  queue_args=queue_args, durable=ns.durable, rate=ns.rate, time_s=ns.time,
+                  queue_args=queue_args, durable=ns.durable, rate=ns.rate, rates=rates, time_s=ns.time,
                   json_path=ns.json, predeclared=ns.predeclared, exchange=ns.exchange,
                   routing_key=ns.routing_key, mandatory=ns.mandatory, warmup_s=ns.warmup,
                   drain_s=ns.drain, heartbeat_s=ns.heartbeat)

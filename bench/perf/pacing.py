@@ -21,3 +21,15 @@ def wait_ns(rate: float, elapsed_ns: int, sent: int) -> int:
     assert rate > 0
     next_at = (sent + 1) * NS_PER_S / rate
     return max(0, int(next_at - elapsed_ns))
+
+
+def phase_at(phases: tuple[tuple[float, float], ...], elapsed_ns: int) -> tuple[float, int]:
+    """(the rate, when its phase started) `elapsed_ns` into a run of (rate, seconds) phases; the
+    last phase lasts to the end."""
+    start = 0
+    for rate, seconds in phases[:-1]:
+        end = start + int(seconds * NS_PER_S)
+        if elapsed_ns < end:
+            return rate, start
+        start = end
+    return phases[-1][0], start

@@ -163,7 +163,8 @@ class Producer(Worker):
         await self.go.wait()
         cfg, proto, tracker, counters = self.cfg, self.proto, self.tracker, self.counters
         started_ns = time.monotonic_ns()
-        sent = 0
+        phases = cfg.rates or ((cfg.rate, 0.0),)
+        phase_started, sent = 0, 0  # messages sent in the current phase
         while not self.stop.is_set():
             n = BURST_MESSAGES_MAX
             if cfg.confirm:
@@ -175,11 +176,14 @@ class Producer(Worker):
             if not proto.writable.is_set():
                 await proto.writable.wait()
                 continue
-            if cfg.rate:
-                elapsed_ns = time.monotonic_ns() - started_ns
-                n = min(n, pacing.due(cfg.rate, elapsed_ns, sent, BURST_MESSAGES_MAX))
+            rate, started = pacing.phase_at(phases, time.monotonic_ns() - started_ns)
+            if started != phase_started:
+                phase_started, sent = started, 0
+            if rate:
+                elapsed_ns = time.monotonic_ns() - started_ns - phase_started
+                n = min(n, pacing.due(rate, elapsed_ns, sent, BURST_MESSAGES_MAX))
                 if n == 0:
-                    wait_s = pacing.wait_ns(cfg.rate, elapsed_ns, sent) / 1e9
+                    wait_s = pacing.wait_ns(rate, elapsed_ns, sent) / 1e9
                     await asyncio.sleep(min(wait_s, RATE_SLEEP_MAX_S))
                     continue
             now_ns = time.time_ns()

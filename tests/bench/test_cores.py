@@ -100,6 +100,18 @@ def test_pacing_due_and_wait():
     assert pacing.wait_ns(1000, 500_000_000, 100) == 0
 
 
+def test_pacing_phases_and_the_option_that_sets_them():
+    phases = parse_args(["--rates", "1000x8,0x2.5,500x1"]).rates
+    assert phases == ((1000.0, 8.0), (0.0, 2.5), (500.0, 1.0))
+    assert pacing.phase_at(phases, 0) == (1000.0, 0)
+    assert pacing.phase_at(phases, 8 * 10**9) == (0.0, 8 * 10**9)
+    assert pacing.phase_at(phases, 10_499_999_999) == (0.0, 8 * 10**9)
+    assert pacing.phase_at(phases, 60 * 10**9) == (500.0, 10_500_000_000)  # the last one lasts
+    assert parse_args([]).rates == ()
+    with pytest.raises(SystemExit):
+        parse_args(["--rates", "fast"])
+
+
 # -- stats ----------------------------------------------------------------------------------
 def counters(published, consumed, confirmed=0):
     return {"published": published, "confirmed": confirmed, "consumed": consumed}
