@@ -76,6 +76,8 @@ from persist.disk import RealDisk
 from actors.reader import admin as conn_admin
 from actors.reader import tls
 from actors.reader.acceptor import Acceptor
+from actors.reader.handover import MovedConnection
+from actors.reader.mover import Mover
 from actors.reader.admin import ConnectionAdmin
 from actors.reader.alarms import WATCHER_NAME, AlarmWatcher
 from actors.reader.core import Gatekeeper, Settings
@@ -392,16 +394,16 @@ async def connection_host(runtime: Any, spec: Any) -> None:
 
     serving: set[asyncio.Task] = set()  # the loop keeps only weak references to tasks
 
-    def adopt(sock: socket.socket) -> None:
-        task = loop.create_task(serve(sock))
+    def adopt(sock: socket.socket, moved: MovedConnection | None) -> None:
+        task = loop.create_task(serve(sock, moved))
         serving.add(task)
         task.add_done_callback(serving.discard)
 
-    async def serve(sock: socket.socket) -> None:
+    async def serve(sock: socket.socket, moved: MovedConnection | None) -> None:
         made: list[Reader] = []
 
         def reader() -> Reader:
-            made.append(Reader(ctx, acceptor.left))
+            made.append(Reader(ctx, acceptor.left, moved))
             return made[0]
         try:
             await loop.connect_accepted_socket(reader, sock=sock)
@@ -412,6 +414,8 @@ async def connection_host(runtime: Any, spec: Any) -> None:
                 acceptor.left()
     acceptor = Acceptor(loop, cfg.get("conn_index", 0), cfg.get("connection_hosts", 1),
                         socket_dir(Path(cfg["data_dir"])), adopt)
+    if acceptor.board is not None and cfg.get("connection_moves", True):
+        ctx.mover = Mover(acceptor, runtime.host, ctx.settings.ticks_per_second)
     acceptor.listen(cfg.get("bind", "127.0.0.1"), cfg["port"])
     # amqps connections are not evened out: TLS is rare on the hot paths this is for
     if cfg.get("tls_port"):
@@ -450,5 +454,7 @@ async def _tick(ctx: ConnectionHostContext) -> None:
     period = 1 / ctx.settings.ticks_per_second
     while True:
         await asyncio.sleep(period)
+        if ctx.mover is not None:
+            ctx.mover.tick()
         for reader in list(ctx.readers):
             reader.tick()

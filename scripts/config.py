@@ -43,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "credit_flow_default_credit.more_after": 200,
     "connection_hosts": 2,
     "queue_hosts": 0,  # 0: classic queues run in the connection hosts (actors/placement.py)
+    "connection_moves": True,  # a running connection may move to its queue's host (actors/reader/mover.py)
     "admin_port": 0,
     "consumer_timeout": 1800000,
     "handshake_timeout": 10000,
@@ -133,7 +134,7 @@ def _conf_count(key: str, value: str) -> int:
 
 
 PARSERS: dict[str, Callable[[str, str], Any]] = {
-    "connection_hosts": _conf_positive, "queue_hosts": _conf_count,
+    "connection_hosts": _conf_positive, "queue_hosts": _conf_count, "connection_moves": _conf_bool,
     CMR + "enabled": _conf_bool, CMR + "auto_remove": _conf_bool, CMR + "target_group_size": _conf_positive,
     RELAXED_CHECKS: _conf_bool,
     "listeners.tcp.default": _conf_listener,

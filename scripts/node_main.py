@@ -90,7 +90,8 @@ def host_specs(conf: dict) -> list[HostSpec]:
                 tls_port=conf["listeners.ssl.default"], tls_certfile=conf["ssl_options.certfile"],
                 tls_keyfile=conf["ssl_options.keyfile"])
     specs += [HostSpec(f"conn{i}", "actors.hosts:connection_host",
-                       dict(conn, conn_index=i, connection_hosts=conf["connection_hosts"]))
+                       dict(conn, conn_index=i, connection_hosts=conf["connection_hosts"],
+                            connection_moves=conf["connection_moves"]))
               for i in range(conf["connection_hosts"])]
     return [HostSpec(s.name, s.entry, dict(s.config, host=host_of(node, s.name))) for s in specs]
 

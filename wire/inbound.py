@@ -132,6 +132,18 @@ class InboundParser:
         self._buf = buf[pos:] if pos < len(buf) and not self._dead else b""
         return events
 
+    def between_commands(self) -> bool:
+        """Whether no content command is part-way in (its method frame read, not all its content)."""
+        return not self._content
+
+    def unparsed(self) -> bytes:
+        """The octets of a frame the last read cut short."""
+        return self._buf
+
+    def resume(self) -> None:
+        """Parse a connection whose protocol header another parser read, from a frame boundary."""
+        self._header_seen = True
+
     def content_pending(self) -> bool:
         """Whether some channel's content is part-way in (its header frame arrived, not all its body)."""
         return any(pending.header is not None for pending in self._content.values())

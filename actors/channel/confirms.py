@@ -20,8 +20,10 @@ from typing import Hashable, Iterable
 
 
 class ConfirmTracker:
-    def __init__(self) -> None:
-        self.next_seq = 1
+    def __init__(self, next_seq: int = 1) -> None:
+        """`next_seq`: where a channel that moved from another host goes on from (handover.py)."""
+        self.next_seq = next_seq
+        self._first_seq = next_seq  # what this tracker settled is counted from here
         self._waiting: dict[int, int] = {}          # seq -> number of queues still to confirm
         self._nacked: set[int] = set()              # seqs with a refusal, reported as nack when settled
         self._per_queue: dict[Hashable, deque[int]] = {}
@@ -33,7 +35,15 @@ class ConfirmTracker:
 
     def settled_count(self) -> int:
         """Publishes confirmed or nacked to the client so far (the management `confirm` count)."""
-        return self.next_seq - 1 - len(self._waiting) - len(self._ready_acks) - len(self._ready_nacks)
+        return self.next_seq - self._first_seq - len(self._waiting) - len(self._ready_acks) - len(self._ready_nacks)
+
+    def idle(self) -> bool:
+        """Whether every publish so far has been reported to the client."""
+        return not (self._waiting or self._ready_acks or self._ready_nacks)
+
+    def queues(self) -> Iterable[Hashable]:
+        """Every queue a publish was routed to so far."""
+        return self._per_queue.keys()
 
     def publish(self, queues: Iterable[Hashable]) -> int:
         """Record a publish routed to `queues`; returns its sequence number."""

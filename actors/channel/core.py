@@ -249,6 +249,10 @@ class ChannelCore:
     def is_waiting_for(self, rid: int) -> bool:
         return rid == self._waiting
 
+    def is_calling(self) -> bool:
+        """Whether a call is in flight or commands wait behind one."""
+        return self._waiting is not None or bool(self._backlog)
+
     def failed(self, result: Reply, method: m.Method) -> bool:
         """Close the channel and say True when `result` is an error."""
         if result.error is None:

@@ -55,6 +55,10 @@ class Outbox:
                 self._out.append(Send(queue, Settle(acked, requeued, discarded)))
             self._settlements = {}
 
+    def empty(self) -> bool:
+        """Whether nothing was produced since the last take."""
+        return not (self._out or self.frames or self.publishes or self._settlements)
+
     def take(self) -> list:
         """Every effect produced since the last take, gathered ones included."""
         self.emit_gathered()

@@ -33,6 +33,10 @@ class QuorumLinks:
         self._queue_of: dict[Address, Address] = {}  # member -> its queue
         self._addresses: dict[str, Address] = {}  # member id -> member
 
+    def clients(self) -> int:
+        """How many quorum queues the channel has talked to."""
+        return len(self._clients)
+
     def route(self, effects: list) -> list:
         """`effects` with every Send to a quorum queue replaced by its client's sends to members."""
         if not any(type(e) is Send and _is_quorum(e.to) for e in effects):

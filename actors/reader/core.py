@@ -38,7 +38,7 @@ connection.blocked (flow/blocking.py, run by the reader shell).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
 from effects import ChannelsDown, CloseSocket, Opened, OpenChannel, SetFrameMax, ToChannel, Write
 from wire import methods as m
@@ -196,6 +196,19 @@ class ConnectionCore:
     def channel_error(self, error: AmqpError) -> list:
         """A channel found a connection-level error."""
         return self._connection_error(error)
+
+    def resume(self, user: str, vhost: str, frame_max: int, channel_max: int, heartbeat: int,
+               client_properties: dict, channels: Iterable[int]) -> list:
+        """Take over an open connection another host negotiated (actors/reader/handover.py): the
+        effects that set the shell up as connection.open did, without a frame to the client."""
+        self.user, self.vhost = user, vhost
+        self.frame_max, self.channel_max, self.heartbeat = frame_max, channel_max, heartbeat
+        self.client_properties = client_properties
+        caps = client_properties.get("capabilities")
+        self.capabilities = dict(caps) if isinstance(caps, dict) else {}
+        self.channels = set(channels)
+        self.state = OPEN
+        return [SetFrameMax(frame_max), Opened(vhost, user, frame_max, self.capabilities)]
 
     # ------------------------------------------------------------------ internals
     def _to(self, state: str) -> list:

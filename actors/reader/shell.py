@@ -20,6 +20,12 @@ frame, `published`); its `PauseReading` stops reading the socket too, and connec
 to a client that announced the capability. The socket is read while neither credit nor an alarm
 holds it; while it is not read, the heartbeat monitor does not count the client's silence.
 
+Moves: a connection adopted through the acceptor may move to another connection host of the node
+while it runs, to sit with its queue (actors/reader/mover.py decides and moves at a quiet point;
+the reader stops reading for it, `hold`, and lets its channels go once it is gone, `moved_away`).
+A reader made with `moved` takes such a connection over: no handshake, its channels as they were,
+then what the old host had read and not acted on.
+
 Fairness between the connections of one host: the reader is a BufferedProtocol, so each read's size
 is this connection's share of the host (`flow/read_share.py`): 32 KiB while other connections are
 sending too; alone, about 128 of the commands it sends (1 KiB publishes: ~135 KiB), at most 256 KiB.
@@ -35,12 +41,15 @@ from typing import Any, Callable
 
 import structlog
 
+from actors.channel import handover
 from actors.channel.core import CLOSED, ChannelCore, consumer_timeout_default_ms
 from actors.channel.publish_checks import MAX_MESSAGE_SIZE_DEFAULT, effective_max_message_size
 from actors.channel.shell import ChannelActor
 from actors.messages.node import ConnectionClosed, QueueHostRestarted, QueuesGone
 from actors.mgmt.counters import add_exchange_counts, add_into
 from actors.reader.core import ConnectionCore, Settings
+from actors.reader.handover import MovedConnection
+from actors.reader.mover import Motion, Mover
 from actors.runtime.address import Address
 from effects import (ChannelsDown, CloseSocket, Opened, OpenChannel, PauseReading, ResumeReading, SetFrameMax,
                      ToChannel, Write)
@@ -49,6 +58,7 @@ from flow.blocking import ConnectionThrottle
 from flow.read_share import ReadBudget, ReadShare
 from flow.state import FlowState
 from wire.errors import INTERNAL_ERROR, AmqpError
+from wire import methods as m
 from wire.inbound import Command, InboundParser
 
 log = structlog.get_logger("warren.reader")
@@ -64,10 +74,18 @@ def is_loopback(peer: Any) -> bool:
 
 
 class Reader(asyncio.BufferedProtocol):
-    def __init__(self, host: "ConnectionHostContext", on_lost: Callable[[], None] | None = None) -> None:
-        """`on_lost`: called once the connection is gone (the acceptor's count of what it serves)."""
+    def __init__(self, host: "ConnectionHostContext", on_lost: Callable[[], None] | None = None,
+                 moved: MovedConnection | None = None) -> None:
+        """`on_lost`: called once the connection is gone (the acceptor's count of what it serves);
+        only such a connection may move between hosts (actors/reader/mover.py). `moved`: the
+        state of a running connection another host sent with its socket."""
         self.host = host
         self._on_lost = on_lost
+        self._mover = host.mover if on_lost is not None else None
+        self._moved = moved
+        self.motion: Motion | None = None  # the mover's record of this connection
+        self.held = False  # reading stopped for a move waiting for its quiet point
+        self.bytes_in = 0
         self.owner = host.next_owner()
         self.transport: asyncio.Transport | None = None
         self.parser = InboundParser(host.settings.frame_max)
@@ -96,7 +114,26 @@ class Reader(asyncio.BufferedProtocol):
         self.core = ConnectionCore(self.host.settings, check_login=self.host.check_login,
                                    peer_is_loopback=is_loopback(peer), vhost_exists=self.host.vhost_exists)
         self.host.readers.add(self)
-        log.info("connection.accepted", owner=self.owner, peer=str(peer))
+        if self._moved is None:
+            log.info("connection.accepted", owner=self.owner, peer=str(peer))
+        else:
+            self._resume(self._moved)
+
+    def _resume(self, moved: MovedConnection) -> None:
+        """Take over a running connection another host moved here: as it was there, then on from
+        what that host had read and not acted on."""
+        self._moved = None
+        self.connected_at = moved.connected_at
+        self.motion = Motion(self.host.settings.ticks_per_second, moved=True)
+        self.parser.resume()
+        self._apply(self.core.resume(moved.user, moved.vhost, moved.frame_max, moved.channel_max, moved.heartbeat,
+                                     moved.client_properties, [c.number for c in moved.channels]))
+        for c in moved.channels:
+            self._open_channel(OpenChannel(c.number))
+            handover.resume(self.channels[c.number].core, c)
+        log.info("connection.resumed", owner=self.owner, was=moved.was, channels=len(moved.channels), leftover=len(moved.leftover))
+        if moved.leftover:
+            self.data_received(moved.leftover)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         # the host's one read buffer (the loop reads one socket at a time and copies out below),
@@ -107,14 +144,19 @@ class Reader(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         host = self.host
         host.read_share.read(self, host.clock())
+        self.bytes_in += nbytes
         self.data_received(bytes(host.read_buffer[:nbytes]))
 
     def data_received(self, data: bytes) -> None:
         core = self.core
+        mover = self._mover
         try:
             events = self.parser.receive_data(data)
             self.read_budget.read(len(data), len(events))
-            for event in events:
+            for i, event in enumerate(events):
+                if (mover is not None and type(event) is Command and type(event.method) is m.BasicConsume
+                        and mover.before_consume(self, events[i:])):
+                    return
                 self._apply(core.receive(event))
                 if self.closed:
                     return
@@ -163,6 +205,8 @@ class Reader(asyncio.BufferedProtocol):
         if self.transport is not None and not self.closed:
             self.transport.writelines(e.chunks)
             self.core.sent()
+            if self.held:  # a move waits for its quiet point: after this flush may be one
+                asyncio.get_running_loop().call_soon(self._mover.try_move, self)
 
     def _to_channel(self, e: ToChannel) -> None:
         ch = self.channels.get(e.number)
@@ -248,9 +292,21 @@ class Reader(asyncio.BufferedProtocol):
         self.flow = self.flow.alarm(blocked, max(now, self.flow.changed_at))
         self._update_reading()
 
+    def hold(self, held: bool) -> None:
+        """Stop reading for a move, or read again (the mover's)."""
+        self.held = held
+        self._update_reading()
+
+    def moved_away(self) -> None:
+        """The connection went to another host with its socket: let its channels go as a closed
+        connection's would, tell nobody else, and drop this host's copy of the descriptor."""
+        self._channels_down()
+        self.closed = True
+        self.transport.abort()
+
     def _update_reading(self) -> None:
-        """Read the socket while neither credit nor an alarm holds this connection."""
-        reading = not self.paused and not (self.throttle is not None and self.throttle.blocked)
+        """Read the socket while neither credit nor an alarm holds this connection, nor a move."""
+        reading = not self.paused and not self.held and not (self.throttle is not None and self.throttle.blocked)
         if reading == self.reading or self.transport is None or self.closed:
             return
         self.reading = reading
@@ -262,6 +318,8 @@ class Reader(asyncio.BufferedProtocol):
     def tick(self) -> None:
         if self.core is not None and not self.closed:
             self._apply(self.core.tick(reading=self.reading))
+            if self._mover is not None and self.opened is not None and not self.closed:
+                self._mover.tick_reader(self)
         for ch in list(self.channels.values()):
             if self.closed:
                 return
@@ -306,6 +364,7 @@ class ConnectionHostContext:
         self.read_buffer = memoryview(bytearray(self.read_share.solo_bytes))
         self.clock = time.monotonic  # what the event loop's clock reads too
         self.resources: set[str] = set()  # what the cluster is short of (resource alarms in force)
+        self.mover: Mover | None = None  # set by the host when connections may move between hosts
         self._owners = 0
         self._channels = 0
         # names connections and channels; the node's replica subscribes with it, so the node can tell

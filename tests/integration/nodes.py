@@ -1,11 +1,24 @@
 """Real nodes for tests: scripts/local_cluster.py starts them (tests, benchmarks and the fault suite share it)."""
 from pathlib import Path
 
+import pytest
+
 from actors.placement import queue_kind
 from actors.runtime.client import control
 from scripts.local_cluster import REPO, Node, start_node, wait_serving
 
-__all__ = ["REPO", "Node", "queue_host", "start_node", "start_node_with_queue_host", "wait_serving"]
+__all__ = ["REPO", "Node", "module_node", "queue_host", "start_node", "start_node_with_queue_host", "wait_serving"]
+
+
+def module_node(name: str):
+    """A fixture: a node of the test module's own, with the default configuration (for tests that
+    count the node's connections, which the session's shared node cannot promise)."""
+    @pytest.fixture(scope="module")
+    def node(tmp_path_factory):
+        n = start_node(tmp_path_factory.mktemp(name) / "data")
+        yield n
+        n.stop()
+    return node
 
 
 def queue_host(node: Node, name: str, vhost: str = "/") -> str:

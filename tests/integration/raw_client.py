@@ -57,6 +57,13 @@ class RawClient:
             self.events += self.read()
         raise AssertionError(f"no {cls.__name__} within {deadline_s} s")
 
+    def method_frame(self, method: m.Method, channel: int = 1) -> bytes:
+        return method_frame(channel, method)
+
+    def expect_delivery(self, deadline_s: float = 10.0) -> Command:
+        """The next basic.deliver with its content (the parser joins the three frames)."""
+        return self.expect(m.BasicDeliver, deadline_s)
+
     def publish_frames(self, routing_key: str, body: bytes, exchange: str = "", persistent: bool = False) -> bytes:
         header = encode_content_header(60, len(body), BasicProperties(delivery_mode=2 if persistent else None))
         return content_frames_bytes(1, m.BasicPublish(exchange=exchange, routing_key=routing_key), header, body,

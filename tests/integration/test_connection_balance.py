@@ -6,18 +6,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-import pytest
 
 from tests.integration.admin_support import connect, ok
-from tests.integration.nodes import start_node
+from tests.integration.nodes import module_node
 from tests.waiting import until
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory):
-    n = start_node(tmp_path_factory.mktemp("balance") / "data")
-    yield n
-    n.stop()
+node = module_node("balance")
 
 
 def names(node) -> set[str]:
