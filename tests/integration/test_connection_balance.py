@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-
 from tests.integration.admin_support import connect, ok
 from tests.integration.nodes import module_node
 from tests.waiting import until
