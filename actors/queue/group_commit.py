@@ -21,14 +21,11 @@ written. Confirms are released in commit order, never ahead of the sync that cov
 `InlineSyncs` (the default) syncs during the flushes and calls back at once: one commit per loop
 turn, as tests drive it.
 
-A small commit (at most `INLINE_MAX` messages taken in since the last commit started: a quiet
-host; a busy run takes in more) after a fast one (under `INLINE_SYNC_MS`: a slow or busy disk
-holds the loop for one sync, then its commits go back to the thread) is marked `inline`, and the
-sync thread's `Syncs` syncs it on the loop. At a steady 1,000 msg/s every commit holds one message
-and the loop has nothing else to do while the disk syncs, but handing the sync to the thread and
-back cost a wake-up, the GIL and a core each way: publish -> confirm p50 1.2-2.2 ms against
-2.1-3.4 through the thread (RabbitMQ 1.2; bench/RESULTS.md, 2026-11-28 night). Under load commits
-hold more and go to the thread, so the loop keeps delivering while the disk syncs.
+Every commit's syncs leave the loop, even a quiet host's commit of one message: syncing those on
+the loop saved ~0.1 ms of publish -> confirm at 1,000 msg/s, but an fdatasync that takes 10-450
+ms (this machine's disk in a slow phase) then stops everything the host serves, deliveries and
+the publishers' reads included, which connections that moved to their queue's host all wait on
+(bench/RESULTS.md, 2026-11-29).
 
 Under constant load - `BUSY_AFTER` commits in a row during whose syncs the queues took in
 `BUSY_MESSAGES` or more messages (marks say how many) - the next commit starts `interval_ms`
@@ -93,9 +90,8 @@ class Syncs(Protocol):
     def collect(self) -> AbstractContextManager[Any]:
         """A block whose syncs are collected (its value: what was collected) rather than done."""
 
-    def run(self, collected: Any, done: Callable[[], None], inline: bool = False) -> None:
-        """Carry out what `collect` gathered, then call `done` on the caller's loop; `inline`: a
-        small commit of a quiet host, cheaper done right here than handed to a thread."""
+    def run(self, collected: Any, done: Callable[[], None]) -> None:
+        """Carry out what `collect` gathered, then call `done` on the caller's loop."""
 
 
 class InlineSyncs:
@@ -104,7 +100,7 @@ class InlineSyncs:
     def collect(self) -> AbstractContextManager[Any]:
         return nullcontext()
 
-    def run(self, collected: Any, done: Callable[[], None], inline: bool = False) -> None:
+    def run(self, collected: Any, done: Callable[[], None]) -> None:
         done()
 
 
@@ -115,8 +111,6 @@ INTERVAL_MS = 50  # under constant load, a commit starts this long after the one
 BUSY_MESSAGES = 32  # messages taken in while one commit synced that make it a busy one
 BUSY_AFTER = 3  # busy commits in a row: constant load
 HOLD_MAX = 512  # messages taken in since the last commit started that end the interval's wait
-INLINE_MAX = 4  # a commit of at most this many messages (a quiet host's) syncs inline ...
-INLINE_SYNC_MS = 2  # ... if the commit before it took less than this (a slow disk must not hold the loop)
 
 
 def waited(record: FlowState, start_ms: int, end_ms: int) -> FlowState:
@@ -128,7 +122,7 @@ def waited(record: FlowState, start_ms: int, end_ms: int) -> FlowState:
 class GroupCommit:
     __slots__ = ("_schedule", "_later", "lazy_ms", "_clock", "_syncs", "_dirty", "_lazy", "_lazy_due_set",
                  "_scheduled", "_in_flight", "syncing", "interval_ms", "_busy", "_taken_while_syncing",
-                 "_taken_pending", "_waiting", "_wait_token", "_last_ms")
+                 "_taken_pending", "_waiting", "_wait_token")
 
     def __init__(self, schedule: Schedule, clock: Callable[[], int] | None = None,
                  syncs: Syncs | None = None, later: Later | None = None, lazy_ms: int = LAZY_MS,
@@ -142,7 +136,6 @@ class GroupCommit:
         self._taken_pending = 0  # messages the marks since the last commit started took in
         self._waiting = False  # the next commit waits for the interval
         self._wait_token = 0  # which `later` call ends the current wait (an ended one is ignored)
-        self._last_ms = 0  # how long the last commit took, by `clock`
         self._clock = clock
         self._syncs = syncs if syncs is not None else InlineSyncs()
         self._dirty: dict[int, Flushable] = {}
@@ -196,7 +189,6 @@ class GroupCommit:
         if self._in_flight is not None or not self._dirty:
             return  # the commit in flight starts the next one when it is done
         self._waiting = False
-        inline = self._taken_pending <= INLINE_MAX and self._last_ms < INLINE_SYNC_MS
         self._taken_pending = 0
         dirty, self._dirty = self._dirty, {}
         self._in_flight = dirty
@@ -204,7 +196,7 @@ class GroupCommit:
         with self._syncs.collect() as collected:
             for queue in dirty.values():
                 queue.flush()
-        self._syncs.run(collected, lambda: self._done(start), inline)
+        self._syncs.run(collected, lambda: self._done(start))
 
     def _done(self, start: int) -> None:
         done, self._in_flight = self._in_flight, None
@@ -212,7 +204,6 @@ class GroupCommit:
         for queue in done.values():
             queue.synced()
         end = self._clock() if self._clock else 0
-        self._last_ms = end - start
         if end > start:
             self.syncing = waited(self.syncing, start, end)
             for queue in done.values():

@@ -4,8 +4,7 @@ The group commit (group_commit.py) collects its syncs in `collect` (the host's R
 them, persist/disk.py) and hands them to `run`, which syncs on the one worker thread and calls
 `done` back on the event loop. One thread is enough: the group commit has one commit in flight at
 a time, and fdatasync releases the GIL, so the loop keeps delivering, taking publishes and writing
-the next commit's records meanwhile. A commit the group commit marks `inline` (a few messages on a
-quiet host) is synced on the loop instead: the handoff would cost it more than the loop loses.
+the next commit's records meanwhile, however long the disk takes.
 
 A sync that fails leaves the host unable to say what is on disk (after a failed fdatasync the page
 cache may have dropped the dirty pages: retrying proves nothing). Its confirms must never leave,
@@ -47,19 +46,11 @@ class ThreadSyncs:
     def collect(self) -> AbstractContextManager[DeferredSyncs]:
         return self._disk.deferring()
 
-    def run(self, collected: DeferredSyncs, done: Callable[[], None], inline: bool = False) -> None:
+    def run(self, collected: DeferredSyncs, done: Callable[[], None]) -> None:
         if not len(collected):
             done()  # nothing to wait for (sync_method "none", or nothing was written)
             return
         assert self._job is None, "one commit in flight at a time"
-        if inline:  # a quiet host's small commit: the loop has nothing better to do meanwhile
-            error = None
-            try:
-                collected.run()
-            except BaseException as e:
-                error = e
-            self._finish(done, error)
-            return
         if self._thread is None:  # on the first commit: the loop it reports to is running
             asyncio.get_running_loop().add_reader(self._finished_fd, self._finished)
             self._thread = threading.Thread(target=self._work, name="group-commit", daemon=True)

@@ -12,7 +12,7 @@ from typing import Callable
 
 from actors.messages.channel_queue import Confirm, Consume, Deliver, Publish, Settle
 from actors.messages.node import CreateQueue
-from actors.queue.group_commit import BUSY_AFTER, BUSY_MESSAGES, HOLD_MAX, INLINE_MAX, INLINE_SYNC_MS, GroupCommit
+from actors.queue.group_commit import BUSY_AFTER, BUSY_MESSAGES, HOLD_MAX, GroupCommit
 from actors.queue.manager import QueueManager
 from actors.runtime.address import Address
 from persist.classic.host_storage import HostStorage, queue_dir
@@ -88,15 +88,13 @@ class HeldSyncs:
     def __init__(self) -> None:
         self.running: list[Callable[[], None]] = []
         self.collected = 0
-        self.inline: list[bool] = []  # what each commit was marked
 
     def collect(self):
         self.collected += 1
         return nullcontext(self.collected)
 
-    def run(self, collected, done, inline=False) -> None:
+    def run(self, collected, done) -> None:
         self.running.append(done)
-        self.inline.append(inline)
 
 
 def held_commit() -> tuple[list[Callable[[], None]], list[str], HeldSyncs, GroupCommit, Recorder, Recorder]:
@@ -166,22 +164,6 @@ def test_under_constant_load_a_commit_starts_an_interval_after_the_one_before_an
     t.commit.mark(t.a, taken=BUSY_MESSAGES)
     assert len(t.turns) == 1 and t.timers == []
     assert t.log.count("a synced") == 2 * BUSY_AFTER + 2
-
-
-def test_a_small_commit_after_a_fast_one_is_marked_inline_and_a_bigger_or_slower_one_is_not():
-    t = Timed()
-    t.commit.mark(t.a, taken=INLINE_MAX)
-    t.one_commit(1, taken_meanwhile=INLINE_MAX + 1)  # a few messages since the last started: inline
-    t.one_commit(1, taken_meanwhile=BUSY_MESSAGES)  # more than a few: the thread's
-    t.one_commit(1, taken_meanwhile=1)  # what the busy sync took in: the thread's again
-    t.one_commit(1, taken_meanwhile=1)  # a quiet host again
-    t.one_commit(INLINE_SYNC_MS, taken_meanwhile=1)  # a sync that took long ...
-    t.one_commit(0, taken_meanwhile=1)  # ... sends the next small commit to the thread
-    t.one_commit(0, taken_meanwhile=1)  # a fast sync again: inline
-    assert t.syncs.inline == [True, False, False, True, True, False, True]
-    t.commit.mark(t.a)  # a lazy or ack-only commit takes in nothing: inline on a quiet host
-    t.one_commit(1, taken_meanwhile=0)
-    assert t.syncs.inline[-1] is True
 
 
 def test_a_wait_for_the_interval_ends_once_the_queues_took_in_enough_messages_and_its_timer_is_then_ignored():

@@ -92,18 +92,6 @@ def test_the_sync_thread_runs_the_syncs_off_the_loop_and_calls_back_on_it(tmp_pa
     asyncio.run(scenario())
 
 
-def test_an_inline_commit_syncs_on_the_loop_and_calls_back_before_run_returns(tmp_path):
-    async def scenario() -> None:
-        syncs = ThreadSyncs(RealDisk(str(tmp_path)))
-        done_on: list[int] = []
-        collected = Collected(1)
-        syncs.run(collected, lambda: done_on.append(threading.get_ident()), inline=True)
-        assert done_on == [threading.get_ident()] and collected.ran_on == threading.get_ident()
-        syncs.run(Collected(1), lambda: done_on.append(0), inline=True)  # nothing left in flight
-        assert done_on[1:] == [0]
-    asyncio.run(scenario())
-
-
 def test_a_durable_queue_on_a_real_disk_confirms_once_its_sync_thread_synced(tmp_path):
     async def scenario() -> None:
         s = HostStorage(RealDisk(str(tmp_path)), "queue0", embed_below=4096, file_size_limit=1 << 20,
