@@ -144,6 +144,7 @@ class Mover:
         m = reader.motion
         if m is None or m.target is None:
             return  # it moved
+        log.debug("connection.move_deferred", owner=reader.owner, why=self._busy(reader), retry_s=m.backoff / self._tps)
         m.target = None
         m.next_try = m.ticks + m.backoff
         m.backoff = min(2 * m.backoff, round(retry_max_s * self._tps))

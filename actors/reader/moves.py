@@ -29,7 +29,7 @@ from typing import Sequence
 
 slow_msgs = 2_000      # publishes a second below which a publisher is slow
 slow_bytes = 8 << 20   # and bytes a second
-busy_in = 0.5          # a host busier than this (share of one core) takes no connection
+busy_in = 0.6          # a host busier than this (share of one core) takes no connection
 busy_out = 0.85        # a host busier than this sheds its fast publishers
 
 

@@ -49,7 +49,8 @@ def test_a_steady_publisher_and_its_consumer_end_up_with_their_queue_and_lose_no
             consumer.process_data_events(0)
             return hosts(node)
 
-        until(lambda: publish_some(20) == [there, there], f"both connections to be served by {there}", 60)
+        # a few publishes per poll: slow enough for the mover on the slowest machine
+        until(lambda: publish_some(5) == [there, there], f"both connections to be served by {there}", 60)
         publish_some(200)
         until(lambda: consumer.process_data_events(0) or len(got) >= sent, "every message to arrive")
         assert got == [str(i).encode() for i in range(sent)]
@@ -83,3 +84,31 @@ def test_a_consume_read_together_with_more_commands_moves_with_them(node):
         assert raw.expect(m.QueueDeleteOk).method.message_count == 0
     finally:
         raw.close()
+
+
+def test_a_slow_confirming_publisher_moves_to_its_queues_host_and_every_publish_lands(node):
+    until(lambda: not hosts(node), "the earlier connections to be gone")
+    publisher = pika.BlockingConnection(pika.URLParameters(node.url))
+    try:
+        (here,) = hosts(node)
+        queue = next(q for q in (f"moves-publisher-{i}" for i in range(100)) if queue_host(node, q) != here)
+        ch = publisher.channel()
+        ch.queue_declare(queue)
+        ch.confirm_delivery()
+        sent = 0
+
+        def publish_some(n: int) -> list[str]:
+            nonlocal sent
+            for _ in range(n):
+                ch.basic_publish("", queue, str(sent).encode())  # raises if nacked
+                sent += 1
+            return hosts(node)
+
+        until(lambda: publish_some(5) == [queue_host(node, queue)], "the publisher to move to its queue's host", 60)
+        publish_some(50)  # and it goes on publishing there
+        assert ch.queue_declare(queue, passive=True).method.message_count == sent
+        got = [ch.basic_get(queue, auto_ack=True)[2] for _ in range(sent)]
+        assert got == [str(i).encode() for i in range(sent)]
+    finally:
+        if publisher.is_open:
+            publisher.close()
