@@ -40,6 +40,11 @@ def header_frame(channel: int, header_payload: bytes) -> bytes:
     return prefix + header_payload + FRAME_END_BYTES
 
 
+def body_frame(channel: int, payload: bytes) -> bytes:
+    """One content body frame."""
+    return _FRAME_PREFIX.pack(FRAME_BODY, channel, len(payload)) + payload + FRAME_END_BYTES
+
+
 def content_frames(channel: int, method: Method, header_payload: bytes, body: bytes,
                    frame_max: int) -> list[bytes | memoryview]:
     """Method frame, header frame and body frames for one content command, as writable pieces.

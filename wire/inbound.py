@@ -28,7 +28,7 @@ from typing import NamedTuple
 from wire.codec import DECODE_ERRORS
 from wire.errors import FRAME_ERROR, NOT_IMPLEMENTED, UNEXPECTED_FRAME, AmqpError
 from wire.frames import (FRAME_BODY, FRAME_END, FRAME_HEADER, FRAME_HEARTBEAT, FRAME_METHOD,
-                         FRAME_OVERHEAD, PROTOCOL_HEADER)
+                         FRAME_OVERHEAD, PROTOCOL_HEADER, body_frame, header_frame, method_frame)
 from wire.methods import METHODS, Method
 
 DEFAULT_FRAME_MAX = 131072
@@ -132,13 +132,28 @@ class InboundParser:
         self._buf = buf[pos:] if pos < len(buf) and not self._dead else b""
         return events
 
-    def between_commands(self) -> bool:
-        """Whether no content command is part-way in (its method frame read, not all its content)."""
-        return not self._content
+    def unparsed_size(self) -> int | None:
+        """How many octets `unparsed` would give, without making them; None while a content's body
+        overshot its declared size (the connection only waits for its end now)."""
+        size = len(self._buf)
+        for pending in self._content.values():
+            if pending.remaining < 0:
+                return None
+            size += 64 + len(pending.header or b"") + sum(len(c) + 8 for c in pending.chunks)
+        return size
 
     def unparsed(self) -> bytes:
-        """The octets of a frame the last read cut short."""
-        return self._buf
+        """What was read and has not become an event yet, as frames another parser takes from
+        here (`resume`): the frames of every content command part-way in, channel by channel (each
+        channel's frames in their order), then the frame the last read cut short (the newest)."""
+        out = []
+        for channel, pending in self._content.items():
+            out.append(method_frame(channel, pending.method))
+            if pending.header is not None:
+                out.append(header_frame(channel, pending.header))
+                out += [body_frame(channel, chunk) for chunk in pending.chunks]
+        out.append(self._buf)
+        return b"".join(out)
 
     def resume(self) -> None:
         """Parse a connection whose protocol header another parser read, from a frame boundary."""

@@ -3,8 +3,9 @@
 Theory of operation: the socket's descriptor goes with SCM_RIGHTS in the datagram that carries
 this record (actors/reader/acceptor.py), so the client sees nothing: no byte is lost or read
 twice. What the old host had read and not yet acted on travels as bytes (`leftover`): the frames of
-the commands it stopped at, encoded again, and the part-frame its parser held; the new host feeds
-them to its parser before it reads the socket. Beside them: the negotiated connection (user,
+the commands it stopped at, encoded again, then what its parser held (a publish part-way in, as
+its frames so far, and the part-frame the last read cut short); the new host feeds them to its
+parser before it reads the socket. Beside them: the negotiated connection (user,
 vhost, frame_max, channel_max, heartbeat, the client's properties, whose capabilities say how to
 block it) and each channel's `ChannelHandover` (actors/channel/handover.py).
 """

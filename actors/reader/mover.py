@@ -9,11 +9,13 @@ moments:
   was read after it travel as bytes, and the new host acts on them as if it had read them;
 - at a tick, for a publisher (`tick_reader`): its reader stops reading so that a quiet point
   comes, and every write to its socket (a confirm going out is what a publisher with confirms
-  waits for) tries again, for `hold_s` at most; then reading resumes, and the next try waits
-  twice as long as the last (from one second up to `retry_max_s`), so a publisher that is never
-  quiet loses at most 2 % of its reading time to the tries.
+  waits for) tries again, for `hold_s` at most (`shed_hold_s` for a fast one leaving a busy host:
+  under constant load its confirms come with the group commit's interval of 50 ms); then reading
+  resumes, and the next try waits twice as long as the last (from one second up to
+  `retry_max_s`), so a publisher that is never quiet loses little of its reading time to the
+  tries.
 The quiet point: the connection is open and not held by credit or an alarm, nothing waits to be
-written to its socket, its parser is between commands with a short part-frame at most, it owns no
+written to its socket, what its parser holds is short (a publish part-way in travels as its frames), it owns no
 exclusive queue (those are tied to its name on this host), and none of its channels is busy
 (actors/channel/handover.py). A move sends the socket's descriptor and the connection's state to
 the target's hand-off socket (actors/reader/acceptor.py); once that is sent, the old host lets its
@@ -46,6 +48,7 @@ log = structlog.get_logger("warren.reader.mover")
 leftover_max = 64 * 1024  # unparsed bytes a move takes along (acceptor.moved_bytes_max leaves room)
 settle_s = 5.0            # a connection stays this long where it was put, or moved to, before moving
 hold_s = 0.02             # how long a publisher's reading stops while a move waits for its quiet point
+shed_hold_s = 0.12        # the same for a fast publisher leaving a busy host
 retry_max_s = 60.0        # the longest wait between two tries to move a connection that was never quiet
 CONN_KIND = "conn"
 
@@ -130,14 +133,16 @@ class Mover:
         m.read.append(reader.bytes_in)
         if m.target is not None or m.ticks < m.next_try or m.ticks <= (self._settle_ticks if m.moved else self._tps):
             return
-        target = self._publisher_target(reader, m)
+        msgs, read = m.published[-1] - m.published[0], m.read[-1] - m.read[0]
+        target = self._publisher_target(reader, msgs, read)
         if target is None:
             return
         m.target = target
         reader.hold(True)
         self.try_move(reader)
         if m.target is not None:
-            asyncio.get_running_loop().call_later(hold_s, self._give_up, reader)
+            held = hold_s if moves.is_slow(msgs, read) else shed_hold_s
+            asyncio.get_running_loop().call_later(held, self._give_up, reader)
 
     def _give_up(self, reader: Reader) -> None:
         """No quiet point came in time: read again, and try again later."""
@@ -158,7 +163,9 @@ class Mover:
                 m.target = None
 
     # ------------------------------------------------------------------ internals
-    def _publisher_target(self, reader: Reader, m: Motion) -> int | None:
+    def _publisher_target(self, reader: Reader, msgs: int, read: int) -> int | None:
+        """moves.for_publisher's answer for `reader`, which published `msgs` and read `read` bytes
+        over the last second."""
         destinations: set[int] = set()
         for ch in reader.channels.values():
             core = ch.core
@@ -173,8 +180,6 @@ class Mover:
                 if where is None:
                     return None
                 destinations.add(where)
-        msgs = m.published[-1] - m.published[0]
-        read = m.read[-1] - m.read[0]
         return moves.for_publisher(self.me, destinations, msgs, read, self.loads())
 
     def _busy(self, reader: Reader) -> str | None:
@@ -188,9 +193,9 @@ class Mover:
             return "held by credit"
         if reader.throttle is None or reader.throttle.blocked_by:
             return "alarm"
-        parser = reader.parser
-        if not parser.between_commands() or len(parser.unparsed()) > leftover_max:
-            return "mid-command"
+        unparsed = reader.parser.unparsed_size()
+        if unparsed is None or unparsed > leftover_max:
+            return "a long command part-way in"
         for ch in reader.channels.values():
             why = handover.busy(ch.core)
             if why is not None:

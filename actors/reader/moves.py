@@ -49,12 +49,15 @@ def for_consumer(me: int, queue_host: int, loads: Sequence[HostLoad]) -> int | N
     return queue_host
 
 
+def is_slow(msgs_per_s: float, bytes_per_s: float) -> bool:
+    return msgs_per_s < slow_msgs and bytes_per_s < slow_bytes
+
+
 def for_publisher(me: int, destinations: set[int], msgs_per_s: float, bytes_per_s: float,
                   loads: Sequence[HostLoad]) -> int | None:
     """Where a publisher on host `me` goes, given the hosts of the queues it published to (all of
     them local connection hosts) and its rate over the last second."""
-    slow = msgs_per_s < slow_msgs and bytes_per_s < slow_bytes
-    if slow:
+    if is_slow(msgs_per_s, bytes_per_s):
         if msgs_per_s <= 0 or len(destinations) != 1:
             return None
         (there,) = destinations

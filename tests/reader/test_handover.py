@@ -29,7 +29,7 @@ def test_commands_encoded_again_parse_back_to_the_same_commands(bodies, frame_ma
     parser = InboundParser(frame_max)
     parser.resume()
     assert parser.receive_data(encode_again([*commands, Heartbeat()], frame_max)) == commands
-    assert parser.between_commands() and parser.unparsed() == b""
+    assert parser.unparsed_size() == 0 and parser.unparsed() == b""
 
 
 def test_a_parse_error_cannot_travel():
@@ -37,11 +37,16 @@ def test_a_parse_error_cannot_travel():
     assert not encodable([cmd(m.BasicQos(prefetch_count=1)), ConnectionErrorEvent(AmqpError(501, "x"))])
 
 
-def test_the_parser_says_when_a_content_command_is_part_way_in():
-    frames = encode_again([publish(body=b"x" * 100)], 131072)
-    parser = InboundParser()
-    parser.resume()
-    assert parser.receive_data(frames[:-20]) == []
-    assert not parser.between_commands()
-    assert parser.receive_data(frames[-20:]) != [] and parser.between_commands()
-    assert parser.receive_data(frames[:5]) == [] and parser.unparsed() == frames[:5]
+@given(cut=st.integers(min_value=0), frame_max=st.sampled_from([4096, 131072]))
+def test_what_a_parser_holds_part_way_in_is_taken_up_by_another(cut, frame_max):
+    commands = [publish(body=b"a" * 9000), cmd(m.BasicQos(prefetch_count=2), number=2),
+                publish(body=b"b" * 10, number=2), publish(body=b"c" * 5000)]
+    stream = encode_again(commands, frame_max)
+    cut %= len(stream) + 1
+    first = InboundParser(frame_max)
+    first.resume()
+    events = first.receive_data(stream[:cut])
+    assert first.unparsed_size() >= len(first.unparsed())
+    second = InboundParser(frame_max)
+    second.resume()
+    assert events + second.receive_data(first.unparsed() + stream[cut:]) == commands
