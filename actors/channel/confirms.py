@@ -104,6 +104,8 @@ class ConfirmTracker:
 
     def take(self) -> list[tuple[bool, int, bool]]:
         """The confirms to send now, as (ack?, delivery_tag, multiple) in sending order."""
+        if not self._ready_acks and not self._ready_nacks:
+            return []  # most flushes: every one of a channel's, between its queues' confirms
         out: list[tuple[bool, int, bool]] = [(False, s, False) for s in sorted(self._ready_nacks)]
         acks = sorted(self._ready_acks)
         self._ready_acks.clear()
