@@ -38,6 +38,9 @@ _FRAME_PREFIX = struct.Struct(">BHI")
 _METHOD_IDS = struct.Struct(">HH")
 _CONTENT_HEADER = struct.Struct(">HHQ")
 _CONTENT_HEADER_SIZE = 12
+# the largest method frame of a content method a client sends (basic.publish: two short strings
+# of at most 255 octets, a short, a bit field, the ids and the frame's own 8 octets)
+_CONTENT_METHOD_FRAME_MAX = 8 + 4 + 2 + 2 * 256 + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,13 +136,14 @@ class InboundParser:
         return events
 
     def unparsed_size(self) -> int | None:
-        """How many octets `unparsed` would give, without making them; None while a content's body
-        overshot its declared size (the connection only waits for its end now)."""
+        """At least as many octets as `unparsed` would give, without making them; None while a
+        content's body overshot its declared size (the connection only waits for its end now)."""
         size = len(self._buf)
         for pending in self._content.values():
             if pending.remaining < 0:
                 return None
-            size += 64 + len(pending.header or b"") + sum(len(c) + 8 for c in pending.chunks)
+            size += (_CONTENT_METHOD_FRAME_MAX + 8 + len(pending.header or b"")
+                     + sum(len(c) + 8 for c in pending.chunks))
         return size
 
     def unparsed(self) -> bytes:

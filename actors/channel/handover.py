@@ -4,9 +4,9 @@ Theory of operation: a connection moves between the connection hosts of a node o
 point (actors/reader/mover.py), where none of its channels is owed anything by an actor and owes
 nothing to its client: no call in flight and no command waiting behind one, no consumer and no
 unacknowledged delivery (a queue would keep delivering to the old channel), nothing produced and
-not yet carried out, no publish waiting for its confirm (the queue's confirm would reach the old channel), no transaction, no direct reply-to
-consumer (replies are addressed to the old channel) and no quorum queue client (its members know
-the old channel). A channel that published without confirm mode does not move at all: nothing
+not yet carried out, no publish waiting for its confirm (the queue's confirm would reach the old
+channel), no transaction, no direct reply-to consumer (replies are addressed to the old channel)
+and no quorum queue client (its members know the old channel). A channel that published without confirm mode does not move at all: nothing
 tells when its last publishes reached their queues, and a publish from the new host could
 overtake them. What is left of such a channel is what the client set and still relies on: its
 number, its prefetch settings, confirm mode with the next publish sequence number, and the last

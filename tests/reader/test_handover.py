@@ -39,7 +39,8 @@ def test_a_parse_error_cannot_travel():
 
 @given(cut=st.integers(min_value=0), frame_max=st.sampled_from([4096, 131072]))
 def test_what_a_parser_holds_part_way_in_is_taken_up_by_another(cut, frame_max):
-    commands = [publish(body=b"a" * 9000), cmd(m.BasicQos(prefetch_count=2), number=2),
+    commands = [publish(exchange="x" * 255, routing_key="k" * 255, body=b"a" * 9000),
+                cmd(m.BasicQos(prefetch_count=2), number=2),
                 publish(body=b"b" * 10, number=2), publish(body=b"c" * 5000)]
     stream = encode_again(commands, frame_max)
     cut %= len(stream) + 1
