@@ -4,8 +4,10 @@ THE ORDERING RULE of durable queues: a queue's confirms leave only after the fda
 everything it wrote. The queue core holds back every confirm (actors/queue/core.py); a durable
 queue actor that touched its storage in a loop turn (all the frames its mailbox drained in it)
 `mark`s itself here, and the first mark of a turn schedules one `commit` for the turn's end.
-`commit` calls `flush()` on every queue marked since the last commit, in the order they were first
-marked: a queue's flush asks for the syncs of the shared message store (the first one asks, the
+`commit` calls `write()` and then `flush()` on every queue marked since the last commit, in the
+order they were first marked: a queue writes the messages it took in since its last commit and
+still holds (persist/classic/durable_queue.py defers them to here, off the path to the consumer);
+a queue's flush asks for the syncs of the shared message store (the first one asks, the
 rest find it clean) and of its own index, and sets aside the confirms they will cover; then the
 syncs run, and `synced()` tells each of those queues to release what it set aside. Acks and
 deliveries written before the commit become durable in the same syncs, so after kill -9 only the
@@ -75,6 +77,9 @@ FLOW_TICKS_PER_SECOND = 1000  # the clock's milliseconds, as the runtime's flow 
 
 
 class Flushable(Protocol):
+    def write(self) -> None:
+        """Write what this queue owes the disk (its messages not written yet); no sync."""
+
     def flush(self) -> None:
         """Ask for the syncs that make this queue's writes durable; set its confirms aside."""
 
@@ -193,6 +198,8 @@ class GroupCommit:
         dirty, self._dirty = self._dirty, {}
         self._in_flight = dirty
         start = self._clock() if self._clock else 0
+        for queue in dirty.values():
+            queue.write()  # every queue's writes before any sync: one store sync covers them all
         with self._syncs.collect() as collected:
             for queue in dirty.values():
                 queue.flush()

@@ -69,6 +69,8 @@ class Backing(Protocol):
 
     def flush(self) -> Any: ...
 
+    def write_owed(self) -> None: ...
+
     def write_pending(self) -> None: ...
 
     def set_lazy(self, lazy: bool) -> None: ...
@@ -87,6 +89,10 @@ class Levels:
         assert self.durable, "non-durable queues are never part of the group commit"
         for part in self.parts:
             part.flush()  # type: ignore[union-attr]
+
+    def write_owed(self) -> None:
+        for part in self.parts:
+            part.write_owed()  # type: ignore[union-attr]
 
     def write_pending(self) -> None:
         for part in self.parts:
@@ -129,6 +135,11 @@ class QueueActor:
 
     def start(self) -> None:
         self.run(self.core.start(now_ms=now_ms()))
+
+    def write(self) -> None:
+        """The group commit is about to sync: write what this queue owes the disk."""
+        assert self.backing is not None and self._durable
+        self.backing.write_owed()
 
     def flush(self) -> None:
         """The group commit reached this queue: ask for the syncs that make its writes durable

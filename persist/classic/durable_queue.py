@@ -6,8 +6,13 @@ variable queue (paging.py) together and is the `paging.Backend` that does the va
 
 Publishing: a message is persistent when the queue is durable and its delivery-mode is 2. Its index
 record (with the message embedded when header + body < `embed_below`, else naming a store guid) and
-its store record are appended at `publish`; transient messages stay in RAM until paging writes them
-(to the index and the transient store, never synced). `flush()` is the group commit:
+its store record are written when the group commit reaches the queue (`flush`), or sooner when
+paging or `write_pending` asks; transient messages stay in RAM until paging writes them (to the
+index and the transient store, never synced). Deferring the write keeps it off the path from publish
+to delivery (a queue with a waiting consumer hands the message out first), and a message acked
+before its commit is never written at all: nothing on disk ever names it, as RabbitMQ's queue index
+journal drops a publish, delivery and ack that meet in it. A message delivered before it was written
+gets its delivery record with its publish record. `flush()` is the group commit:
 
     ORDERING RULE: store.sync() THEN index.sync() THEN return the confirms. A persistent message is
     confirmable only after the sync that covers BOTH its body and its index entry; an index entry
@@ -84,6 +89,7 @@ class DurableBacking:
         self._tag = hashlib.blake2b(directory.encode(), digest_size=8).digest()
         self._unacked: dict[int, Entry] = {}
         self._unconfirmed: list[int] = []
+        self._unwritten: list[Entry] = []  # persistent, published since the last write, maybe gone since
         self.next_msg_id = 0
         self._expiry: dict[int, int] = {}  # msg_id -> expires at (ms): the core's map
         # A non-durable queue's index directory is made at its first write, not per queue.declare.
@@ -112,7 +118,11 @@ class DurableBacking:
 
     def close(self) -> None:
         """Clean stop: everything synced, recovery terms written. Close the stores after this."""
+        self.write_owed()
         self.store.sync()
+        # the ids of messages gone before their commit were never written: the terms still count
+        # them, so the queue never hands an id out twice
+        self.index.next_seq = max(self.index.next_seq, self.next_msg_id)
         self.index.close()
 
     def delete(self) -> None:
@@ -122,12 +132,14 @@ class DurableBacking:
         if self._dir_made:
             self.index.delete()
         self._unconfirmed.clear()
+        self._unwritten.clear()
 
     # -- the data path ---------------------------------------------------------------------------
     def publish(self, msgs: list[Message], guids: list[bytes] | None = None) -> None:
-        """Enqueue messages (msg_ids ascending, from next_msg_id on). Confirm them at `flush`."""
+        """Enqueue messages (msg_ids ascending, from next_msg_id on). Write them and confirm them
+        at `flush`."""
         entries = []
-        to_disk = []
+        unwritten = self._unwritten
         for i, m in enumerate(msgs):
             header, body = m[4], m[5]
             persistent = self.durable and read_delivery_mode(header) == 2
@@ -135,21 +147,32 @@ class DurableBacking:
                       guid=guids[i] if guids is not None else None, body_size=len(body))
             entries.append(e)
             if persistent:
-                to_disk.append(e)
+                e.owed = True
+                unwritten.append(e)
         if not entries:
             return
         assert entries[0].seq >= self.next_msg_id, "msg_ids must grow"
-        self._write_out(to_disk)
         self._unconfirmed.extend([e.seq for e in entries])
         self.next_msg_id = entries[-1].seq + 1
         self.vq.push(entries)
 
     def write_pending(self) -> None:
-        """Hand what the index gathered to the OS now, unsynced (see `QueueIndex.write_pending`)."""
+        """Write every message still owed and hand what the index gathered to the OS now, unsynced
+        (see `QueueIndex.write_pending`): a kill -9 keeps it."""
+        self.write_owed()
         self.index.write_pending()
+
+    def write_owed(self) -> None:
+        """Write the persistent messages published since the last write that are still here (the
+        group commit asks every queue for this before any of them syncs: one store sync covers
+        them all)."""
+        if self._unwritten:
+            unwritten, self._unwritten = self._unwritten, []
+            self._write_out([e for e in unwritten if e.owed])
 
     def flush(self) -> list[int]:
         """Group commit (see the ordering rule); return the msg_ids now confirmable, ascending."""
+        self.write_owed()
         self.store.sync()
         self.index.sync()
         done, self._unconfirmed = self._unconfirmed, []
@@ -191,6 +214,7 @@ class DurableBacking:
         transient_bodies: list[bytes] = []
         for e in entries:
             if not e.indexed:
+                e.owed = False  # never written: it stays off the disk
                 continue
             acks.append((e.seq, e.persistent, e.size, e.body_size))
             if e.loc is None:
@@ -242,10 +266,13 @@ class DurableBacking:
         for e, loc in zip(entries, self.index.publish(records)):
             e.loc = loc
             e.indexed = True
-        # a requeued message a non-durable queue spills (spill.py) must come back redelivered
-        redelivered = [e.seq for e in entries if e.message[1]]  # type: ignore[index]
-        if redelivered:
-            self.index.deliver(redelivered)
+            e.owed = False
+        # delivered before its write (held unacked now, or requeued, which a non-durable queue may
+        # also spill, spill.py): it must come back redelivered
+        unacked = self._unacked
+        delivered = [e.seq for e in entries if e.message[1] or e.seq in unacked]  # type: ignore[index]
+        if delivered:
+            self.index.deliver(delivered)
 
     def page_out(self, entries: list[Entry]) -> None:
         self._write_out([e for e in entries if not e.indexed])
@@ -273,6 +300,7 @@ class DurableBacking:
     # -- inspection ------------------------------------------------------------------------------
     def stats(self) -> BackingStats:
         p: PagingStats = self.vq.stats()
+        owed = sum([e.owed for e in self._unwritten])
         return BackingStats(p.ready, len(self._unacked), p.ram_messages, p.ram_bytes,
                             p.ram_index_entries, p.ready - p.ram_messages, p.lazy,
-                            self.index.live_persistent)
+                            self.index.live_persistent + owed)

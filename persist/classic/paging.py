@@ -6,7 +6,8 @@ Theory of operation (RabbitMQ's rabbit_variable_queue, simplified): every ready 
   beta   index entry in RAM, body on disk (in the queue index or a message store)
   delta  nothing in RAM: only counted, its index entry and body are on disk
 (RabbitMQ's gamma, a beta whose index entry is also on disk, is not told apart: every beta here has
-its index record written, persistent messages at publish, transient ones when paged out.)
+its index record written, persistent messages at their group commit or when paged out first,
+transient ones when paged out.)
 They are kept in sub-queues whose concatenation is the ready list, lowest seq first:
 
     requeued (heap, alphas) ++ Q4 (alphas) ++ Q3 (betas) ++ Delta (seq range + count) ++ Q2 (betas)
@@ -47,7 +48,7 @@ class Entry:
     """One message's place in the queue: its seq, where its body is, and the body if in RAM."""
 
     __slots__ = ("seq", "message", "persistent", "size", "body_size", "guid", "loc", "indexed",
-                 "redelivered")
+                 "redelivered", "owed")
 
     def __init__(self, seq: int, message: Message | None, persistent: bool, size: int,
                  guid: bytes | None = None, loc: tuple[int, int, int] | None = None,
@@ -61,6 +62,7 @@ class Entry:
         self.loc = loc  # (segment, offset, length) of a body embedded in the queue index
         self.indexed = indexed  # a PUB record for it is in the queue index
         self.redelivered = redelivered  # meaningful while message is None
+        self.owed = False  # persistent, still in the queue, its PUB record not written yet
 
     def __lt__(self, other: Entry) -> bool:
         return self.seq < other.seq

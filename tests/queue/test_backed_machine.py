@@ -4,9 +4,11 @@ The same rules and model run against a ClassicQueue whose ready messages live in
 (backed.BackedReady) with persistent messages, a RAM target of 2 bodies and 4-entry index segments,
 so messages move between RAM, disk and Delta on the way. Added invariants: the backing holds exactly
 the messages the core holds unacked (every message taken was either requeued or `forget`-ed, so
-its ack reached the index), the index's live persistent count is ready + unacked, and the ready
-list's body bytes are those of the ready messages. Added rule: a clean restart, after which every
-message still held is ready again (unacked ones redelivered) and no consumer is left.
+its ack reached the index), the backing's persistent count is ready + unacked, and the ready
+list's body bytes are those of the ready messages. Added rules: a group commit, after which the
+index itself counts every message held (what was taken and acked before it was never written), and
+a clean restart, after which every message still held is ready again (unacked ones redelivered) and
+no consumer is left.
 """
 from __future__ import annotations
 
@@ -46,6 +48,11 @@ class BackedQueueMachine(QueueMachine):
                                   next_id=self.backing.next_msg_id)
 
     @rule()
+    def commit(self):
+        self.backing.flush()
+        assert self.backing.stats().persistent == len(self.where)
+
+    @rule()
     def clean_restart(self):
         self.backing.flush()
         self.backing.close()
@@ -69,7 +76,7 @@ class BackedQueueMachine(QueueMachine):
     def the_backing_holds_what_the_core_holds(self):
         assert self.backing.stats().unacked == self.queue.messages_unacknowledged
         assert self.backing.stats().ready == self.queue.messages_ready
-        assert self.backing.index.live_persistent == len(self.where)
+        assert self.backing.stats().persistent == len(self.where)
         assert self.queue._ready.body_bytes == sum(len(b"%d" % i) for i in self.ready_ids())
         self.backing.vq.check()
 

@@ -76,6 +76,45 @@ def test_acked_messages_never_come_back_and_unacked_return_redelivered(tmp_path)
     assert q.message_count == 0  # the no-ack gets above were acks too
 
 
+def index_bytes(tmp_path) -> int:
+    d = tmp_path / queue_dir("/", "q")
+    return sum(f.stat().st_size for f in d.iterdir() if f.name.endswith(".idx")) if d.exists() else 0
+
+
+def test_a_message_acked_before_its_commit_is_never_written_and_still_confirmed(tmp_path):
+    s = storage_at(str(tmp_path))
+    q = open_core(s)
+    backing = s.backings[("/", "q")]
+    q.consume(CH, "c", ack_required=True, credit=10)
+    (deliver,) = [e for e in q.publish(CH, [published(1, size=5000), published(2)]) if type(e.msg) is Deliver]
+    q.settle(CH, acked=[m[0] for m in deliver.msg.messages])
+    assert backing.flush() == [1, 2]  # confirmable: the consumer has them
+    assert index_bytes(tmp_path) == 0 and backing.store.summary().messages == 0
+    assert backing.stats().persistent == 0
+
+
+def test_a_message_delivered_before_its_commit_is_written_delivered(tmp_path):
+    s = storage_at(str(tmp_path))
+    q = open_core(s)
+    q.consume(CH, "c", ack_required=True, credit=10)
+    q.publish(CH, [published(1), published(2)])
+    assert s.backings[("/", "q")].stats().persistent == 2  # owed to the disk, counted already
+    s.backings[("/", "q")].flush()
+    assert index_bytes(tmp_path) > 0
+    s, q = restart(s, tmp_path)
+    (deliver,) = q.consume(CH, "c", ack_required=True, credit=10)
+    assert ids(deliver.msg.messages) == [1, 2]
+    assert all(m[1] for m in deliver.msg.messages)  # redelivered
+
+
+def test_a_clean_stop_writes_what_no_commit_reached(tmp_path):
+    s = storage_at(str(tmp_path))
+    q = open_core(s)
+    q.publish(CH, [published(1), published(2, size=5000)])
+    s, q = restart(s, tmp_path)
+    assert q.message_count == 2
+
+
 def test_transient_messages_do_not_survive_a_restart(tmp_path):
     s = storage_at(str(tmp_path))
     q = open_core(s)
