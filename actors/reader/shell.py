@@ -146,6 +146,7 @@ class Reader(asyncio.BufferedProtocol):
         host.read_share.read(self, host.clock())
         self.bytes_in += nbytes
         self.data_received(bytes(host.read_buffer[:nbytes]))
+        host.runtime.dispatch_local()  # the channels' sends to local queues, and what they cause, now
 
     def data_received(self, data: bytes) -> None:
         core = self.core
