@@ -277,8 +277,14 @@ class ClassicQueue:
         self.counters.publish += len(batch)
         if self._queue_ttl is not None or expiring:
             self._stamp_expiry(batch if self._queue_ttl is not None else expiring)
-        self._ready.extend(batch, body_bytes)
-        effects = self._deliver(check_expiry=False)
+        ready = self._ready
+        if batch and not ready and self._consumers.credit_total() >= len(batch):
+            # nothing waits and the consumers take it all: straight through, as RabbitMQ's
+            # publish_delivered (the ready list files them as taken)
+            effects = self._hand_out(ready.pass_on(batch, body_bytes))
+        else:
+            ready.extend(batch, body_bytes)
+            effects = self._deliver(check_expiry=False)
         if self._limited or self._expiry:
             effects.extend(self._housekeep())
         if refused:
@@ -533,10 +539,17 @@ class ClassicQueue:
         if not credit:
             return []
         taken, dead = self._take(credit, check_expiry)
+        effects = self._hand_out(taken) if taken else []
+        assert not ready or not self._consumers.credit_total(), "delivery stopped with credit left"
+        return effects + dead
+
+    def _hand_out(self, taken: list[Message]) -> list[Effect]:
+        """Messages taken from the ready list, to the consumers by their credit: one Deliver each."""
+        ready = self._ready
         effects: list[Effect] = []
         expiry = self._expiry
         counters = self.counters
-        for consumer, messages in self._consumers.distribute(taken) if taken else ():
+        for consumer, messages in self._consumers.distribute(taken):
             if consumer.ack_required:
                 counters.deliver += len(messages)
                 self._hold(consumer.channel, messages)
@@ -546,8 +559,7 @@ class ClassicQueue:
                 if expiry:
                     self._forget([m[MSG_ID] for m in messages])
             effects.append(Send(consumer.channel, Deliver(consumer.tag, messages)))
-        assert not ready or not self._consumers.credit_total(), "delivery stopped with credit left"
-        return effects + dead
+        return effects
 
     def _housekeep(self) -> list[Effect]:
         """After a change: drop-head down to the limits (maxlen), then drop expired messages at the

@@ -91,6 +91,10 @@ class PriorityReady:
         for level, run in _grouped([(self._level(m), m) for m in messages]):
             level.extend(run, sum([len(m[BODY]) for m in run]))
 
+    def pass_on(self, messages: list[Message], body_bytes: int) -> list[Message]:
+        self.extend(messages, body_bytes)  # handed out highest priority first, as `take` does
+        return self.take(len(messages))
+
     def requeue(self, messages: Iterable[Message]) -> None:
         messages = list(messages)
         taken = self._taken

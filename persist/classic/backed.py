@@ -67,6 +67,10 @@ class BackedReady:
     def extend(self, messages: list[Message], body_bytes: int) -> None:
         self.backing.publish(messages)  # the backing counts body bytes itself
 
+    def pass_on(self, messages: list[Message], body_bytes: int) -> list[Message]:
+        self.backing.publish_taken(messages)
+        return messages
+
     def requeue(self, messages: Iterable[Message]) -> None:
         self.backing.requeue([message[MSG_ID] for message in messages])
 

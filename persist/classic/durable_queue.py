@@ -138,6 +138,19 @@ class DurableBacking:
     def publish(self, msgs: list[Message], guids: list[bytes] | None = None) -> None:
         """Enqueue messages (msg_ids ascending, from next_msg_id on). Write them and confirm them
         at `flush`."""
+        entries = self._taken_in(msgs, guids)
+        if entries:
+            self.vq.push(entries)
+
+    def publish_taken(self, msgs: list[Message]) -> None:
+        """`publish` then `fetch` of them all, for an empty queue whose consumers take them at once
+        (RabbitMQ's publish_delivered): held unacked, never queued."""
+        unacked = self._unacked
+        for e in self._taken_in(msgs, None):
+            unacked[e.seq] = e
+
+    def _taken_in(self, msgs: list[Message], guids: list[bytes] | None) -> list[Entry]:
+        """Entries for new messages, owed to the disk when persistent, confirmed at `flush`."""
         entries = []
         unwritten = self._unwritten
         for i, m in enumerate(msgs):
@@ -149,12 +162,11 @@ class DurableBacking:
             if persistent:
                 e.owed = True
                 unwritten.append(e)
-        if not entries:
-            return
-        assert entries[0].seq >= self.next_msg_id, "msg_ids must grow"
-        self._unconfirmed.extend([e.seq for e in entries])
-        self.next_msg_id = entries[-1].seq + 1
-        self.vq.push(entries)
+        if entries:
+            assert entries[0].seq >= self.next_msg_id, "msg_ids must grow"
+            self._unconfirmed.extend([e.seq for e in entries])
+            self.next_msg_id = entries[-1].seq + 1
+        return entries
 
     def write_pending(self) -> None:
         """Write every message still owed and hand what the index gathered to the OS now, unsynced

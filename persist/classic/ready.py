@@ -41,6 +41,8 @@ class Ready(Protocol):
 
     def extend(self, messages: list[Message], body_bytes: int) -> None: ...
 
+    def pass_on(self, messages: list[Message], body_bytes: int) -> list[Message]: ...
+
     def requeue(self, messages: Iterable[Message]) -> None: ...
 
     def take(self, n: int) -> list[Message]: ...
@@ -86,6 +88,11 @@ class ReadyList:
         """Append fresh messages (ids above everything held, ascending) with `body_bytes` of bodies."""
         self._fresh.extend(messages)
         self._body_bytes += body_bytes
+
+    def pass_on(self, messages: list[Message], body_bytes: int) -> list[Message]:
+        """`extend` then `take` of them all, for an empty list whose consumers take them at once:
+        nothing to hold."""
+        return messages
 
     def requeue(self, messages: Iterable[Message]) -> None:
         """Put previously delivered messages back at their original positions, flagged redelivered."""

@@ -84,6 +84,12 @@ class SpillReady:
             self._backed_from = messages[0][MSG_ID]
         self._backed.extend(messages, body_bytes)
 
+    def pass_on(self, messages: list[Message], body_bytes: int) -> list[Message]:
+        if not self._spilled:
+            return self._ram.pass_on(messages, body_bytes)
+        self.extend(messages, body_bytes)
+        return self.take(len(messages))
+
     def requeue(self, messages: Iterable[Message]) -> None:
         if not self._spilled:
             self._ram.requeue(messages)
