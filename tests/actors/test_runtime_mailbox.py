@@ -158,6 +158,46 @@ def test_local_delivery_hands_over_the_same_object_later_and_in_order(tmp_path: 
     run(main())
 
 
+class Relay:
+    """Passes each note on to `to` (and to `remote`, if set), and tries a nested hand-over."""
+
+    def __init__(self, runtime: Runtime, me: Address, to: Address, remote: Address | None = None) -> None:
+        self.runtime, self.me, self.to, self.remote = runtime, me, to, remote
+
+    def receive(self, sender: Address, msg: Note) -> None:
+        self.runtime.send(self.to, Note(msg.kind + ">", msg.body), sender=self.me)
+        if self.remote is not None:
+            self.runtime.send(self.remote, msg, sender=self.me)
+        self.runtime.dispatch_local()  # from inside a receive: must do nothing
+
+
+def test_dispatch_local_runs_a_chain_of_local_hand_overs_now_in_order_and_leaves_remote_sends_to_the_flush(
+        tmp_path: Path) -> None:
+    async def main():
+        a, b = await pair(tmp_path)
+        far = Recorder(expect=2)
+        far_at = b.spawn("far", far)
+        end = Recorder(expect=2)
+        end_at = a.spawn("end", end)
+        middle_at = Address("a", "middle")
+        a.spawn("middle", Relay(a, middle_at, end_at))
+        first_at = Address("a", "first")
+        a.spawn("first", Relay(a, first_at, middle_at, remote=far_at))
+        me = Address("a", "me")
+        a.send(first_at, Note("m1", 1), sender=me)
+        a.send(first_at, Note("m2", 2), sender=me)
+        a.send(end_at, Note("direct", 0), sender=me)
+        a.dispatch_local()  # as a reader does once it has acted on a read
+        # two relays deep in this one call, each link in send order
+        assert [k for _, k, _ in end.got] == ["direct", "m1>>", "m2>>"]
+        assert far.got == [] and a.frames_sent == 0  # the other host's notes wait for the turn's flush
+        await far.done
+        assert [k for _, k, _ in far.got] == ["m1", "m2"] and a.frames_sent == 1
+        await a.close()
+        await b.close()
+    run(main())
+
+
 def test_one_frame_per_destination_host_per_iteration_in_order(tmp_path: Path) -> None:
     async def main():
         a, b = await pair(tmp_path)
