@@ -9,23 +9,37 @@ values the wire cannot carry (a programming error, not a peer's).
 Strings: RabbitMQ treats shortstrs as binaries (a routing key need not be UTF-8), so shortstrs
 and table keys decode with 'surrogateescape' - any octets round-trip exactly through str.
 
-Field-table values, decoded:
-  t bool | b B s u I i l int | f d float | D decimal.Decimal (signed int32 value, as pika) |
-  S str when valid UTF-8, else bytes | x ByteArray (a bytes subclass) | A list | F dict |
-  T Timestamp (an int subclass: epoch seconds; datetime cannot hold every uint64) | V None.
-Encoded from Python: bool->t, int->I if it fits int32 else l, float->d, str/bytes->S,
-ByteArray->x, dict->F, list/tuple->A, None->V, Decimal->D, Timestamp/datetime->T. So
-decode(encode(v)) == v for every value built from those types, and encode(decode(b)) == b for
-tables in canonical form. Nesting deeper than NESTING_DEPTH_MAX is refused, not recursed into.
+Field-table values: the grammar is RabbitMQ 3.10's (S T b B s u I i d f l L t D F A x V), and
+each value decodes to the Python type that remembers its tag (wire/field_types.py), so a table
+encodes back to the octets RabbitMQ would write: every tag as it came except `L`, written `l`
+as RabbitMQ writes it. `I` is a plain int, `d` a float, `S` a str when valid UTF-8 (else bytes),
+`D` a Decimal (scale octet, unsigned 32-bit value, as RabbitMQ reads it), `F` a dict, `A` a
+list, `V` None. From other Python values: bool->t, int->I if it fits int32 else l, float->d,
+str/bytes->S, dict->F, list/tuple->A, None->V, Decimal->D, datetime->T. So decode(encode(v))
+== v for every value built from those types (a negative Decimal, written two's-complement as
+pika and py-amqp write it, reads back unsigned as RabbitMQ reads it), and encode(decode(b)) == b
+for every table without `L` or repeated keys. A repeated key keeps its first value, the one
+RabbitMQ's table_lookup finds. Nesting deeper than NESTING_DEPTH_MAX is refused, not recursed
+into.
 """
 from __future__ import annotations
 
 import struct
 from datetime import datetime, timezone
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any
+
+from wire.field_types import (INT32_MAX, INT32_MIN, ByteArray, Float32, Int8, Int16, Int64, Timestamp,
+                              UInt8, UInt16, UInt32)
+
+__all__ = ["ByteArray", "Timestamp"]  # re-exported: most callers know the two from here
 
 Buffer = bytes | bytearray | memoryview
+
+# A field table as a message field: actors/messages carries a field so annotated as its AMQP
+# encoding, since msgpack would flatten the typed values (an Int8 arrives as a plain int).
+FIELD_TABLE = "amqp field table"
+FieldTable = Annotated[dict[str, Any], FIELD_TABLE]
 
 
 class DecodeError(ValueError):
@@ -35,14 +49,6 @@ class DecodeError(ValueError):
 # What a decoder may raise on bad input: its own checks, plus what indexing and struct raise
 # on a short buffer (cheaper than checking lengths on the hot path).
 DECODE_ERRORS = (DecodeError, IndexError, struct.error, UnicodeDecodeError)
-
-
-class ByteArray(bytes):
-    """Bytes that encode as field type 'x' (byte array) rather than 'S' (long string)."""
-
-
-class Timestamp(int):
-    """Seconds since the epoch that encode as field type 'T'."""
 
 
 _OCTET = struct.Struct(">B")
@@ -55,7 +61,7 @@ _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 _FLOAT = struct.Struct(">f")
 _DOUBLE = struct.Struct(">d")
-_DECIMAL = struct.Struct(">Bi")
+_DECIMAL = struct.Struct(">BI")
 
 OCTET_BYTES = tuple(bytes((i,)) for i in range(256))  # one-octet length prefixes, shared
 
@@ -158,7 +164,9 @@ def decode_table(buf: Buffer, offset: int, depth: int = 0) -> tuple[dict[str, An
     table: dict[str, Any] = {}
     while offset < end:
         key, offset = decode_shortstr(buf, offset)
-        table[key], offset = _decode_value(buf, offset, end, depth)
+        value, offset = _decode_value(buf, offset, end, depth)
+        if key not in table:
+            table[key] = value
     if offset != end:
         raise DecodeError("table entry runs past the table")
     return table, end
@@ -214,17 +222,73 @@ def _decode_value(buf: Buffer, offset: int, limit: int, depth: int) -> tuple[Any
 
 _FIXED_VALUES: dict[int, tuple[struct.Struct, Any]] = {
     ord("t"): (_OCTET, bool),
-    ord("b"): (_INT8, None),
-    ord("B"): (_OCTET, None),
-    ord("s"): (_INT16, None),
-    ord("u"): (_SHORT, None),
+    ord("b"): (_INT8, Int8),
+    ord("B"): (_OCTET, UInt8),
+    ord("s"): (_INT16, Int16),
+    ord("u"): (_SHORT, UInt16),
     ord("I"): (_INT32, None),
-    ord("i"): (_LONG, None),
-    ord("l"): (_INT64, None),
-    ord("f"): (_FLOAT, None),
+    ord("i"): (_LONG, UInt32),
+    ord("l"): (_INT64, Int64),
+    ord("L"): (_INT64, Int64),  # signed, as RabbitMQ reads it (its parser's comment cites the errata)
+    ord("f"): (_FLOAT, Float32),
     ord("d"): (_DOUBLE, None),
     ord("T"): (_LONGLONG, Timestamp),
 }
+
+# the tag each typed subclass is written with (plain int, float, bytes: see _encode_value)
+_TYPED: dict[type, tuple[bytes, struct.Struct]] = {
+    Int8: (b"b", _INT8), UInt8: (b"B", _OCTET), Int16: (b"s", _INT16), UInt16: (b"u", _SHORT),
+    UInt32: (b"i", _LONG), Int64: (b"l", _INT64), Timestamp: (b"T", _LONGLONG),
+    Float32: (b"f", _FLOAT),
+}
+
+
+# octets after the tag of each fixed-size type; S x F A carry a long length
+_SIZES = {tag: codec.size for tag, (codec, _) in _FIXED_VALUES.items()} | {ord("D"): 5, ord("V"): 0}
+_LENGTH_PREFIXED = frozenset(b"SxFA")
+
+
+def skip_table(buf: Buffer, offset: int, depth: int = 0) -> int:
+    """Where the field table at `offset` ends, checking its grammar as `decode_table` would but
+    building nothing (a publish's headers are checked so; few are ever decoded). Raises
+    DecodeError where decode_table would fail."""
+    if depth > NESTING_DEPTH_MAX:
+        raise DecodeError("field table nested too deeply")
+    end = offset + 4 + _LONG.unpack_from(buf, offset)[0]
+    if end > len(buf):
+        raise DecodeError("table runs past the end")
+    offset += 4
+    while offset < end:
+        offset += 1 + buf[offset]  # the key
+        offset = _skip_value(buf, offset, end, depth)
+    if offset != end:
+        raise DecodeError("table entry runs past the table")
+    return end
+
+
+def _skip_value(buf: Buffer, offset: int, limit: int, depth: int) -> int:
+    if offset >= limit:
+        raise DecodeError("field value missing")
+    kind = buf[offset]
+    size = _SIZES.get(kind)
+    if size is not None:
+        return offset + 1 + size
+    if kind not in _LENGTH_PREFIXED:
+        raise DecodeError(f"unknown field type {kind:#x}")
+    if kind == 0x46:  # 'F'
+        return skip_table(buf, offset + 1, depth + 1)
+    end = offset + 5 + _LONG.unpack_from(buf, offset + 1)[0]
+    if end > limit:
+        raise DecodeError("field value runs past its table")
+    if kind == 0x41:  # 'A'
+        if depth + 1 > NESTING_DEPTH_MAX:
+            raise DecodeError("field array nested too deeply")
+        offset += 5
+        while offset < end:
+            offset = _skip_value(buf, offset, end, depth + 1)
+        if offset != end:
+            raise DecodeError("array item runs past the array")
+    return end
 
 
 def encode_table(table: dict[str, Any] | None) -> bytes:
@@ -240,13 +304,16 @@ def encode_table(table: dict[str, Any] | None) -> bytes:
 
 
 def _encode_value(value: Any, parts: list[bytes]) -> None:
-    # Order matters: bool before int (bool is an int), ByteArray before bytes, Timestamp before int.
-    if isinstance(value, bool):
+    # Order matters: the typed subclasses first, bool before int (bool is an int), ByteArray
+    # before bytes.
+    typed = _TYPED.get(type(value))
+    if typed is not None:
+        tag, codec = typed
+        parts.append(tag + codec.pack(value))
+    elif isinstance(value, bool):
         parts.append(b"t\x01" if value else b"t\x00")
-    elif isinstance(value, Timestamp):
-        parts.append(b"T" + _LONGLONG.pack(value))
     elif isinstance(value, int):
-        if -0x80000000 <= value <= 0x7FFFFFFF:
+        if INT32_MIN <= value <= INT32_MAX:
             parts.append(b"I" + _INT32.pack(value))
         else:
             parts.append(b"l" + _INT64.pack(value))
@@ -278,7 +345,9 @@ def _encode_value(value: Any, parts: list[bytes]) -> None:
         raise TypeError(f"cannot encode {type(value).__name__} in a field table")
 
 
-def _encode_decimal(value: Decimal) -> bytes:
+def decimal_parts(value: Decimal) -> tuple[int, int]:
+    """(scale, unsigned 32-bit value) of a decimal as field type D carries it - RabbitMQ's
+    {Before, After}; a negative value is its two's complement, as pika and py-amqp write it."""
     sign, digits, exponent = value.as_tuple()
     if not isinstance(exponent, int):
         raise ValueError(f"cannot encode decimal {value}")
@@ -287,6 +356,10 @@ def _encode_decimal(value: Decimal) -> bytes:
         unscaled *= 10 ** exponent
         exponent = 0
     scale = -exponent
-    if scale > 255 or not -0x80000000 <= unscaled <= 0x7FFFFFFF:
-        raise ValueError(f"decimal {value} does not fit scale octet + int32")
-    return _DECIMAL.pack(scale, unscaled)
+    if scale > 255 or not INT32_MIN <= unscaled <= 0xFFFFFFFF:
+        raise ValueError(f"decimal {value} does not fit scale octet + 32 bits")
+    return scale, unscaled & 0xFFFFFFFF
+
+
+def _encode_decimal(value: Decimal) -> bytes:
+    return _DECIMAL.pack(*decimal_parts(value))

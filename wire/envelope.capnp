@@ -9,6 +9,7 @@
 struct Envelope {
   source @0 :Text;          # sending host name ("conn0", "queue0", "node")
   items @1 :List(Item);
+  version @2 :UInt16;       # the frame's layout (actors/runtime/envelope.py); 0 from a node older than the field
 
   struct Item {
     sender @0 :Text;        # actor name inside the source host

@@ -77,7 +77,10 @@ class AmqpError:
     @property
     def text(self) -> str:
         """The reply-text RabbitMQ sends: ``CODE_NAME - detail``, cut as its
-        amqp_exception_explanation cuts it to fit a shortstr: past 255 octets, the first 252 and "..."."""
+        amqp_exception_explanation cuts it to fit a shortstr: past 255 octets, the first 252 and "...".
+        No detail: the bare name, as RabbitMQ's reader sends for a channel that crashed."""
+        if not self.detail:
+            return CODE_NAMES[self.code]
         text = f"{CODE_NAMES[self.code]} - {self.detail}"
         raw = text.encode("utf-8", "surrogateescape")
         if len(raw) <= REPLY_TEXT_OCTETS_MAX:

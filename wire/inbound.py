@@ -8,8 +8,11 @@ frames until body-size octets have arrived, and becomes one `Command` carrying t
 payload and the body. Channels assemble independently.
 
 Errors are values: anything malformed yields one `ConnectionErrorEvent` with the code, text and
-class/method RabbitMQ 3.10 uses (checked against it), after which the parser is dead and returns
-nothing. Deliberately mirrored RabbitMQ quirks: a frame may carry up to frame_max payload octets
+class/method RabbitMQ 3.10 uses (checked against it). After an error in a frame whose framing was
+sound (a method whose fields do not decode, an unknown method) the parser goes on reading frames
+and passes on only connection.close and connection.close-ok on channel 0, as RabbitMQ's reader
+does while it closes, so the client's close-ok ends the connection at once; after any other error
+it is dead and returns nothing. Deliberately mirrored RabbitMQ quirks: a frame may carry up to frame_max payload octets
 (RabbitMQ's "fudge"), the error text reporting frame_max - 8; body frames that overshoot body-size
 do not fail by themselves - the command never completes and the next non-body frame on that channel
 is UNEXPECTED_FRAME. Content properties are not validated here (RabbitMQ decodes them later).
@@ -29,6 +32,7 @@ from wire.codec import DECODE_ERRORS
 from wire.errors import FRAME_ERROR, NOT_IMPLEMENTED, UNEXPECTED_FRAME, AmqpError
 from wire.frames import (FRAME_BODY, FRAME_END, FRAME_HEADER, FRAME_HEARTBEAT, FRAME_METHOD,
                          FRAME_OVERHEAD, PROTOCOL_HEADER, body_frame, header_frame, method_frame)
+from wire import methods as m
 from wire.methods import METHODS, Method
 
 DEFAULT_FRAME_MAX = 131072
@@ -99,6 +103,7 @@ class InboundParser:
         self._buf = b""
         self._header_seen = False
         self._dead = False
+        self._closing = False  # an error was reported: only channel 0's close and close-ok count
         self._content: dict[int, _Content] = {}
 
     def receive_data(self, data: bytes) -> list[Event]:
@@ -207,14 +212,17 @@ class InboundParser:
                 return self._fail(events, FRAME_ERROR, f"type {ftype}, {_snippet(buf[start:end])}: "
                                   f"{{invalid_frame_end_marker,{buf[end]}}}")
             pos = end + 1
+            if self._closing:
+                self._closing_frame(events, ftype, channel, buf[start:end])
+                continue
             if ftype == FRAME_METHOD:
                 if size < 4:
                     return self._unknown_frame(events, ftype, buf[start:end])
                 cls = METHODS.get(_METHOD_IDS.unpack_from(buf, start))
                 if cls is None:
                     class_id, method_id = _METHOD_IDS.unpack_from(buf, start)
-                    return self._fail(events, NOT_IMPLEMENTED,
-                                      f"unknown method {{{class_id},{method_id}}}")
+                    self._close_after(events, AmqpError(NOT_IMPLEMENTED, f"unknown method {{{class_id},{method_id}}}"))
+                    continue
                 pending = content.get(channel)
                 if pending is not None:
                     return self._unexpected(events, pending)
@@ -222,8 +230,9 @@ class InboundParser:
                 try:
                     method = cls.decode(args)
                 except DECODE_ERRORS:
-                    return self._fail(events, FRAME_ERROR, f"cannot decode {_erlang_w(args)}",
-                                      cls.CLASS_ID, cls.METHOD_ID)
+                    self._close_after(events, AmqpError(FRAME_ERROR, f"cannot decode {_erlang_w(args)}",
+                                                        cls.CLASS_ID, cls.METHOD_ID))
+                    continue
                 if cls.HAS_CONTENT:
                     content[channel] = _Content(method)
                 else:
@@ -282,8 +291,25 @@ class InboundParser:
               method_id: int = 0) -> int:
         self._dead = True
         self._content.clear()
-        events.append(ConnectionErrorEvent(AmqpError(code, detail, class_id, method_id)))
+        if not self._closing:  # one error per connection: a later one ends the reading quietly
+            events.append(ConnectionErrorEvent(AmqpError(code, detail, class_id, method_id)))
         return 0
+
+    def _close_after(self, events: list[Event], error: AmqpError) -> None:
+        """Report `error`, then read on for the client's close-ok (the frames are still sound)."""
+        self._closing = True
+        self._content.clear()
+        events.append(ConnectionErrorEvent(error))
+
+    def _closing_frame(self, events: list[Event], ftype: int, channel: int, payload: bytes) -> None:
+        if ftype != FRAME_METHOD or channel or len(payload) < 4:
+            return
+        cls = METHODS.get(_METHOD_IDS.unpack_from(payload, 0))
+        if cls is m.ConnectionClose or cls is m.ConnectionCloseOk:
+            try:
+                events.append(Command(0, cls.decode(payload[4:]), None, None))
+            except DECODE_ERRORS:
+                pass
 
     def _unknown_frame(self, events: list[Event], ftype: int, payload: bytes) -> int:
         return self._fail(events, FRAME_ERROR, f"type {ftype}, {_snippet(payload)}: unknown_frame")

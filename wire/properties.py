@@ -14,8 +14,8 @@ import struct
 from typing import Any
 
 from wire import spec
-from wire.codec import (Buffer, DecodeError, decode_longlong, decode_shortstr, decode_table,
-                        encode_longlong, encode_shortstr, encode_table)
+from wire.codec import (DECODE_ERRORS, Buffer, DecodeError, decode_longlong, decode_shortstr, decode_table,
+                        encode_longlong, encode_shortstr, encode_table, skip_table)
 
 _HEADER = struct.Struct(">HHQ")
 _FLAGS = struct.Struct(">H")
@@ -117,6 +117,31 @@ class BasicProperties:
         return f"BasicProperties({present})"
 
 
+_SKIPS = tuple((bit, f.type) for f, bit in zip(spec.BASIC_PROPERTIES, _FLAG_BITS))
+PRIORITY_FLAG = 1 << 11
+_OCTET_FLAGS = DELIVERY_MODE_FLAG | PRIORITY_FLAG
+
+
+def properties_decode(payload: Buffer) -> bool:
+    """Whether a content header payload's properties decode (RabbitMQ's channel decodes every
+    publish's and fails on those that do not), checked without building them."""
+    try:
+        flags, offset = _read_flags(payload, HEADER_PROPS_OFFSET)
+        if not flags & ~_OCTET_FLAGS:  # delivery-mode and priority at most: the common case
+            return offset + (flags & DELIVERY_MODE_FLAG != 0) + (flags & PRIORITY_FLAG != 0) == len(payload)
+        for bit, kind in _SKIPS:
+            if flags & bit:
+                if kind == spec.SHORTSTR:
+                    offset += 1 + payload[offset]
+                elif kind == spec.TABLE:
+                    offset = skip_table(payload, offset)
+                else:
+                    offset += 1 if kind == spec.OCTET else 8
+    except DECODE_ERRORS:
+        return False
+    return offset == len(payload)
+
+
 def _read_flags(buf: Buffer, offset: int) -> tuple[int, int]:
     """The first flag word; continuation words (bit 0) carry no properties we know, so skip them."""
     flags = word = _FLAGS.unpack_from(buf, offset)[0]
@@ -140,9 +165,6 @@ def parse_content_header(payload: Buffer) -> tuple[int, int, int]:
     """
     class_id, _weight, body_size = _HEADER.unpack_from(payload, 0)
     return class_id, body_size, HEADER_PROPS_OFFSET
-
-
-PRIORITY_FLAG = 1 << 11
 
 
 def _leading_octet(payload: Buffer, flag: int) -> int:
