@@ -7,23 +7,23 @@ typed check, then any known argument the type does not support ("... of queue ty
 rabbit_quorum_queue"), then the type's properties (quorum/stream refuse auto-delete, exclusive,
 non-durable, in that order). Unknown arguments (x-foo, foo) are kept and ignored. On redeclare only
 equivalence is checked, over the existing queue type's `EQUIVALENCE_KEYS`; an absent x-queue-type
-equals "classic". Streams pass validation as in RabbitMQ and are then refused as an unsupported
-queue type: warren has no stream queues (quorum queues are accepted and recorded).
+equals "classic". A stream's own checks (x-max-age, its leader locators) live in metadata/stream.py;
+an x-max-age RabbitMQ's check crashes on is answered with its 541.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from metadata import texts
+from metadata import stream, texts
 from metadata.fieldvalues import MISSING, as_text, inequivalence, type_name
 from wire.errors import AmqpError
+from wire.field_types import is_integer
 
-MAX_EXPIRY_TIMER = 4294967295  # ?MAX_EXPIRY_TIMER in rabbit.hrl
+MAX_EXPIRY_TIMER = 10 * 365 * 24 * 3600 * 1000  # ten years in ms: 3.10's largest TTL and x-expires, probed
 MAX_SUPPORTED_PRIORITY = 255
 OVERFLOW_VALUES = ("drop-head", "reject-publish", "reject-publish-dlx")
 QUEUE_MODES = ("default", "lazy")
 QUEUE_VERSIONS = (1, 2)
-QUEUE_TYPES_SUPPORTED = ("classic", "quorum")
 QUEUE_TYPES_KNOWN = ("classic", "quorum", "stream")
 DEAD_LETTER_STRATEGIES = ("at-most-once", "at-least-once")
 TYPE_MODULES = {"classic": "rabbit_classic_queue", "quorum": "rabbit_quorum_queue", "stream": "rabbit_stream_queue"}
@@ -47,7 +47,7 @@ Check = Callable[[Any, dict[str, Any]], str | None]  # (value, all args) -> Erla
 
 
 def _integer(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_integer(value):
         return f'"expected integer, got {type_name(value)}"'
     return None
 
@@ -134,10 +134,10 @@ DECLARE_ORDER: tuple[tuple[str, Check], ...] = (
     ("x-single-active-consumer", _boolean),
     ("x-quorum-initial-group-size", _positive_int),
     ("x-delivery-limit", _non_neg_int),
-    ("x-max-age", _any),
+    ("x-max-age", stream.check_max_age),
     ("x-stream-max-segment-size-bytes", _non_neg_int),
     ("x-initial-cluster-size", _positive_int),
-    ("x-queue-leader-locator", _any),
+    ("x-queue-leader-locator", stream.check_leader_locator),  # quorum queues check it their way
     ("x-queue-master-locator", _any),
 )
 KNOWN_QUEUE_ARGUMENTS = frozenset(k for k, _ in DECLARE_ORDER) | {"x-queue-type"}
@@ -164,7 +164,10 @@ def validate_new_queue(name: str, vhost: str, args: dict[str, Any], *, durable: 
     supported = TYPE_ARGUMENTS[qtype]
     for key, check in DECLARE_ORDER:
         if key in args and key in supported:
-            reason = check(args[key], args)
+            try:
+                reason = check(args[key], args)
+            except stream.Crash:
+                return stream.crashed()
             if reason is not None:
                 return texts.invalid_arg(name, vhost, key, reason)
     for key in args:
@@ -174,9 +177,6 @@ def validate_new_queue(name: str, vhost: str, args: dict[str, Any], *, durable: 
         for refused, prop in ((auto_delete, "auto-delete"), (exclusive, "exclusive-owner"), (not durable, "non-durable")):
             if refused:
                 return texts.invalid_property(name, vhost, prop)
-    if qtype not in QUEUE_TYPES_SUPPORTED:
-        # warren's choice (no streams): the text RabbitMQ gives for a queue type it does not know.
-        return texts.invalid_arg(name, vhost, "x-queue-type", f"\"unsupported queue type '{qtype}'\"")
     return None
 
 

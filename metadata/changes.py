@@ -11,8 +11,9 @@ Invariants:
   records carry no validation, only facts;
 - a queue or exchange is deleted only after the `Unbound` records of every binding that names it,
   so every prefix of a record list leaves a consistent registry;
-- `VhostDeleted` drops the vhost with its exchanges, queues, bindings and policies in one step
-  (its permissions are cleared by `PermissionCleared` records before it).
+- `VhostDeleted` drops the vhost with its exchanges, queues, bindings, policies and limits in one
+  step (its permissions and topic permissions are cleared by records before it); `UserDeleted`
+  drops the user with its limits (its permissions are cleared before it the same way).
 
 The records are frozen dataclasses of plain values (str, int, bool, bytes, dict, tuple), so they
 cross processes inside `MetadataChanged` (actors/messages/node.py registers them as messages) and
@@ -25,6 +26,9 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Hashable
+
+from wire.codec import FieldTable
+
 
 # -- the whole state --------------------------------------------------------------------------------
 
@@ -55,7 +59,7 @@ class ExchangeCreated:
     durable: bool
     auto_delete: bool
     internal: bool
-    arguments: dict[str, Any]
+    arguments: FieldTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +75,7 @@ class QueueCreated:
     durable: bool
     exclusive_owner: Hashable | None  # the connection that owns an exclusive queue
     auto_delete: bool
-    arguments: dict[str, Any]
+    arguments: FieldTable
     home: str = ""  # the host its actor runs on (actors/placement.py); "" until a node adopts it
     members: tuple[str, ...] = ()  # a quorum queue's member nodes (QueueRecord.members)
     created_ms: int = 0
@@ -100,7 +104,7 @@ class _Binding:
     destination_kind: str  # "queue" or "exchange"
     destination: str
     routing_key: str
-    arguments: dict[str, Any]
+    arguments: FieldTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +149,48 @@ class PermissionCleared:
     vhost: str
 
 
+@dataclass(frozen=True, slots=True)
+class TopicPermissionSet:
+    """A user's write and read regexes for the routing keys of one topic exchange of a vhost."""
+
+    user: str
+    vhost: str
+    exchange: str
+    write: str
+    read: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPermissionCleared:
+    user: str
+    vhost: str
+    exchange: str
+
+
+# -- limits: per vhost (a runtime parameter in RabbitMQ) and per user ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VhostLimitsSet:
+    """The vhost's whole limits value, as set (`{}` is a value: RabbitMQ keeps an empty parameter)."""
+
+    vhost: str
+    limits: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class VhostLimitsCleared:
+    vhost: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserLimitsSet:
+    """The user's whole limits value after the change (`{}`: none)."""
+
+    user: str
+    limits: dict[str, Any]
+
+
 # -- policies ---------------------------------------------------------------------------------------
 
 
@@ -167,8 +213,9 @@ class PolicyCleared:
 
 
 Change = (Reset | VhostCreated | VhostDeleted | ExchangeCreated | ExchangeDeleted | QueueCreated | QueueDeleted
-          | QueueMembersSet | Bound | Unbound | UserSet | UserDeleted | PermissionSet | PermissionCleared | PolicySet
-          | PolicyCleared)
+          | QueueMembersSet | Bound | Unbound | UserSet | UserDeleted | PermissionSet | PermissionCleared
+          | TopicPermissionSet | TopicPermissionCleared | VhostLimitsSet | VhostLimitsCleared | UserLimitsSet
+          | PolicySet | PolicyCleared)
 RECORDS: tuple[type, ...] = typing.get_args(Change)
 # how a command hands its records to the registry, which applies each one as it is emitted
 Emit = Callable[[Change], None]

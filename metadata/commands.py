@@ -25,7 +25,7 @@ admin commands answer `AdminError` values (admin_errors.py):
 - `SetQueueMembers`: the updated QueueRecord, or None when the queue (that incarnation) is gone;
 - `LoadDefinitions`: None;
 - `AddVhost`: None; `RemoveVhost`: the QueueRecords that went with the vhost, or an AdminError;
-- user, permission and policy commands: None or an AdminError.
+- user, permission, topic permission, limit and policy commands: None or an AdminError.
 
 Deliberately not commands: queries (passive declares, access checks, listings) change nothing and
 are answered from a copy (registry.py's query methods). Queue-level if-unused / if-empty are the
@@ -36,6 +36,9 @@ from __future__ import annotations
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Hashable
+
+from wire.codec import FieldTable
+
 
 # -- topology -------------------------------------------------------------------------------------
 
@@ -50,7 +53,7 @@ class PutExchange:
     durable: bool = False
     auto_delete: bool = False
     internal: bool = False
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: FieldTable = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +73,7 @@ class PutQueue:
     durable: bool = False
     exclusive: bool = False
     auto_delete: bool = False
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: FieldTable = field(default_factory=dict)
     owner: Hashable | None = None
     server_named: bool = False
     home: str = ""  # the host the proposer places a new queue on (client-local: one of its own)
@@ -93,7 +96,7 @@ class _Binding:
     destination: str
     source: str
     routing_key: str = ""
-    arguments: dict[str, Any] = field(default_factory=dict)
+    arguments: FieldTable = field(default_factory=dict)
     owner: Hashable | None = None
 
 
@@ -206,6 +209,62 @@ class ClearPermissions:
     vhost: str
 
 
+@dataclass(frozen=True, slots=True)
+class SetTopicPermissions:
+    user: str
+    vhost: str
+    exchange: str
+    write: str
+    read: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClearTopicPermissions:
+    """One exchange's topic permissions of the user in the vhost, or (`exchange` None) all of them."""
+
+    user: str
+    vhost: str
+    exchange: str | None = None
+
+
+# -- limits ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SetVhostLimits:
+    """rabbitmqctl set_vhost_limits (the value replaces the vhost's limits), or with `merge` the
+    HTTP API's PUT of one limit (rabbit_vhost_limit:update_limit)."""
+
+    vhost: str
+    limits: dict[str, Any]
+    merge: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClearVhostLimits:
+    """rabbitmqctl clear_vhost_limits (`name` None: the whole value), or the HTTP API's DELETE of
+    one limit (rabbit_vhost_limit:clear_limit: the others stay)."""
+
+    vhost: str
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SetUserLimits:
+    """rabbitmqctl set_user_limits: merged into the user's limits (internal_user:update_limits)."""
+
+    user: str
+    limits: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ClearUserLimits:
+    """One limit of the user, or every one (`name` "all", as rabbitmqctl's clear_user_limits)."""
+
+    user: str
+    name: str
+
+
 # -- policies -------------------------------------------------------------------------------------
 
 
@@ -228,6 +287,8 @@ class ClearPolicy:
 
 
 Command = (PutExchange | RemoveExchange | PutQueue | RemoveQueue | AddBinding | RemoveBinding | RemoveOwnedQueues
-           | RemoveNodeTransients | ForgetNodeQueues | SetQueueMembers | LoadDefinitions | AddVhost | RemoveVhost | AddUser | RemoveUser | ChangePassword
-           | SetUserTags | SetPermissions | ClearPermissions | SetPolicy | ClearPolicy)
+           | RemoveNodeTransients | ForgetNodeQueues | SetQueueMembers | LoadDefinitions | AddVhost | RemoveVhost | AddUser
+           | RemoveUser | ChangePassword | SetUserTags | SetPermissions | ClearPermissions | SetTopicPermissions
+           | ClearTopicPermissions | SetVhostLimits | ClearVhostLimits | SetUserLimits | ClearUserLimits | SetPolicy
+           | ClearPolicy)
 COMMANDS: tuple[type, ...] = typing.get_args(Command)

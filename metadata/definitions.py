@@ -5,8 +5,8 @@ Theory of operation: the node keeps what an operator defined (not what clients d
 `<data_dir>/definitions.json`, rewritten whole after every admin change (the shell writes a
 temporary file, fsyncs it, renames it over the old one and fsyncs the directory, so a crash
 leaves either the old or the new file). The document is RabbitMQ's definitions export shape
-(users with password_hash and hashing_algorithm, vhosts, permissions, policies) plus
-`operator_policies` and a `checksum` field: sha256 over the canonical JSON of everything else. A
+(users with password_hash, hashing_algorithm and limits, vhosts, permissions, topic_permissions,
+policies, and vhost limits as `vhost-limits` parameters) plus `operator_policies` and a `checksum` field: sha256 over the canonical JSON of everything else. A
 file whose checksum, JSON or shape is wrong is refused with a DefinitionsError value, never
 half-loaded: losing users silently would lock operators out or, worse, let the default user back in.
 The records it encodes and decodes are the registry's change records (changes.py), so loading is
@@ -26,11 +26,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from metadata.changes import Bound, Change, ExchangeCreated, PermissionSet, PolicySet, QueueCreated, UserSet, VhostCreated
+from metadata.changes import (Bound, Change, ExchangeCreated, PermissionSet, PolicySet, QueueCreated,
+                              TopicPermissionSet, UserLimitsSet, UserSet, VhostCreated, VhostLimitsSet)
 
 HASHING_ALGORITHM = "rabbit_password_hashing_sha256"
 FORMAT_VERSION = 1
 PREDECLARED_PREFIXES = ("amq.",)
+LIMITS_COMPONENT = "vhost-limits"  # RabbitMQ's runtime parameter that holds a vhost's limits
 
 
 def _to_json(value: Any) -> Any:
@@ -89,20 +91,32 @@ def encode(records: list[Change]) -> bytes:
     """The file's bytes for the admin change records of a snapshot (other records are ignored)."""
     body: dict[str, Any] = {"warren_definitions": FORMAT_VERSION, "vhosts": [], "users": [], "permissions": [],
                             "policies": [], "operator_policies": []}
+    extra: dict[str, list] = {"topic_permissions": [], "parameters": []}
+    user_limits = {r.user: r.limits for r in records if isinstance(r, UserLimitsSet)}
     for r in records:
         if isinstance(r, VhostCreated):
             body["vhosts"].append({"name": r.vhost})
         elif isinstance(r, UserSet):
-            body["users"].append({"name": r.name, "password_hash": r.password_hash,
-                                  "hashing_algorithm": HASHING_ALGORITHM, "tags": list(r.tags)})
+            user = {"name": r.name, "password_hash": r.password_hash, "hashing_algorithm": HASHING_ALGORITHM,
+                    "tags": list(r.tags)}
+            if user_limits.get(r.name):
+                user["limits"] = dict(user_limits[r.name])
+            body["users"].append(user)
         elif isinstance(r, PermissionSet):
             body["permissions"].append({"user": r.user, "vhost": r.vhost, "configure": r.configure, "write": r.write,
                                         "read": r.read})
+        elif isinstance(r, TopicPermissionSet):
+            extra["topic_permissions"].append({"user": r.user, "vhost": r.vhost, "exchange": r.exchange,
+                                              "write": r.write, "read": r.read})
+        elif isinstance(r, VhostLimitsSet):
+            extra["parameters"].append({"vhost": r.vhost, "component": LIMITS_COMPONENT, "name": "limits",
+                                       "value": dict(r.limits)})
         elif isinstance(r, PolicySet):
             body["operator_policies" if r.operator else "policies"].append(
                 {"vhost": r.vhost, "name": r.name, "pattern": r.pattern, "apply-to": r.apply_to,
                  "definition": r.definition, "priority": r.priority})
     body.update(_durable_topology(records))
+    body.update({key: rows for key, rows in extra.items() if rows})  # a file without them reads as before
     return json.dumps(dict(body, checksum=_checksum(body)), sort_keys=True, indent=1).encode() + b"\n"
 
 
@@ -122,8 +136,13 @@ def decode(data: bytes) -> list[Change] | DefinitionsError:
     try:
         out: list[Change] = [VhostCreated(v["name"]) for v in body["vhosts"]]
         out += [UserSet(u["name"], u["password_hash"], tuple(u["tags"])) for u in body["users"]]
+        out += [UserLimitsSet(u["name"], dict(u["limits"])) for u in body["users"] if u.get("limits")]
         out += [PermissionSet(p["user"], p["vhost"], p["configure"], p["write"], p["read"])
                 for p in body["permissions"]]
+        out += [TopicPermissionSet(t["user"], t["vhost"], t["exchange"], t["write"], t["read"])
+                for t in body.get("topic_permissions", [])]
+        out += [VhostLimitsSet(p["vhost"], dict(p["value"])) for p in body.get("parameters", [])
+                if p.get("component") == LIMITS_COMPONENT]
         for key, operator in (("policies", False), ("operator_policies", True)):
             out += [PolicySet(p["vhost"], p["name"], p["pattern"], p["apply-to"], dict(p["definition"]),
                               int(p["priority"]), operator) for p in body[key]]

@@ -1,20 +1,27 @@
 """Field-table values as RabbitMQ sees them: type names, equality, and how it prints them.
 
-Theory of operation: the wire codec decodes a field table into plain Python values and drops the
-exact integer width, so the AMQP type is inferred here the way the codec (and pika) would encode
-the value back: bool -> bool, int -> signedint if it fits 32 bits else long, float -> double,
-str/bytes -> longstr, dict -> table, list -> array, None -> void. Two values are equivalent, as in
-rabbit_misc:assert_args_equivalence, when their type classes match (all integer widths are one
-class) and their values are equal; Python's True == 1 is not an equality RabbitMQ knows, so bool
-is its own class. `describe` prints a value as RabbitMQ's error texts do.
+Theory of operation: the wire codec decodes a field table into Python values whose types keep
+the AMQP type each value arrived with (wire/field_types.py), so `type_name` is RabbitMQ's name
+for it ("byte", "timestamp", "binary" ...). Two arguments are equivalent, as in
+rabbit_misc:assert_args_equivalence, when their type classes match (all integer widths and
+decimal are one class, float and double another) and their values are equal as Erlang's ==
+finds them. `plain` is that equality as a hashable value: numbers compare by value (1 == 1.0,
+a timestamp equals the same integer), longstr and binary by their octets, bool apart from
+integers (Python's True == 1 is not Erlang's), a decimal as its (scale, value) pair, and inside
+a table or array the type of each element counts too, since Erlang compares the {Type, Value}
+pairs. A binding's identity (`table_key`) is its arguments sorted by key with their exact
+types, as RabbitMQ keys a binding by the sorted table: bound with a signedint 1 and unbound
+with a byte 1 is another binding. `describe` prints a value as RabbitMQ's error texts do.
 """
 from __future__ import annotations
 
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+from wire.codec import decimal_parts
+from wire.field_types import field_type, type_class
+
+type_name = field_type
 
 
 class _Missing:
@@ -27,39 +34,12 @@ class _Missing:
 MISSING = _Missing()
 
 
-def type_name(value: Any) -> str:
-    """The AMQP field type RabbitMQ would report for `value`."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "signedint" if INT32_MIN <= value <= INT32_MAX else "long"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, (str, bytes)):
-        return "longstr"
-    if isinstance(value, dict):
-        return "table"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if value is None:
-        return "void"
-    if isinstance(value, Decimal):
-        return "decimal"
-    if isinstance(value, datetime):
-        return "timestamp"
-    return type(value).__name__
-
-
-def type_class(name: str) -> str:
-    return "int" if name in ("byte", "short", "signedint", "long") else name
-
-
 def as_text(value: str | bytes) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
 
 def plain(value: Any) -> Any:
-    """A comparable, hashable form that keeps bool apart from int and str equal to bytes."""
+    """A hashable form equal where Erlang's == finds two field values equal (see the module doc)."""
     kind = type(value)
     if kind is int or kind is str or kind is float:  # the common header values, first
         return value
@@ -68,9 +48,11 @@ def plain(value: Any) -> Any:
     if isinstance(value, (str, bytes)):
         return as_text(value)
     if isinstance(value, dict):
-        return ("table", tuple(sorted((k, plain(v)) for k, v in value.items())))
+        return ("table", tuple((k, type_name(v), plain(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
-        return ("array", tuple(plain(v) for v in value))
+        return ("array", tuple((type_name(v), plain(v)) for v in value))
+    if isinstance(value, Decimal):
+        return ("decimal", decimal_parts(value))
     return value
 
 
@@ -81,10 +63,11 @@ def equivalent(current: Any, received: Any) -> bool:
 
 
 def table_key(table: dict[str, Any] | None) -> tuple:
-    """A hashable identity for a binding's arguments (order-insensitive, as RabbitMQ sorts them)."""
+    """A hashable identity for a binding's arguments (order-insensitive, as RabbitMQ sorts them;
+    exact types, as RabbitMQ compares its binding records)."""
     if not table:
         return ()
-    return tuple(sorted((k, type_class(type_name(v)), plain(v)) for k, v in table.items()))
+    return tuple(sorted((k, type_name(v), plain(v)) for k, v in table.items()))
 
 
 def erl(value: Any) -> str:
@@ -95,6 +78,8 @@ def erl(value: Any) -> str:
         return as_text(value)
     if value is None:
         return "undefined"
+    if isinstance(value, Decimal):
+        return "{%d,%d}" % decimal_parts(value)
     if isinstance(value, dict):
         return "[" + ",".join(f'{{<<"{k}">>,{type_name(v)},{erl(v)}}}' for k, v in value.items()) + "]"
     if isinstance(value, (list, tuple)):

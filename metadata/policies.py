@@ -35,6 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from metadata import arguments as qargs
+from metadata import stream
 from metadata.access import compile_pattern
 from metadata.admin_errors import EX_UNAVAILABLE, AdminError, no_vhost
 from metadata.changes import Change, Emit, PolicyCleared, PolicySet
@@ -53,11 +55,14 @@ LEADER_LOCATOR = "queue-leader-locator"  # where a new quorum queue's leader goe
 # keys only quorum queues read (a quorum queue resolves them against its arguments itself,
 # actors/quorum/config.py; target-group-size is the membership reconciliation's)
 QUORUM_KEYS = ("delivery-limit", "dead-letter-strategy", TARGET_GROUP_SIZE)
+# keys only streams read (metadata/stream.py resolves them against a stream's arguments)
+STREAM_KEYS = ("max-age", "stream-max-segment-size-bytes")
 QUEUE_KEYS = MIN_KEYS + ARG_KEYS
-POLICY_KEYS = frozenset(QUEUE_KEYS + QUORUM_KEYS + ("alternate-exchange", LEADER_LOCATOR))
+POLICY_KEYS = frozenset(QUEUE_KEYS + QUORUM_KEYS + STREAM_KEYS + ("alternate-exchange", LEADER_LOCATOR))
 # each queue type's capabilities(): unsupported_policies, of the keys warren knows
-UNSUPPORTED = {"classic": frozenset(("delivery-limit", "dead-letter-strategy", TARGET_GROUP_SIZE)),
-               "quorum": frozenset(("queue-mode",))}
+UNSUPPORTED = {"classic": frozenset(("delivery-limit", "dead-letter-strategy", TARGET_GROUP_SIZE) + STREAM_KEYS),
+               "quorum": frozenset(("queue-mode",) + STREAM_KEYS),
+               "stream": POLICY_KEYS - {"max-length-bytes", LEADER_LOCATOR, "alternate-exchange", *STREAM_KEYS}}
 LEADER_LOCATOR_VALUES = ("client-local", "balanced", "random", "least-leaders")  # 4.0 maps the last two to balanced
 DEAD_LETTER_STRATEGIES = ("at-most-once", "at-least-once")
 OPERATOR_KEYS = frozenset(MIN_KEYS + ("delivery-limit", "overflow", TARGET_GROUP_SIZE))
@@ -120,7 +125,16 @@ _VALIDATORS: dict[str, tuple[Any, str]] = {
     "dead-letter-strategy": (lambda v: v in DEAD_LETTER_STRATEGIES, "a valid dead letter strategy"),
     TARGET_GROUP_SIZE: (lambda v: _is_int(v) and v > 0, "a valid qq target count value"),
     LEADER_LOCATOR: (lambda v: v in LEADER_LOCATOR_VALUES, "a valid queue leader locator value"),
+    "max-age": (lambda v: isinstance(v, str) and _max_age(v), "a valid max age"),
+    "stream-max-segment-size-bytes": (lambda v: _is_int(v) and v >= 0, "a valid segment size"),
 }
+
+
+def _max_age(text: str) -> bool:
+    try:
+        return stream.interval_ms(text) is not None
+    except stream.Crash:
+        return False
 
 
 def parse_definition(text: str) -> dict[str, Any] | AdminError:
@@ -265,11 +279,13 @@ class PolicyTable:
     def queue_policy(self, q: QueueRecord) -> tuple[str, str, dict[str, Any]]:
         """(policy name, operator policy name, effective settings) for a queue; names "" when none.
         A classic queue's settings are its arguments met with the merged policy; a quorum queue's
-        are the merged policy as it is: it resolves its own arguments (see the module docstring)."""
-        policy, operator = self._policies_of(q.vhost, q.name, "quorum" if q.quorum else "classic")
+        and a stream's are the merged policy as it is: they resolve their own arguments (see the
+        module docstring)."""
+        qtype = "quorum" if q.quorum else qargs.queue_type(q.arguments)
+        policy, operator = self._policies_of(q.vhost, q.name, qtype)
         definition = merged(policy, operator)
         return (policy.name if policy else "", operator.name if operator else "",
-                definition if q.quorum else queue_settings(q.arguments, definition))
+                definition if qtype != "classic" else queue_settings(q.arguments, definition))
 
     def definition(self, vhost: str, name: str, queue_type: str) -> dict[str, Any]:
         """The merged policy and operator policy that apply to a queue of that name and type, as it

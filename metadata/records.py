@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any, Hashable
 
 from metadata.fieldvalues import as_text
+from wire.codec import FieldTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,7 +15,7 @@ class QueueRecord:
     durable: bool
     exclusive_owner: Hashable | None  # the connection that owns an exclusive queue
     auto_delete: bool
-    arguments: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    arguments: FieldTable = field(default_factory=dict, compare=False, hash=False)
     created: bool = False  # True only in the answer to the declare that created it
     home: str = ""  # the host its actor runs on (actors/placement.py); "" until a node adopts it
     # a quorum queue's member nodes, the leader the locator chose first (its home names no host:
@@ -35,7 +36,7 @@ class ExchangeRecord:
     durable: bool
     auto_delete: bool
     internal: bool
-    arguments: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    arguments: FieldTable = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def alternate(self) -> str | None:
@@ -54,4 +55,4 @@ class BindingRecord:
     destination_kind: str  # QUEUE or EXCHANGE
     destination: str
     routing_key: str
-    arguments: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    arguments: FieldTable = field(default_factory=dict, compare=False, hash=False)

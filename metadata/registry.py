@@ -12,11 +12,13 @@ command): what is not in the state comes in the command (a server-named queue's 
 hash), which is what lets issue 11 replicate the commands as the metadata Raft group's log.
 
 The parts, by concern: topology.py (per vhost: exchanges, queues, bindings, their cascades),
-access.py (users, permissions, logins), policies.py (policies and what they give queues and
-exchanges), routing.py (publishes through the topology, with a route cache that every applied
-record clears). This module owns what crosses them: vhost lifecycle (a vhost comes with its
-predeclared exchanges and goes with its permissions, policies and queues), the dispatch of records
-and commands by type, snapshots, and loading the definitions file.
+access.py (users, permissions, topic permissions, and the access decisions: logins, vhost access,
+resource and topic permissions), limits.py (vhost and user limits and the refusals they make),
+policies.py (policies and what they give queues and exchanges), routing.py (publishes through the
+topology, with a route cache that every applied record clears). This module owns what crosses
+them: vhost lifecycle (a vhost comes with its predeclared exchanges and goes with its permissions,
+topic permissions, limits, policies and queues), a user's (it goes with its limits), the dispatch
+of records and commands by type, snapshots, and loading the definitions file.
 
 `fresh_queue_name` is for proposers, not the machine: it draws from the injected rng (a replica has
 none and names deterministically from a counter) and names a queue no copy has yet.
@@ -27,17 +29,20 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from metadata import names
-from metadata.access import AccessControl, Permission, User
+from metadata.access import AccessControl, Permission, TopicPermission, User
 from metadata.admin_errors import AdminError, no_vhost
 from metadata.changes import (
     Bound, Change, Emit, ExchangeCreated, ExchangeDeleted, PermissionCleared, PermissionSet, PolicyCleared, PolicySet,
-    QueueCreated, QueueDeleted, QueueMembersSet, Reset, Unbound, UserDeleted, UserSet, VhostCreated, VhostDeleted,
+    QueueCreated, QueueDeleted, QueueMembersSet, Reset, TopicPermissionCleared, TopicPermissionSet, Unbound,
+    UserDeleted, UserLimitsSet, UserSet, VhostCreated, VhostDeleted, VhostLimitsCleared, VhostLimitsSet,
 )
 from metadata.commands import (
-    AddBinding, AddUser, AddVhost, ChangePassword, ClearPermissions, ClearPolicy, Command, ForgetNodeQueues,
-    LoadDefinitions, PutExchange, PutQueue, RemoveBinding, RemoveExchange, RemoveNodeTransients, RemoveOwnedQueues,
-    RemoveQueue, RemoveUser, RemoveVhost, SetPermissions, SetPolicy, SetQueueMembers, SetUserTags,
+    AddBinding, AddUser, AddVhost, ChangePassword, ClearPermissions, ClearPolicy, ClearTopicPermissions,
+    ClearUserLimits, ClearVhostLimits, Command, ForgetNodeQueues, LoadDefinitions, PutExchange, PutQueue,
+    RemoveBinding, RemoveExchange, RemoveNodeTransients, RemoveOwnedQueues, RemoveQueue, RemoveUser, RemoveVhost,
+    SetPermissions, SetPolicy, SetQueueMembers, SetTopicPermissions, SetUserLimits, SetUserTags, SetVhostLimits,
 )
+from metadata.limits import LimitTable
 from metadata.policies import Policy, PolicyTable
 from metadata.records import EXCHANGE, QUEUE, BindingRecord, ExchangeRecord, QueueRecord
 from metadata.routing import Router
@@ -56,6 +61,8 @@ class Registry:
         self._names_issued = 0
         self.topology = Topology()
         self.access = AccessControl(self.vhost_exists)
+        self.limits = LimitTable(self.vhost_exists, self.access.users.__contains__)
+        self.topology.queue_refusal = self.limits.queue_refusal
         self.policies_table = PolicyTable(self.vhost_exists)
         self._router = Router(self.topology, self.policies_table)
         # the hot path (every publish) calls these without a forwarding frame
@@ -68,8 +75,12 @@ class Registry:
             QueueCreated: self.topology.queue_created, QueueDeleted: self.topology.queue_deleted,
             QueueMembersSet: self.topology.queue_members_set,
             Bound: self.topology.bound, Unbound: self.topology.unbound,
-            UserSet: self.access.user_set, UserDeleted: self.access.user_deleted,
+            UserSet: self.access.user_set, UserDeleted: self._user_deleted,
             PermissionSet: self.access.permission_set, PermissionCleared: self.access.permission_cleared,
+            TopicPermissionSet: self.access.topic_permission_set,
+            TopicPermissionCleared: self.access.topic_permission_cleared,
+            VhostLimitsSet: self.limits.vhost_limits_set, VhostLimitsCleared: self.limits.vhost_limits_cleared,
+            UserLimitsSet: self.limits.user_limits_set,
             PolicySet: self.policies_table.policy_set, PolicyCleared: self.policies_table.policy_cleared,
         }
         self._commands: dict[type, Callable[[Any, Emit], Any]] = {
@@ -85,6 +96,10 @@ class Registry:
             AddUser: self.access.add_user, RemoveUser: self.access.remove_user,
             ChangePassword: self.access.change_password, SetUserTags: self.access.set_user_tags,
             SetPermissions: self.access.set_permissions, ClearPermissions: self.access.clear_permissions,
+            SetTopicPermissions: self.access.set_topic_permissions,
+            ClearTopicPermissions: self.access.clear_topic_permissions,
+            SetVhostLimits: self.limits.set_vhost, ClearVhostLimits: self.limits.clear_vhost,
+            SetUserLimits: self.limits.set_user, ClearUserLimits: self.limits.clear_user,
             SetPolicy: self.policies_table.set, ClearPolicy: self.policies_table.clear,
         }
         self.apply_command(AddVhost("/"))
@@ -115,15 +130,22 @@ class Registry:
     def _reset(self, _: Reset) -> None:
         self.topology.reset()
         self.access.reset()
+        self.limits.reset()
         self.policies_table.reset()
+
+    def _user_deleted(self, c: UserDeleted) -> None:
+        self.access.user_deleted(c)
+        self.limits.user_deleted(c.name)
 
     def _vhost_deleted(self, c: VhostDeleted) -> None:
         self.topology.vhost_deleted(c)
         self.policies_table.vhost_deleted(c.vhost)
+        self.limits.vhost_deleted(c.vhost)
 
     def snapshot(self) -> list[Change]:
         """Records that rebuild this registry on any copy: `Reset` first."""
-        return [Reset(), *self.topology.snapshot(), *self.access.snapshot(), *self.policies_table.snapshot()]
+        return [Reset(), *self.topology.snapshot(), *self.access.snapshot(), *self.limits.snapshot(),
+                *self.policies_table.snapshot()]
 
     def load_definitions(self, records: Sequence[Change]) -> list[Change]:
         """Apply a definitions file's records; a vhost gets its predeclared exchanges as AddVhost gives."""
@@ -145,8 +167,8 @@ class Registry:
         if not self.vhost_exists(cmd.vhost):
             return no_vhost(cmd.vhost)
         gone = self.topology.queues(cmd.vhost)
-        for p in self.access.permissions_of_vhost(cmd.vhost):
-            emit(PermissionCleared(p.user, p.vhost))
+        for cleared in self.access.vhost_deleted(cmd.vhost):
+            emit(cleared)
         for cleared in self.policies_table.cleared_with_vhost(cmd.vhost):
             emit(cleared)
         emit(VhostDeleted(cmd.vhost))
@@ -175,6 +197,9 @@ class Registry:
     def queues(self, vhost: str | None = None) -> list[QueueRecord]:
         return self.topology.queues(vhost)
 
+    def queue_count(self) -> int:
+        return sum(len(vh.queues) for vh in self.topology.vhosts.values())
+
     def queue(self, vhost: str, name: str) -> QueueRecord | None:
         vh = self.topology.vhosts.get(vhost)
         return None if vh is None else vh.queues.get(name)
@@ -191,6 +216,10 @@ class Registry:
         """The host a queue's actor runs on (on every publish's path: a dict look-up each)."""
         return self.topology.vhosts[vhost].queues[name].home
 
+    def exchange(self, vhost: str, name: str) -> ExchangeRecord | None:
+        vh = self.topology.vhosts.get(vhost)
+        return None if vh is None else vh.exchanges.get(name)
+
     def exchanges(self, vhost: str | None = None) -> list[ExchangeRecord]:
         return self.topology.exchanges(vhost)
 
@@ -204,8 +233,20 @@ class Registry:
         return [p for _, p in sorted(self.access.permissions.items())
                 if (vhost is None or p.vhost == vhost) and (user is None or p.user == user)]
 
+    def topic_permissions(self, vhost: str | None = None, user: str | None = None) -> list[TopicPermission]:
+        return self.access.topic_permission_list(vhost, user)
+
+    def vhost_limits(self) -> dict[str, dict[str, Any]]:
+        """Each vhost's limits value (those that have one), by vhost."""
+        return dict(sorted(self.limits.vhosts.items()))
+
+    def user_limits(self, user: str) -> dict[str, Any]:
+        return dict(self.limits.users.get(user, {}))
+
+    # access decisions (metadata/access.py, metadata/limits.py): pure functions of the registry
+    # and the facts a shell brings
     def check_login(self, user: str, password: str) -> bool:
-        return self.access.check_login(user, password)
+        return self.access.login(user, password)
 
     def vhost_access_error(self, user: str, vhost: str) -> AmqpError | None:
         return self.access.vhost_access_error(user, vhost)
@@ -213,6 +254,18 @@ class Registry:
     def check_permission(self, user: str, vhost: str, perm: str, kind: str, name: str) -> AmqpError | None:
         """None when `user` may `perm` ("configure"/"write"/"read") the queue or exchange `name`, else 403."""
         return self.access.check_permission(user, vhost, perm, kind, name)
+
+    def check_topic_permission(self, user: str, vhost: str, exchange: str, perm: str, routing_key: str,
+                               variables: dict[str, str]) -> AmqpError | None:
+        """None when `user` may write (publish) or read (bind) `routing_key` on topic exchange `exchange`."""
+        return self.access.check_topic_permission(user, vhost, exchange, perm, routing_key, variables)
+
+    def queue_limit_error(self, vhost: str, name: str) -> AmqpError | None:
+        """The vhost's max-queues refusal for a declare of `name`, when it does not exist yet."""
+        vh = self.topology.vhosts.get(vhost)
+        if vh is None or name in vh.queues:
+            return None
+        return self.limits.queue_refusal(vhost, name, len(vh.queues))
 
     def policies(self, vhost: str | None = None, *, operator: bool | None = None) -> list[Policy]:
         """By vhost, then priority (highest first), then name, as list_policies shows them."""

@@ -20,7 +20,7 @@ applies `RemoveQueue`) and auto-deleting a queue when its last consumer goes (th
 """
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import replace
 from typing import Any
 
@@ -68,6 +68,8 @@ def binding_key(source: str, kind: str, destination: str, routing_key: str, args
 class Topology:
     def __init__(self) -> None:
         self.vhosts: dict[str, VhostTopology] = {}
+        # a vhost's max-queues refusal for a new queue (limits.py; the registry sets it)
+        self.queue_refusal: Callable[[str, str, int], AmqpError | None] = lambda vhost, name, count: None
 
     # ---------------------------------------------------------------- change records
     def vhost_created(self, c: VhostCreated) -> None:
@@ -219,6 +221,9 @@ class Topology:
                 if pair is not None:
                     return texts.inequivalent("queue", name, cmd.vhost, key, *pair)
             return qargs.queue_inequivalence(name, cmd.vhost, current.arguments, args) or current
+        refused = self.queue_refusal(cmd.vhost, name, len(vh.queues))  # new queues only, before their arguments
+        if refused is not None:
+            return refused
         if quorum.is_quorum(args):
             error = quorum.new_queue_error(name, cmd.vhost, args, durable=cmd.durable, exclusive=cmd.exclusive,
                                            auto_delete=cmd.auto_delete)

@@ -1,8 +1,9 @@
 """How the core tags the opaque bytes it stores in each log entry.
 
 The first byte says what the entry is: a client command for the machine, a configuration
-change (takes effect when appended, dissertation §4.1) or the no-op a new leader appends so
-that entries of earlier terms get committed (§5.4.2, §8). The rest is the payload.
+change (takes effect when appended, dissertation §4.1), the no-op a new leader appends so
+that entries of earlier terms get committed (§5.4.2, §8), or the switch of the machine to a
+new version (takes effect when applied, versions.py). The rest is the payload.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from raft.config import ClusterConfig
 USER = 0x75     # 'u'
 CONFIG = 0x63   # 'c'
 NOOP = 0x6e     # 'n'
+VERSION = 0x76  # 'v': the payload is the version, 2 bytes big-endian
 
 
 def user(command: bytes) -> bytes:
@@ -34,3 +36,11 @@ def payload(command: bytes) -> bytes:
 
 def config_of(command: bytes) -> ClusterConfig | None:
     return ClusterConfig.decode(command[1:]) if command[0] == CONFIG else None
+
+
+def version(number: int) -> bytes:
+    return bytes((VERSION,)) + number.to_bytes(2, "big")
+
+
+def version_of(command: bytes) -> int:
+    return int.from_bytes(command[1:3], "big")

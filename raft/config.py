@@ -44,3 +44,4 @@ class RaftSettings:
     append_per_turn: bool = False       # leader: AppendEntries wait for replicate() (shell turn)
     notify_commit: bool = False         # leader: tell followers a new commit index at once (a
                                         # heartbeat each), so every copy applies an entry promptly
+    quiesce: bool = False               # an idle group goes quiet: no heartbeats, no ticks (quiescence.py)

@@ -6,13 +6,15 @@ indexes, votes, per-follower progress) and drives a `Log` and a `Machine`. Its i
 `propose_batch([(command, corr), ...])` (client commands), `replicate()` (the end of a shell
 loop turn, see replication.py), `written(upto)` (the WAL made the log durable up to an index),
 `snapshot_written(index, term)`, and the admin calls `add_member`, `remove_member`,
-`transfer_leadership`. Each returns the list of effects (the one vocabulary of effects/) the shell
+`transfer_leadership`. Each returns the list of effects (Raft's own, raft/effects.py) the shell
 carries out in order. Randomness (election timeout jitter) comes only from the injected `random.Random`;
 nothing here reads a clock or does IO.
 
 The parts live in mixins named for what they hold: election.py (pre-vote, votes, check-quorum,
 leadership transfer), replication.py (AppendEntries, heartbeats, acks, commit), snapshot.py
-(taking, streaming and installing snapshots) and membership.py (one-at-a-time changes).
+(taking, streaming and installing snapshots), membership.py (one-at-a-time changes),
+quiescence.py (an idle group that sends nothing and needs no ticks) and versions.py (the switch
+of the machine to a new version at one index on every member, and a member that cannot run it).
 
 Invariants the core asserts or keeps:
 - term and vote are persisted (PersistHardState) before any message that depends on them.
@@ -23,10 +25,12 @@ Invariants the core asserts or keeps:
 - configuration = the latest config entry in the log, committed or not (dissertation §4.1).
 
 Ordering rules of the effects (etcd's `Ready` contract, written down here because this is where they live):
-- `PersistHardState` must be durable before any `Send` after it (in this list or a later one)
+- `PersistHardState` must be durable before any `ToPeer` after it (in this list or a later one)
   goes out: a vote or a term must never be forgotten after someone has acted on it. With the hard
-  state a WAL record (persist/wal/member_log.py) the shell holds those Sends until the WAL flush that
+  state a WAL record (persist/wal/member_log.py) the driver holds those ToPeers until the WAL flush that
   carries it has synced.
+- `VersionSwitched` and `MachineHalted` come where the entry that caused them is applied,
+  after the effects of the entries before it.
 - `ClientReply` for a command comes before the `MachineEffect`s its apply returned, so an answer
   (a consume-ok) reaches its client before what the command caused (the first deliveries).
 - `WriteSnapshot` is written durably with `log.install_snapshot(index, term, data)`, then the
@@ -43,7 +47,7 @@ from __future__ import annotations
 
 from typing import Any, Hashable, Protocol
 
-from effects import ClientReply, Effect, LeaderChanged, MachineEffect, PersistHardState, Send
+from raft.effects import ClientReply, Effect, LeaderChanged, MachineEffect, PersistHardState, ToPeer
 from raft import commands
 from raft.config import ClusterConfig, RaftSettings
 from raft.election import ElectionMixin
@@ -54,9 +58,11 @@ from raft.messages import (AppendEntries, AppendReply, Heartbeat, HeartbeatReply
                                    InstallSnapshot, InstallSnapshotReply, Message, PreVote,
                                    PreVoteReply, RequestVote, RequestVoteReply, TimeoutNow)
 from raft.progress import Progress
+from raft.quiescence import QuiescenceMixin
 from raft.replication import ReplicationMixin
 from raft.roles import CANDIDATE, FOLLOWER, LEADER, PRE_CANDIDATE
 from raft.snapshot import SnapshotMixin, decode_snapshot
+from raft.versions import BASE_VERSION, VersionMixin, supported_version
 
 __all__ = ["RaftCore", "FOLLOWER", "PRE_CANDIDATE", "CANDIDATE", "LEADER"]
 
@@ -67,7 +73,7 @@ class Rng(Protocol):
     def randrange(self, stop: int) -> int: ...
 
 
-class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
+class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin, QuiescenceMixin, VersionMixin):
     def __init__(self, id: str, config: ClusterConfig, log: Log, machine: Machine,
                  rng: Rng, settings: RaftSettings = RaftSettings()) -> None:
         self.id = id
@@ -80,6 +86,7 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
         self.leader_id: str | None = None
         self.election_elapsed = 0
         self.heartbeat_elapsed = 0
+        self.quiet = False  # quiescence.py: nothing to do until something arrives
         self.timeout = 0
         self.reset_timeout()
         self.votes: set[str] = set()
@@ -94,22 +101,33 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
         self.snapshot_pending: tuple[int, int, int] | None = None  # (index, term, lowest live)
         self.snap_rx: list | None = None  # follower: [index, term, bytearray, complete]
         self.configs: list[tuple[int, ClusterConfig]] = [(0, config)]
+        self.supported = supported_version(machine)  # what this member's code runs (versions.py)
+        self.machine_version = BASE_VERSION  # the version of the entry at `applied`
+        self.versions: list[tuple[int, int]] = [(0, BASE_VERSION)]
+        self.halted: int | None = None  # the index applying stopped before (versions.py)
+        self.unsaid: list[Effect] = []  # what the constructor found, said at the first tick
         self.state: Any = machine.init()
         self.commit = self.applied = self.snapshot_index = 0
         meta = log.snapshot_meta()
         if meta is not None:
             data = log.snapshot_data()
             assert data is not None
-            cfg, self.state = decode_snapshot(self.machine, data)
+            cfg, version, value = decode_snapshot(data)
             self.configs = [(meta[0], cfg)]
+            self.versions = [(meta[0], version)]
             self.commit = self.applied = self.snapshot_index = meta[0]
+            if version > self.supported:
+                self.halt(meta[0] + 1, f"the snapshot at index {meta[0]} holds machine version {version}; "
+                                       f"this member runs versions up to {self.supported}", self.unsaid)
+            else:
+                self.state, self.machine_version = machine.restore(value), version
         last, _ = log.last_index_term()
         lo = self.snapshot_index + 1
         while lo <= last:  # in slices: a long log (a quorum queue's backlog) is not read whole
             chunk = log.entries(lo, last + 1, settings.max_batch_bytes)
             for e in chunk:
-                if e.command[0] == commands.CONFIG:
-                    self.note_config(e)
+                if e.command[0] != commands.USER:
+                    self.note_entry(e)
             lo = chunk[-1].index + 1
 
     # -- public API ---------------------------------------------------------------------------
@@ -119,6 +137,10 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
 
     def tick(self) -> list[Effect]:
         out: list[Effect] = []
+        if self.unsaid:
+            out, self.unsaid = self.unsaid, []
+        if self.quiet:
+            return out
         if self.role == LEADER:
             self.tick_leader(out)
         else:
@@ -170,26 +192,34 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
         self.append_local(commands.NOOP_COMMAND)
         self.broadcast_append(out)
         self.maybe_commit(out)
+        self.maybe_switch_version(out)  # a group of one has nobody to wait for
 
     # -- log helpers --------------------------------------------------------------------------
     def append_local(self, command: bytes) -> int:
         last, _ = self.log.last_index_term()
         entry = Entry(last + 1, self.term, command)
         self.log.append([entry])
-        self.note_config(entry)
+        if command[0] != commands.USER:
+            self.note_entry(entry)
         return entry.index
 
-    def note_config(self, entry: Entry) -> None:
-        cfg = commands.config_of(entry.command)
-        if cfg is not None:
-            self.configs.append((entry.index, cfg))
+    def note_entry(self, entry: Entry) -> None:
+        """An entry that is not a user command is in the log: a configuration is in force from
+        here on; a version switch is remembered (it takes effect when applied)."""
+        kind = entry.command[0]
+        if kind == commands.CONFIG:
+            self.configs.append((entry.index, commands.config_of(entry.command)))
             self.config_changed()
+        elif kind == commands.VERSION:
+            self.note_version(entry)
 
     def truncate_from(self, index: int) -> None:
         assert index > self.commit, f"{self.id}: truncate at {index} <= commit {self.commit}"
         self.log.truncate_from(index)
         while len(self.configs) > 1 and self.configs[-1][0] >= index:
             self.configs.pop()
+        while len(self.versions) > 1 and self.versions[-1][0] >= index:
+            self.versions.pop()
 
     def config_at(self, index: int) -> ClusterConfig:
         return [cfg for i, cfg in self.configs if i <= index][-1]
@@ -210,14 +240,15 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
         # the hot path: user commands are inlined (a leader applies tens of thousands a second)
         pop, machine_apply, user = self.pending.pop, self.machine.apply, commands.USER
         leader = self.role == LEADER
-        while self.applied < self.commit:
+        while self.applied < self.commit and self.halted is None:
             batch = self.log.entries(self.applied + 1, self.commit + 1,
                                      self.settings.max_batch_bytes)
+            version = self.machine_version
             for e in batch:
                 command = e.command
                 if command[0] == user:
                     waiting = pop(e.index, None)
-                    self.state, reply, effects = machine_apply(ApplyMeta(e.index, e.term),
+                    self.state, reply, effects = machine_apply(ApplyMeta(e.index, e.term, version),
                                                                command[1:], self.state)
                     if waiting is not None and waiting[0] == e.term:  # same entry (§5.3)
                         out.append(ClientReply(waiting[1], reply))
@@ -225,6 +256,9 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
                         out.extend([MachineEffect(x) for x in effects])
                 else:
                     self.apply_entry(e, out)
+                    if self.halted is not None:
+                        break  # not applied: it stays above `applied` (versions.py)
+                    version, leader = self.machine_version, self.role == LEADER
                 self.applied = e.index
         assert self.applied <= self.commit
         if self.role == LEADER:
@@ -237,32 +271,39 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin):
         kind = commands.kind(e.command)
         if kind == commands.USER:
             self.state, reply, effects = self.machine.apply(
-                ApplyMeta(e.index, e.term), commands.payload(e.command), self.state)
+                ApplyMeta(e.index, e.term, self.machine_version), commands.payload(e.command), self.state)
             if mine:
                 out.append(ClientReply(waiting[1], reply))
             if self.role == LEADER:
                 out.extend(MachineEffect(x) for x in effects)
         elif kind == commands.CONFIG and mine:
             out.append(ClientReply(waiting[1], "ok"))
+        elif kind == commands.VERSION:
+            self.apply_version(e, out)
 
     # -- messages -----------------------------------------------------------------------------
     def step(self, msg: Message) -> list[Effect]:
         """Handle a message from a peer (Raft §5.1: a higher term turns anyone into a follower;
         a lower-term message is answered with our term or dropped)."""
         out: list[Effect] = []
+        if self.quiet:
+            self.wake_up()
         if msg.term > self.term:
             if isinstance(msg, (PreVote, RequestVote)) and not getattr(msg, "transfer", False) \
-                    and self.in_lease():
-                return out  # a leader is alive: do not let a partitioned member disrupt it
+                    and msg.src != self.leader_id and self.in_lease():
+                # a leader is alive: do not let a partitioned member disrupt it (a request from the
+                # leader itself says it no longer leads: it restarted, quiescence.py)
+                return out
             if not isinstance(msg, PreVote) and not (isinstance(msg, PreVoteReply) and msg.granted):
                 leader = msg.src if isinstance(msg, LEADER_MESSAGES) else None
                 self.become_follower(msg.term, leader, out)
         elif msg.term < self.term:
             if isinstance(msg, LEADER_MESSAGES):
                 # a stale leader learns our term from this and steps down
-                out.append(Send(msg.src, AppendReply(self.term, self.id, False, 0)))
+                out.append(ToPeer(msg.src, AppendReply(self.term, self.id, False, 0,
+                                                       machine_version=self.supported)))
             elif isinstance(msg, PreVote):
-                out.append(Send(msg.src, PreVoteReply(self.term, self.id, False)))
+                out.append(ToPeer(msg.src, PreVoteReply(self.term, self.id, False)))
             return out
         handler = self.HANDLERS.get((type(msg), self.role == LEADER))
         if handler is not None:

@@ -4,16 +4,17 @@ dissertation §3.10 transfer, §6.2 check-quorum and leases, §9.6 pre-vote).
 Theory of operation. A follower whose election timer (randomized in [T, 2T) ticks) runs out
 first asks the voters whether they *would* vote for it at term+1 (PreVote) without touching its
 own term; only with a majority of pre-votes does it bump the term and ask for real votes. A
-group's only voter does not wait for the timer: it elects itself on its first tick. A
-voter grants a (pre-)vote only to a candidate whose log is at least as up to date as its own
+group's only voter does not wait for the timer: it elects itself on its first tick; a new
+group's preferred leader does not wait either (`campaign_now`). A voter grants a (pre-)vote only to a candidate whose log is at least as up to date as its own
 (§5.4.1) and, for a real vote, only once per term. A member that has heard from a leader within
 the last election timeout ignores higher-term vote requests (the leader lease), unless the
-request comes from a leadership transfer. A leader that has not heard from a quorum within an
-election timeout steps down (check-quorum), which makes the lease safe to rely on.
+request comes from a leadership transfer or from the leader itself (which then no longer leads:
+it restarted, quiescence.py). A leader that has not heard from a quorum within an election
+timeout steps down (check-quorum), which makes the lease safe to rely on.
 """
 from __future__ import annotations
 
-from effects import Effect, PersistHardState, Send
+from raft.effects import Effect, PersistHardState, ToPeer
 from raft.messages import (PreVote, PreVoteReply, RequestVote, RequestVoteReply,
                                    TimeoutNow)
 from raft.roles import CANDIDATE, FOLLOWER, LEADER, PRE_CANDIDATE
@@ -27,14 +28,21 @@ class ElectionMixin:
         if (alone or self.election_elapsed >= self.timeout) and self.promotable():
             self.start_prevote(out)
 
-    def campaign_soon(self) -> None:
-        """Let the next tick start an election, without waiting for the timeout: a new group's
-        preferred leader (RabbitMQ's queue leader locator) asks for votes before the others do."""
-        if self.role != LEADER:
-            self.election_elapsed = self.timeout
+    def campaign_now(self) -> list[Effect]:
+        """Stand for election now rather than at the timeout: a new group's preferred leader
+        (RabbitMQ's queue leader locator; Ra's trigger_election on a new queue's first member),
+        so that the group has a leader one vote round after its members exist. A group that
+        never had a term skips the pre-vote, which guards a leader that cannot exist yet."""
+        out: list[Effect] = []
+        if self.role != LEADER and self.promotable():
+            if self.term == 0:
+                self.campaign(out)
+            else:
+                self.start_prevote(out)
+        return out
 
     def promotable(self) -> bool:
-        return self.id in self.config.voters
+        return self.id in self.config.voters and self.halted is None  # a halted machine cannot lead
 
     def in_lease(self) -> bool:
         return self.leader_id is not None and self.election_elapsed < self.settings.election_ticks
@@ -59,7 +67,7 @@ class ElectionMixin:
             return
         last, last_term = self.log.last_index_term()
         for v in sorted(self.config.voters - {self.id}):
-            out.append(Send(v, PreVote(self.term + 1, self.id, last, last_term)))
+            out.append(ToPeer(v, PreVote(self.term + 1, self.id, last, last_term)))
 
     def campaign(self, out: list[Effect], transfer: bool = False) -> None:
         self.term += 1
@@ -77,11 +85,11 @@ class ElectionMixin:
             return
         last, last_term = self.log.last_index_term()
         for v in sorted(self.config.voters - {self.id}):
-            out.append(Send(v, RequestVote(self.term, self.id, last, last_term, transfer)))
+            out.append(ToPeer(v, RequestVote(self.term, self.id, last, last_term, transfer)))
 
     def on_prevote(self, msg: PreVote, out: list[Effect]) -> None:
         grant = msg.term > self.term and self.log_up_to_date(msg.last_index, msg.last_term)
-        out.append(Send(msg.src, PreVoteReply(msg.term if grant else self.term, self.id, grant)))
+        out.append(ToPeer(msg.src, PreVoteReply(msg.term if grant else self.term, self.id, grant)))
 
     def on_prevote_reply(self, msg: PreVoteReply, out: list[Effect]) -> None:
         if self.role != PRE_CANDIDATE or msg.term != self.term + 1 or not msg.granted:
@@ -97,7 +105,7 @@ class ElectionMixin:
             self.voted_for = msg.src
             self.election_elapsed = 0
             out.append(PersistHardState(self.term, msg.src))
-        out.append(Send(msg.src, RequestVoteReply(self.term, self.id, grant)))
+        out.append(ToPeer(msg.src, RequestVoteReply(self.term, self.id, grant)))
 
     def on_vote_reply(self, msg: RequestVoteReply, out: list[Effect]) -> None:
         if self.role != CANDIDATE or not msg.granted:
@@ -124,6 +132,8 @@ class ElectionMixin:
         out: list[Effect] = []
         if self.role != LEADER or target == self.id or target not in self.config.voters:
             return out
+        if self.quiet:
+            self.wake_up()
         self.transferee = target
         self.transfer_elapsed = 0
         self.transfer_sent = False
@@ -136,5 +146,5 @@ class ElectionMixin:
         pr = self.progress.get(self.transferee)
         last, _ = self.log.last_index_term()
         if pr is not None and pr.match == last and not self.transfer_sent:
-            out.append(Send(self.transferee, TimeoutNow(self.term, self.id)))
+            out.append(ToPeer(self.transferee, TimeoutNow(self.term, self.id)))
             self.transfer_sent = True

@@ -15,8 +15,8 @@ Contract details every implementation keeps:
   was issued for entries since replaced must not mark the replacements written (Ra checks the
   written term; MemoryLog clamps to what its last sync covered).
 - `install_snapshot` is durable when it returns. `save_hard_state` may become durable later
-  (MemberLog: with the WAL's next group commit); the shell then holds every Send that follows
-  the PersistHardState until it is (effects.py).
+  (MemberLog: with the WAL's next group commit); the shell then holds every ToPeer that follows
+  the PersistHardState until it is (driver.py).
 - `install_snapshot(index, term, data)` keeps the log suffix if the log holds (index, term),
   otherwise discards the whole log; it never drops entries below index by itself -
   `compact_below(i)` (i <= snapshot index + 1) does, so live entries can outlive the snapshot.

@@ -1,11 +1,19 @@
 """The replicated state machine interface (rabbit_fifo's shape).
 
 `apply(meta, command, state) -> (state, reply, effects)` runs on every member for each
-committed user entry in log order; it must be deterministic and must not mutate `state` in
-place if the caller keeps old states (the simulator compares them). `snapshot(state)` returns
-a plain msgpack-able value and `restore(value)` rebuilds the state. `live_indexes(state)`
-(optional) names the log indexes the state still refers to; the log is never compacted at or
-above the lowest of them.
+committed user entry in log order; it must be deterministic: the same entries from the same
+state give the same states, replies and effects on every member. `meta.machine_version` is the
+version the log runs at that entry (versions.py): a machine whose rules changed between
+versions applies the rules of that version, never those of the newest its code knows.
+`apply` may update `state` in place and return it - a member keeps no old states, and the
+quorum queue and metadata machines do so, because copying their state per entry would cost more
+than the entry - or return a new state, which a caller that keeps old states needs (the
+simulator's KvMachine in tests/sim); the core only ever uses the state `apply` returned.
+`snapshot(state)` returns a plain msgpack-able value and `restore(value)` rebuilds the state.
+Optional hooks: `live_indexes(state)` names the log indexes the state still refers to (the log
+is never compacted at or above the lowest of them); `version()` the highest machine version the
+code runs (1 without it); `upgrade(state, old, new)` converts the state where the log switches
+versions.
 """
 from __future__ import annotations
 
@@ -15,6 +23,7 @@ from typing import Any, Iterable, NamedTuple, Protocol
 class ApplyMeta(NamedTuple):
     index: int
     term: int
+    machine_version: int = 1
 
 
 class Machine(Protocol):

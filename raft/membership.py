@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Hashable
 
 from raft.config import ClusterConfig
-from effects import Effect, NotLeader, ChangeRefused
+from raft.effects import Effect, NotLeader, ChangeRefused
 from raft.progress import Progress
 from raft.roles import LEADER
 from raft import commands
@@ -39,6 +39,8 @@ class MembershipMixin:
             return [ChangeRefused(corr, "change_in_progress")]
         if noop:
             return [ChangeRefused(corr, "no_change")]
+        if self.quiet:
+            self.wake_up()
         out: list[Effect] = []
         index = self.append_local(commands.config(new))
         self.pending[index] = (self.term, corr)

@@ -32,6 +32,7 @@ class Progress:
     snap_term: int = 0
     snap_data: bytes = b""
     snap_offset: int = 0
+    machine_version: int = 1  # the highest machine version it runs, as its replies say (versions.py)
 
     def paused(self, max_inflight: int) -> bool:
         if self.state == PROBE:

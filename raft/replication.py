@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Hashable, Sequence
 
-from effects import Effect, NotLeader, Send
+from raft.effects import Effect, NotLeader, ToPeer
 from raft.log import Entry
 from raft.messages import AppendEntries, AppendReply, Heartbeat, HeartbeatReply
 from raft.progress import PROBE, REPLICATE, SNAPSHOT
@@ -44,6 +44,8 @@ class ReplicationMixin:
             return [NotLeader(corr, leader) for _, corr in batch]
         if not batch:
             return []
+        if self.quiet:
+            self.wake_up()
         out: list[Effect] = []
         first = self.log.last_index_term()[0] + 1
         term, user = self.term, commands.user
@@ -81,6 +83,7 @@ class ReplicationMixin:
             self.transfer_elapsed += 1
             if self.transfer_elapsed >= self.settings.transfer_timeout_ticks:
                 self.transferee = None
+                self.maybe_switch_version(out)  # held back while the transfer ran
         if self.election_elapsed >= self.settings.election_ticks:
             self.election_elapsed = 0
             self.check_quorum(out)
@@ -88,9 +91,11 @@ class ReplicationMixin:
                 return
         if self.heartbeat_elapsed >= self.settings.heartbeat_ticks:
             self.heartbeat_elapsed = 0
+            if self.quiesce(out):
+                return
             for peer, pr in sorted(self.progress.items()):
                 pr.commit_told = max(pr.commit_told, min(pr.match, self.commit))
-                out.append(Send(peer, Heartbeat(self.term, self.id, min(pr.match, self.commit))))
+                out.append(ToPeer(peer, Heartbeat(self.term, self.id, min(pr.match, self.commit))))
 
     def tell_commit(self, peer: str, out: list[Effect]) -> None:
         """`notify_commit`: the follower learns the commit index covering what it holds now, with a
@@ -99,7 +104,7 @@ class ReplicationMixin:
         known = min(pr.match, self.commit)
         if known > pr.commit_told:
             pr.commit_told = known
-            out.append(Send(peer, Heartbeat(self.term, self.id, known)))
+            out.append(ToPeer(peer, Heartbeat(self.term, self.id, known)))
 
     def broadcast_append(self, out: list[Effect]) -> None:
         for peer in sorted(self.progress):
@@ -128,7 +133,7 @@ class ReplicationMixin:
                 entries = self.log.entries(pr.next, hi, self.settings.max_batch_bytes)
             if not entries and not allow_empty:
                 return
-            out.append(Send(peer, AppendEntries(self.term, self.id, prev, prev_term,
+            out.append(ToPeer(peer, AppendEntries(self.term, self.id, prev, prev_term,
                                                 tuple(entries), self.commit)))
             sent = entries[-1].index if entries else prev
             pr.commit_told = max(pr.commit_told, min(self.commit, sent))
@@ -142,6 +147,9 @@ class ReplicationMixin:
         if pr is None:
             return
         pr.recent_active = True
+        self.heard_version(pr, msg.machine_version, out)
+        if self.role != LEADER:
+            return  # it halted applying the switch and stepped down (versions.py)
         if msg.success:
             if pr.update(msg.index):
                 if pr.state == PROBE:
@@ -173,6 +181,9 @@ class ReplicationMixin:
         if pr is None:
             return
         pr.recent_active = True
+        self.heard_version(pr, msg.machine_version, out)
+        if self.role != LEADER:
+            return
         pr.probe_sent = False
         if pr.state == REPLICATE and len(pr.inflight) >= self.settings.max_inflight:
             pr.inflight.popleft()  # an append may be lost; let one more through
@@ -207,8 +218,8 @@ class ReplicationMixin:
         if self.log.term_at(prev) != prev_term:
             last, _ = self.log.last_index_term()
             hint, hint_term = self.conflict_by_term(min(prev, last), prev_term)
-            out.append(Send(msg.src, AppendReply(self.term, self.id, False, msg.prev_index,
-                                                 hint, hint_term)))
+            out.append(ToPeer(msg.src, AppendReply(self.term, self.id, False, msg.prev_index,
+                                                   hint, hint_term, self.supported)))
             return
         self.append_matching(entries)
         msg_last = prev + len(entries)
@@ -225,10 +236,10 @@ class ReplicationMixin:
             if term is not None:
                 self.truncate_from(e.index)
             self.log.append(entries[pos:])
-            config = commands.CONFIG
+            user = commands.USER
             for new in entries[pos:]:
-                if new.command[0] == config:  # rare: skip the call for every user entry
-                    self.note_config(new)
+                if new.command[0] != user:  # rare: skip the call for every user entry
+                    self.note_entry(new)
             return
 
     def conflict_by_term(self, index: int, term: int) -> tuple[int, int]:
@@ -248,12 +259,15 @@ class ReplicationMixin:
         if self.leader_id is None or (index <= self.acked and not force):
             return
         self.acked = max(self.acked, index)
-        out.append(Send(self.leader_id, AppendReply(self.term, self.id, True, index)))
+        out.append(ToPeer(self.leader_id, AppendReply(self.term, self.id, True, index,
+                                                      machine_version=self.supported)))
 
     def on_heartbeat(self, msg: Heartbeat, out: list[Effect]) -> None:
         self.follow(msg.src, out)
         self.advance_commit(msg.commit, out)
-        out.append(Send(msg.src, HeartbeatReply(self.term, self.id)))
+        if msg.quiet and self.quiet_heartbeat(msg):
+            return  # quiet with its leader: the leader needs no answer (quiescence.py)
+        out.append(ToPeer(msg.src, HeartbeatReply(self.term, self.id, self.supported)))
 
     def after_commit_leader(self, out: list[Effect]) -> None:
         cfg_index, cfg = self.configs[-1]

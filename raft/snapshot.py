@@ -9,6 +9,11 @@ to survive. A follower whose next entry was compacted on the leader gets the sna
 of `snapshot_chunk_bytes`, one chunk in flight, each acked with the next offset expected; after
 the last chunk it writes the snapshot and only once it is durable restores its machine, moves
 commit and applied to the snapshot index and acks the leader, which resumes with a probe.
+
+Format (msgpack): [configuration, machine value, machine version]. The version is the one the
+state was taken at (versions.py): a snapshot restores into that version, and a member whose code
+does not run it halts instead of restoring it. A snapshot of two items was written before
+versions existed: version 1.
 """
 from __future__ import annotations
 
@@ -17,19 +22,22 @@ from typing import Any
 import msgpack
 
 from raft.config import ClusterConfig
-from effects import Effect, Send, WriteSnapshot
+from raft.effects import Effect, ToPeer, WriteSnapshot
 from raft.machine import Machine, live_indexes
 from raft.messages import InstallSnapshot, InstallSnapshotReply
 from raft.progress import SNAPSHOT
+from raft.versions import BASE_VERSION
 
 
-def encode_snapshot(machine: Machine, config: ClusterConfig, state: Any) -> bytes:
-    return msgpack.packb([config.encode(), machine.snapshot(state)], use_bin_type=True)
+def encode_snapshot(machine: Machine, config: ClusterConfig, state: Any, version: int) -> bytes:
+    return msgpack.packb([config.encode(), machine.snapshot(state), version], use_bin_type=True)
 
 
-def decode_snapshot(machine: Machine, data: bytes) -> tuple[ClusterConfig, Any]:
-    cfg, value = msgpack.unpackb(data, raw=False, strict_map_key=False)
-    return ClusterConfig.decode(cfg), machine.restore(value)
+def decode_snapshot(data: bytes) -> tuple[ClusterConfig, int, Any]:
+    """(configuration, machine version, machine value): the caller restores the value only if its
+    machine runs that version."""
+    cfg, value, *version = msgpack.unpackb(data, raw=False, strict_map_key=False)
+    return ClusterConfig.decode(cfg), version[0] if version else BASE_VERSION, value
 
 
 class SnapshotMixin:
@@ -40,8 +48,8 @@ class SnapshotMixin:
         index, term = self.applied, self.log.term_at(self.applied)
         live = min(live_indexes(self.machine, self.state), default=index + 1)
         self.snapshot_pending = (index, term, live)
-        out.append(WriteSnapshot(index, term,
-                                 encode_snapshot(self.machine, self.config_at(index), self.state)))
+        out.append(WriteSnapshot(index, term, encode_snapshot(self.machine, self.config_at(index), self.state,
+                                                              self.machine_version)))
 
     def capture_snapshot(self) -> tuple[int, int, bytes]:
         """(index, term, bytes) of a snapshot of the applied state as it is now, written by no one
@@ -53,7 +61,7 @@ class SnapshotMixin:
         index = self.applied
         term = self.log.term_at(index)
         assert term is not None, f"{self.id}: applied index {index} has no term"
-        return index, term, encode_snapshot(self.machine, self.config_at(index), self.state)
+        return index, term, encode_snapshot(self.machine, self.config_at(index), self.state, self.machine_version)
 
     def write_snapshot(self, index: int, term: int, data: bytes) -> list[Effect]:
         """Write a snapshot `capture_snapshot` took (index <= applied); nothing if one is being
@@ -78,18 +86,24 @@ class SnapshotMixin:
         return out
 
     def restore_snapshot(self, index: int, term: int, data: bytes, out: list[Effect]) -> None:
-        cfg, state = decode_snapshot(self.machine, data)
+        cfg, version, value = decode_snapshot(data)
         last, _ = self.log.last_index_term()
         later = [c for c in self.configs if c[0] > index] if last > index else []
         self.configs = [(index, cfg)] + later
         self.config_changed()
-        self.state = state
+        self.versions = [(index, version)] + ([v for v in self.versions if v[0] > index] if last > index else [])
         self.commit = max(self.commit, index)
-        self.applied = self.snapshot_index = index
+        self.snapshot_index = index
+        if version > self.supported:  # kept and acked (the log is the leader's), never applied
+            self.halt(index, f"the snapshot at index {index} holds machine version {version}; "
+                             f"this member runs versions up to {self.supported}", out)
+        else:
+            self.state, self.machine_version = self.machine.restore(value), version
+            self.applied = index
         self.snapshot_pending = None
         self.verified = max(self.verified, index)
         if self.leader_id is not None:
-            out.append(Send(self.leader_id,
+            out.append(ToPeer(self.leader_id,
                             InstallSnapshotReply(self.term, self.id, index, len(data), True)))
 
     # -- leader -------------------------------------------------------------------------------
@@ -103,7 +117,7 @@ class SnapshotMixin:
         pr = self.progress[peer]
         end = pr.snap_offset + self.settings.snapshot_chunk_bytes
         chunk = pr.snap_data[pr.snap_offset:end]
-        out.append(Send(peer, InstallSnapshot(self.term, self.id, pr.snap_index, pr.snap_term,
+        out.append(ToPeer(peer, InstallSnapshot(self.term, self.id, pr.snap_index, pr.snap_term,
                                               pr.snap_offset, chunk, end >= len(pr.snap_data))))
 
     def on_snapshot_reply(self, msg: InstallSnapshotReply, out: list[Effect]) -> None:
@@ -126,14 +140,14 @@ class SnapshotMixin:
     def on_install_snapshot(self, msg: InstallSnapshot, out: list[Effect]) -> None:
         self.follow(msg.src, out)
         if msg.index <= self.commit:
-            out.append(Send(msg.src, InstallSnapshotReply(self.term, self.id, msg.index, 0, True)))
+            out.append(ToPeer(msg.src, InstallSnapshotReply(self.term, self.id, msg.index, 0, True)))
             return
         if msg.offset == 0:
             self.snap_rx = [msg.index, msg.snap_term, bytearray(), False]
         rx = self.snap_rx
         if rx is None or (rx[0], rx[1]) != (msg.index, msg.snap_term) or msg.offset != len(rx[2]):
             expected = len(rx[2]) if rx is not None and rx[0] == msg.index else 0
-            out.append(Send(msg.src, InstallSnapshotReply(self.term, self.id, msg.index,
+            out.append(ToPeer(msg.src, InstallSnapshotReply(self.term, self.id, msg.index,
                                                           expected, False)))
             return
         if rx[3]:
@@ -143,5 +157,5 @@ class SnapshotMixin:
             rx[3] = True
             out.append(WriteSnapshot(msg.index, msg.snap_term, bytes(rx[2])))
         else:
-            out.append(Send(msg.src, InstallSnapshotReply(self.term, self.id, msg.index,
+            out.append(ToPeer(msg.src, InstallSnapshotReply(self.term, self.id, msg.index,
                                                           len(rx[2]), False)))
