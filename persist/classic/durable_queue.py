@@ -29,6 +29,11 @@ Message ids: the backing's seq ids ARE the queue's msg_ids; after `recover()` th
 new messages from `Recovered.next_msg_id` on. Store guids are `guids[i]` when the publisher gives
 them (a message routed to several queues is then stored once), else this queue's tag + seq.
 
+A new durable queue writes nothing until its first write: its directory and the file that names
+it (`NewDirectory`) are made then, and synced with the commit that carries that write, so
+declaring a queue that never holds a message costs no IO (as RabbitMQ's queue index makes its
+directory on first use) and a crash before that commit leaves nothing confirmed behind.
+
 Expiry: the queue core owns each message's absolute expiry (its msg_id -> expires-at map, handed in
 once by `attach_expiry`). The backing writes a message's expiry into its PUB record and puts the
 expiry of every entry it reads back from disk into the map, so a recovered message's TTL keeps
@@ -49,6 +54,40 @@ from persist.disk import Disk
 from wire.properties import read_delivery_mode
 
 QUEUE_INDEX_EMBED_MSGS_BELOW = 4096
+
+
+class NewDirectory:
+    """The directory of a new durable queue, its level directories (one per priority level, or the
+    directory itself) and the file that names it, made at the queue's first write (`make`) and
+    made durable in the syncs of that write's commit (`sync`: the name file, the directory, and
+    its entry in `parent`). Anything a crash left at `path` before then was never confirmed (its
+    commit had not synced) and no recovery named it: `make` clears it first."""
+
+    __slots__ = ("disk", "path", "levels", "name_file", "name", "parent", "made", "synced")
+
+    def __init__(self, disk: Disk, path: str, levels: list[str], name_file: str, name: bytes, parent: str) -> None:
+        self.disk, self.path, self.levels, self.parent = disk, path, levels, parent
+        self.name_file, self.name = name_file, name
+        self.made = self.synced = False
+
+    def make(self) -> None:
+        if self.made:
+            return
+        disk = self.disk
+        if disk.exists(self.path):
+            disk.remove_tree(self.path)
+        for level in self.levels:
+            disk.makedirs(level)
+        disk.open(self.name_file)
+        disk.append(self.name_file, self.name)
+        self.made = True
+
+    def sync(self) -> None:
+        if self.made and not self.synced:
+            self.disk.sync(self.name_file)
+            self.disk.fsync_dir(self.path)
+            self.disk.fsync_dir(self.parent)
+            self.synced = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +116,8 @@ class DurableBacking:
                  durable: bool = True, lazy: bool = False,
                  embed_below: int = QUEUE_INDEX_EMBED_MSGS_BELOW,
                  segment_entries: int = SEGMENT_ENTRIES, index_ram_max: int | None = None,
-                 ram_max_messages: int | None = None, ram_max_bytes: int | None = None) -> None:
+                 ram_max_messages: int | None = None, ram_max_bytes: int | None = None,
+                 new_directory: NewDirectory | None = None) -> None:
         self.durable = durable
         self.store = store
         self.transient_store = transient_store
@@ -92,8 +132,10 @@ class DurableBacking:
         self._unwritten: list[Entry] = []  # persistent, published since the last write, maybe gone since
         self.next_msg_id = 0
         self._expiry: dict[int, int] = {}  # msg_id -> expires at (ms): the core's map
-        # A non-durable queue's index directory is made at its first write, not per queue.declare.
-        self._dir_made = durable
+        # A non-durable queue's index directory, and a new durable queue's (`new_directory`), is
+        # made at its first write, not per queue.declare.
+        self._new_directory = new_directory
+        self._dir_made = durable and new_directory is None
 
     # -- start and stop --------------------------------------------------------------------------
     def recover(self) -> Recovered:
@@ -120,6 +162,10 @@ class DurableBacking:
         """Clean stop: everything synced, recovery terms written. Close the stores after this."""
         self.write_owed()
         self.store.sync()
+        if not self._dir_made:
+            return  # it never wrote: nothing to recover, and the next start finds it new again
+        if self._new_directory is not None:
+            self._new_directory.sync()
         # the ids of messages gone before their commit were never written: the terms still count
         # them, so the queue never hands an id out twice
         self.index.next_seq = max(self.index.next_seq, self.next_msg_id)
@@ -186,6 +232,8 @@ class DurableBacking:
         """Group commit (see the ordering rule); return the msg_ids now confirmable, ascending."""
         self.write_owed()
         self.store.sync()
+        if self._new_directory is not None:
+            self._new_directory.sync()
         self.index.sync()
         done, self._unconfirmed = self._unconfirmed, []
         return done
@@ -273,6 +321,8 @@ class DurableBacking:
         if transient_items:
             self.transient_store.write(transient_items)
         if not self._dir_made:
+            if self._new_directory is not None:
+                self._new_directory.make()
             self.index.disk.makedirs(self.index.dir)
             self._dir_made = True
         for e, loc in zip(entries, self.index.publish(records)):

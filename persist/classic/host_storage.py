@@ -21,9 +21,13 @@ registry (a crash loses no confirmed message; a priority queue per level, and it
 highest msg_id of any level), or delete it (the queue was deleted, or was exclusive); non-durable
 queues' index directories are all deleted (their messages never outlive the run); only then
 `finish_recovery()` on the store, since the store's reference counts are rebuilt from every index.
-The backings wait in `_recovered` until the node's create asks for them. A new durable queue's
-queue.name is written atomically and its directory made durable before the queue takes a message,
-so a crash never leaves a queue directory that recovery cannot name.
+The backings wait in `_recovered` until the node's create asks for them. A new durable queue touches
+no file until its first write, when its directory and queue.name are made, and they are synced in
+the commit that carries that write (durable_queue.py's NewDirectory), so a crash never leaves a
+confirmed message in a directory that recovery cannot name, and declaring many queues that hold
+nothing costs no IO. Removals (a deleted queue's directory, a stale one at recovery) are not
+synced: a removal a crash undoes leaves a directory the next recovery deletes (no queue names it)
+or, if the queue's record outlived the crash, the messages of a delete that was never answered.
 
 Non-durable queues (`open_transient_queue`) get a `SpillReady` per level: RAM until lazy mode or
 a RAM target asks for paging; `flush_transient` lets the ones that paged drop the index segments
@@ -44,10 +48,10 @@ from typing import Any
 
 import structlog
 
-from persist.classic.durable_queue import DurableBacking
+from persist.classic.durable_queue import DurableBacking, NewDirectory
 from persist.classic.msg_store import MsgStore
 from persist.classic.spill import SpillReady
-from persist.disk import Disk, write_atomic
+from persist.disk import Disk
 
 log = structlog.get_logger("warren.queue.storage")
 
@@ -189,15 +193,9 @@ class HostStorage:
                 backing.set_lazy(lazy)
             return levels, next_id
         dirs = level_dirs(directory, max_priority)
-        for d in dirs:
-            self.disk.makedirs(d)
         named = [vhost, name] if max_priority is None else [vhost, name, max_priority]
-        write_atomic(self.disk, f"{directory}/{NAME_FILE}", json.dumps(named).encode())  # syncs `directory`
-        self.disk.fsync_dir(QUEUES)
-        levels = [self._backing(d, lazy) for d in dirs]
-        for backing in levels:
-            backing.recover()
-        return levels, 0
+        new = NewDirectory(self.disk, directory, dirs, f"{directory}/{NAME_FILE}", json.dumps(named).encode(), QUEUES)
+        return [self._backing(d, lazy, new) for d in dirs], 0
 
     def delete_queue(self, vhost: str, name: str) -> None:
         key = (vhost, name)
@@ -225,9 +223,9 @@ class HostStorage:
         """What a RAM target applies to: every durable queue or level, every non-durable level."""
         return self._durable_backings() + [s for spills in self.spills.values() for s in spills]
 
-    def _backing(self, directory: str, lazy: bool) -> DurableBacking:
+    def _backing(self, directory: str, lazy: bool, new: NewDirectory | None = None) -> DurableBacking:
         return DurableBacking(self.disk, directory, self.store, self.transient, lazy=lazy,
-                              embed_below=self.embed_below)
+                              embed_below=self.embed_below, new_directory=new)
 
     def _read_name(self, directory: str) -> tuple[Key, int | None] | None:
         """(vhost, name) and max_priority (None: not a priority queue) from queue.name."""
@@ -240,8 +238,7 @@ class HostStorage:
             return None
 
     def _remove_dir(self, directory: str) -> None:
-        self.disk.remove_tree(directory)
-        self.disk.fsync_dir(QUEUES)
+        self.disk.remove_tree(directory)  # not synced: see the module docstring
 
     # -- housekeeping (the queue host's clock calls these) ---------------------------------------
     def flush_transient(self) -> None:

@@ -387,11 +387,10 @@ class QueueIndex:
         write_atomic(self.disk, f"{self.dir}/{TERMS_FILE}", frame(data))
 
     def delete(self) -> None:
-        """Remove every file of this index (the queue was deleted)."""
-        self.disk.makedirs(self.dir)
+        """Remove every file of this index (the queue was deleted). Not synced: a removal a crash
+        undoes leaves files that no queue names, which recovery deletes (host_storage.py)."""
         for name in self.disk.listdir(self.dir):
             self.disk.remove(f"{self.dir}/{name}")
-        self.disk.fsync_dir(self.dir)
         self._live.clear()
         self._sizes.clear()
         self._pending.clear()

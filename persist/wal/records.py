@@ -3,10 +3,13 @@
 Theory of operation: every durable thing the log writes (a WAL entry, a truncation marker, a
 segment entry, a snapshot, a hard state) is one self-delimiting record:
 
-    crc32:u32 | type:u8 | member_len:u16 | index:u64 | term:u64 | payload_len:u32 | member | payload
+    crc:u32 | type:u8 | member_len:u16 | index:u64 | term:u64 | payload_len:u32 | member | payload
 
-little-endian, 27 header bytes. The CRC (zlib.crc32) covers everything after itself, so a torn,
-zero-filled or bit-flipped record fails the check. `member` names the Raft member in the shared WAL
+little-endian, 27 header bytes. The CRC is CRC-32C (the crc32c package, hardware-accelerated: the
+one checksum of everything warren keeps on disk, classic storage's framing included,
+persist/classic/records.py); it covers everything after itself, so a torn, zero-filled or
+bit-flipped record fails the check. (The format changed from zlib's CRC-32 to CRC-32C before
+anything was released: logs written with the old one are not read.) `member` names the Raft member in the shared WAL
 and is empty in a member's own files (segments, snapshot, hard state).
 
 `scan(buf)` walks a buffer and returns the records of its longest valid prefix plus a `Cut`
@@ -31,8 +34,9 @@ written by one append and reported written only after the sync that covers all o
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
+
+from crc32c import crc32c
 
 from raft.log import Entry
 
@@ -86,7 +90,7 @@ def encode(rtype: int, index: int, term: int, payload: bytes = b"", member: byte
     """One record. `member` is the utf-8 member id (already encoded, the WAL caches it)."""
     assert rtype in _TYPES and len(member) <= MEMBER_BYTES_MAX
     tail = _HEADER.pack(0, rtype, len(member), index, term, len(payload))[4:]
-    crc = zlib.crc32(payload, zlib.crc32(member, zlib.crc32(tail)))
+    crc = crc32c(payload, crc32c(member, crc32c(tail)))
     return b"".join((crc.to_bytes(4, "little"), tail, member, payload))
 
 
@@ -105,10 +109,9 @@ def encode_run(entries: list[Entry] | tuple[Entry, ...], member: bytes = b"") ->
     size += RUN_ENTRY_BYTES * len(entries)
     assert len(member) <= MEMBER_BYTES_MAX and size <= PAYLOAD_BYTES_MAX
     tail = _HEADER.pack(0, RUN, len(member), entries[0].index, 0, size)[4:]
-    crc32 = zlib.crc32
-    crc = crc32(tail)
+    crc = crc32c(tail)
     for part in parts[1:]:
-        crc = crc32(part, crc)
+        crc = crc32c(part, crc)
     parts[0] = crc.to_bytes(4, "little") + tail
     return parts
 
@@ -200,7 +203,7 @@ def _check(view: memoryview, pos: int, end: int) -> str | None:
     size = HEADER_BYTES + mlen + plen
     if end - pos < size:
         return "short record"
-    if zlib.crc32(view[pos + 4:pos + size]) != crc:
+    if crc32c(view[pos + 4:pos + size]) != crc:
         return "bad crc"
     if rtype not in _TYPES:
         return "bad type"

@@ -36,7 +36,7 @@ stands in for the lost entries, which were committed and so survive on a majorit
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 from urllib.parse import quote, unquote
 
 import structlog
@@ -102,14 +102,17 @@ class WalWriter:
 
     # -- members -------------------------------------------------------------------------------
     def member(self, member: str) -> MemberLog:
-        """The log of `member`, created empty if the node has none yet."""
+        """The log of `member`, created empty if the node has none yet: its directory is made
+        when its first file is (`_MadeOnFirstWrite`), so a new member costs no IO."""
         found = self.logs.get(member)
         if found is not None:
             return found
         directory = _member_dir(member)
-        self.disk.makedirs(directory)
-        self.disk.fsync_dir("members")
-        return self._open_member(member, 0, 0, MemTable(), (0, None))
+        disk = _MadeOnFirstWrite(self.disk, directory)
+        meta, snaps = MemberMeta(disk, directory), SnapshotStore(disk, directory)
+        segments = SegmentSet(disk, directory, self.segment_max_entries)
+        segments.load()
+        return self._open_member(member, 0, 0, MemTable(), (0, None), (segments, snaps, meta, None))
 
     def _load_member(self, member: str) -> tuple[SegmentSet, SnapshotStore, MemberMeta, Gap | None]:
         directory = _member_dir(member)
@@ -135,13 +138,14 @@ class WalWriter:
 
     def forget(self, member: str) -> None:
         """Delete a member's log for good (a deleted quorum queue's member): its memtable, segment
-        files, snapshot and meta go now, durably. Its records in the WAL files stay until they
-        roll over; `recover(keep=...)` must then be told to skip them."""
+        files, snapshot and meta go now. Its records in the WAL files stay until they roll over;
+        `recover(keep=...)` must then be told to skip them, and deletes the files of a member it
+        is told not to keep, so the removal needs no sync: a crash that undoes it leaves files
+        that the next recovery deletes (the quorum host keeps only its member table's members)."""
         self.logs.pop(member, None)
         self.core.mem.pop(member, None)
         self.core.frozen.pop(member, None)
         self.disk.remove_tree(_member_dir(member))
-        self.disk.fsync_dir("members")
 
     # -- the write path ----------------------------------------------------------------------
     def submit(self, member: str, entries: Sequence[Entry]) -> None:
@@ -254,7 +258,9 @@ class WalWriter:
 
     # -- recovery ----------------------------------------------------------------------------
     def recover(self, keep: Callable[[str], bool] | None = None) -> dict[str, MemberLog]:
-        """Start-up (also on an empty disk): rebuild every member's log; call once, first.
+        """Start-up (also on an empty disk): rebuild every member's log; call once, first. A
+        member that never wrote a file or a WAL record left nothing to find: its owner names it
+        (the quorum host's member table) and `member()` gives it its empty log again.
         `keep` says which members still exist (default: all): the others' files are deleted and
         their WAL records skipped (a member forgotten before a crash)."""
         self.disk.makedirs("wal")
@@ -324,6 +330,46 @@ class WalWriter:
             while self._roll_queue is not None:
                 self._roll_step()
         return dict(self.logs)
+
+
+class _MadeOnFirstWrite:
+    """The disk as a new member's files see it: the member's directory is made, and its name made
+    durable in members/, just before the first file goes into it (its first segment at a
+    rollover, its first snapshot or meta), not when the member starts: a new quorum queue's
+    member writes nothing but WAL records until then, and thousands start together. Until then
+    the directory does not exist, which reads as empty, and recovery finds the member through
+    its WAL records or the quorum host's member table."""
+
+    def __init__(self, disk: Disk, directory: str) -> None:
+        self._disk = disk
+        self._dir = directory
+        self._made = False
+
+    def __getattr__(self, name: str) -> Any:  # reads go straight through
+        return getattr(self._disk, name)
+
+    def _make(self) -> None:
+        if not self._made:
+            self._disk.makedirs(self._dir)
+            self._disk.fsync_dir("members")
+            self._made = True
+
+    def makedirs(self, path: str) -> None:
+        if path != self._dir:  # the member's own directory waits for its first file
+            self._make()
+            self._disk.makedirs(path)
+
+    def open(self, path: str) -> None:
+        self._make()
+        self._disk.open(path)
+
+    def append(self, path: str, data: bytes) -> int:
+        self._make()
+        return self._disk.append(path, data)
+
+    def rename(self, src: str, dst: str) -> None:
+        self._make()
+        self._disk.rename(src, dst)
 
 
 def _member_dir(member: str) -> str:

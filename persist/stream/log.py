@@ -1,0 +1,425 @@
+"""A stream's log on disk: segment files of chunks, a sparse index per segment, retention by segment.
+
+Theory of operation. The log is a directory of segments, each a pair of files named for the
+first offset it holds: `N.segment` (chunks, persist/stream/chunk.py, back to back) and `N.index`
+(one fixed row per chunk: first offset, timestamp ms, position in the segment). Only the last
+segment is written; it rolls over once it reaches `segment_bytes`. What RAM holds is one small
+`Segment` summary per segment (base, end, first and last timestamp, bytes), never the entries or
+the index rows, so memory is bounded by the number of segments however long the log is, and
+retention bounds that. An offset or a timestamp is found by the summaries, then a binary search
+of that segment's index file, never by scanning chunks.
+
+THE ORDERING RULE: `append` writes into the OS (buffered); `sync` makes everything appended durable
+(fdatasync of the segment, then its index) and only then moves `committed`. Whoever confirms a
+publish or lets a reader see an entry does so only below `committed`.
+
+Retention (`retain`) deletes whole segments from the oldest, never the one being written: while
+the total exceeds max_bytes, and while a segment's newest chunk is older than max_age. A reader
+that retention passed jumps to the log's first offset at its next read; nothing waits for slow
+readers. The newest chunks (up to RECENT_BYTES_MAX) are also kept decoded as appended, so readers
+at the tail, the common case, neither read nor decode the file; `forget_recent` drops them (a
+stream without consumers, so that idle streams hold no bodies).
+
+Recovery (`StreamLog.open`): every segment's summary comes from its index (first and last rows);
+the last segment's chunks are checked from its last index row on (CRC, length), a torn tail is
+cut from both files, and chunks past the index's last row (written, index row lost) are indexed
+again. Left out: checking every chunk of closed segments at start (their index rows were synced
+after them, so they were whole when indexed).
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import shutil
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Sequence
+
+from persist.stream import chunk
+from persist.stream.chunk import ChunkHeader, Entry
+
+INDEX_ROW = struct.Struct("<QqQ")  # first offset, timestamp ms, position of the chunk in its segment
+RECENT_BYTES_MAX = 1 << 20  # the newest chunks kept decoded for readers at the tail, per stream
+
+
+@dataclass
+class Segment:
+    base: int  # first offset it holds
+    end: int  # the offset after its last entry
+    first_ts: int
+    last_ts: int
+    bytes: int
+    chunks: int
+
+    @property
+    def stem(self) -> str:
+        return f"{self.base:020d}"
+
+
+class StreamLog:
+    def __init__(self, directory: Path, segment_bytes: int) -> None:
+        self.directory = directory
+        self.segment_bytes = segment_bytes
+        self.segments: list[Segment] = []
+        self._file: BinaryIO | None = None
+        self._index: BinaryIO | None = None
+        self.committed = 0  # every offset below is on disk
+        self.last_chunk = -1  # the first offset of the newest chunk ("last" for a consumer)
+        # the newest chunks' entries as appended, oldest first, at most recent_bytes_max: readers at
+        # the tail take them from here instead of reading and decoding the file again
+        self._recent: list[tuple[int, list[Entry]]] = []
+        self._recent_bytes: list[int] = []
+        self.recent_bytes_max = RECENT_BYTES_MAX
+
+    # -- shape -------------------------------------------------------------------------------------
+
+    @property
+    def first_offset(self) -> int:
+        return self.segments[0].base if self.segments else self.committed
+
+    @property
+    def next_offset(self) -> int:
+        return self.segments[-1].end if self.segments else self.committed
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.bytes for s in self.segments)
+
+    @property
+    def recent_bytes(self) -> int:
+        """RAM the decoded newest chunks take (their encoded size, near enough)."""
+        return sum(self._recent_bytes)
+
+    @property
+    def entries(self) -> int:
+        return self.next_offset - self.first_offset
+
+    # -- writing -----------------------------------------------------------------------------------
+
+    def append(self, entries: Sequence[Entry], timestamp_ms: int) -> int:
+        """Write `entries` as one chunk (into the OS, see `sync`); returns their first offset."""
+        first = self.next_offset
+        data = chunk.encode(first, timestamp_ms, entries)
+        seg = self.segments[-1] if self.segments else None
+        if seg is None or (seg.bytes >= self.segment_bytes and seg.chunks):
+            seg = self._roll(first, timestamp_ms)
+        assert self._file is not None and self._index is not None
+        self._index.write(INDEX_ROW.pack(first, timestamp_ms, seg.bytes))
+        self._file.write(data)
+        if not seg.chunks:
+            seg.first_ts = timestamp_ms
+        seg.bytes += len(data)
+        seg.chunks += 1
+        seg.end = first + len(entries)
+        seg.last_ts = timestamp_ms
+        self.last_chunk = first
+        self._remember(first, list(entries), len(data))
+        return first
+
+    def _remember(self, first: int, entries: list[Entry], size: int) -> None:
+        recent, sizes = self._recent, self._recent_bytes
+        recent.append((first, entries))
+        sizes.append(size)
+        total = sum(sizes)
+        cut = 0
+        while total > self.recent_bytes_max and cut < len(sizes) - 1:
+            total -= sizes[cut]
+            cut += 1
+        if cut:
+            del recent[:cut], sizes[:cut]
+
+    def forget_recent(self) -> None:
+        self._recent, self._recent_bytes = [], []
+
+    def recent_chunk(self, offset: int) -> tuple[int, list[Entry]] | None:
+        """(first offset, entries) of the remembered chunk holding `offset`, if it is remembered."""
+        recent = self._recent
+        if not recent or offset < recent[0][0] or offset >= self.next_offset:
+            return None
+        i = bisect.bisect_right(recent, offset, key=lambda r: r[0]) - 1
+        return recent[i]
+
+    def sync(self) -> int:
+        """Make every appended chunk durable; returns the new `committed`."""
+        target, fds = self.flush()
+        make_durable(fds)
+        return self.commit(target)
+
+    def flush(self) -> tuple[int, list[int]]:
+        """The first half of a sync that may finish on another thread: hand the buffered chunks to
+        the OS and return the offset they reach with duplicates of the descriptors to fdatasync
+        (`make_durable`; duplicates, so a roll-over that closes the files meanwhile is harmless).
+        `commit(target)` only after they are synced."""
+        target = self.next_offset
+        if self._file is None or self._index is None or self.committed >= target:
+            return target, []
+        self._file.flush()
+        return target, [os.dup(self._file.fileno()), os.dup(self._index.fileno())]
+
+    def commit(self, target: int) -> int:
+        """Everything below `target` is on disk (its `flush`'s descriptors were synced)."""
+        self.committed = max(self.committed, target)
+        return self.committed
+
+    def _roll(self, base: int, timestamp_ms: int) -> Segment:
+        self._close_writer()
+        seg = Segment(base, base, timestamp_ms, timestamp_ms, 0, 0)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.directory / f"{seg.stem}.segment", "ab")
+        self._index = open(self.directory / f"{seg.stem}.index", "ab", buffering=0)  # readers search it at once
+        self.segments.append(seg)
+        return seg
+
+    def _close_writer(self) -> None:
+        for f in (self._file, self._index):
+            if f is not None:
+                f.flush()
+                os.fdatasync(f.fileno())
+                f.close()
+        self._file = self._index = None
+
+    def close(self) -> None:
+        self._close_writer()
+
+    def delete(self) -> None:
+        """The stream is deleted: its directory goes, with whatever its owner kept there too."""
+        self.close()
+        self.segments = []
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    # -- retention ---------------------------------------------------------------------------------
+
+    def retain(self, max_bytes: int | None, max_age_ms: int | None, now_ms: int) -> int:
+        """Delete whole segments, oldest first, over max_bytes or older than max_age; never the
+        segment being written. Returns how many went."""
+        gone = 0
+        total = self.bytes
+        while len(self.segments) > 1:
+            oldest = self.segments[0]
+            over_size = max_bytes is not None and total > max_bytes
+            too_old = max_age_ms is not None and oldest.last_ts < now_ms - max_age_ms
+            if not (over_size or too_old):
+                break
+            self.segments.pop(0)
+            total -= oldest.bytes
+            self._unlink(oldest)
+            gone += 1
+        return gone
+
+    def _unlink(self, seg: Segment) -> None:
+        for suffix in (".segment", ".index"):
+            try:
+                os.unlink(self.directory / f"{seg.stem}{suffix}")
+            except FileNotFoundError:
+                pass
+
+    # -- finding -----------------------------------------------------------------------------------
+
+    def _segment_of(self, offset: int) -> int:
+        """The index of the segment that holds `offset` (clamped to the log)."""
+        i = bisect.bisect_right([s.base for s in self.segments], offset) - 1
+        return max(0, i)
+
+    def _rows(self, seg: Segment) -> tuple[BinaryIO, int]:
+        f = open(self.directory / f"{seg.stem}.index", "rb")
+        return f, seg.chunks
+
+    def _row(self, f: BinaryIO, i: int) -> tuple[int, int, int]:
+        f.seek(i * INDEX_ROW.size)
+        return INDEX_ROW.unpack(f.read(INDEX_ROW.size))
+
+    def chunk_at(self, offset: int) -> tuple[int, int, int] | None:
+        """(segment index, position, first offset) of the chunk holding `offset`, by binary search
+        of one index file; None past the end or in an empty log."""
+        if not self.segments or offset >= self.next_offset:
+            return None
+        offset = max(offset, self.first_offset)
+        si = self._segment_of(offset)
+        f, n = self._rows(self.segments[si])
+        with f:
+            lo, hi = 0, n - 1  # the last row whose first offset <= offset
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if self._row(f, mid)[0] <= offset:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            first, _, pos = self._row(f, lo)
+        return si, pos, first
+
+    def offset_at_time(self, timestamp_ms: int) -> int:
+        """The first offset of the first chunk stamped at or after `timestamp_ms` (next_offset if none)."""
+        for seg in self.segments:
+            if seg.chunks and seg.last_ts >= timestamp_ms:
+                f, n = self._rows(seg)
+                with f:
+                    lo, hi = 0, n - 1  # the first row stamped >= timestamp_ms
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        if self._row(f, mid)[1] >= timestamp_ms:
+                            hi = mid
+                        else:
+                            lo = mid + 1
+                    return self._row(f, lo)[0]
+        return self.next_offset
+
+    def reader(self, offset: int) -> Reader:
+        return Reader(self, offset)
+
+    # -- recovery ----------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path, segment_bytes: int) -> StreamLog:
+        log = cls(directory, segment_bytes)
+        stems = sorted(p.stem for p in directory.glob("*.segment")) if directory.exists() else []
+        for i, stem in enumerate(stems):
+            last = i == len(stems) - 1
+            seg = log._recover_last(int(stem)) if last else log._recover_closed(int(stem), int(stems[i + 1]))
+            if seg is not None:
+                log.segments.append(seg)
+        if log.segments:
+            seg = log.segments[-1]
+            log._file = open(directory / f"{seg.stem}.segment", "ab")
+            log._index = open(directory / f"{seg.stem}.index", "ab", buffering=0)
+        log.committed = log.next_offset
+        return log
+
+    def _recover_closed(self, base: int, end: int) -> Segment:
+        path = self.directory / f"{base:020d}.index"
+        rows = path.stat().st_size // INDEX_ROW.size
+        with open(path, "rb") as f:
+            _, first_ts, _ = self._row(f, 0)
+            last_first, last_ts, _ = self._row(f, rows - 1)
+        self.last_chunk = last_first
+        size = (self.directory / f"{base:020d}.segment").stat().st_size
+        return Segment(base, end, first_ts, last_ts, size, rows)
+
+    def _recover_last(self, base: int) -> Segment | None:
+        seg_path = self.directory / f"{base:020d}.segment"
+        idx_path = self.directory / f"{base:020d}.index"
+        rows_raw = idx_path.read_bytes() if idx_path.exists() else b""
+        rows = [INDEX_ROW.unpack_from(rows_raw, i * INDEX_ROW.size) for i in range(len(rows_raw) // INDEX_ROW.size)]
+        with open(seg_path, "rb") as f:
+            # the last indexed chunk that is whole: where the forward check starts
+            while rows and _chunk_at(f, rows[-1][2]) is None:
+                rows.pop()
+            pos = rows.pop()[2] if rows else 0  # that chunk is indexed again by the scan
+            while True:
+                header = _chunk_at(f, pos)
+                if header is None:
+                    break
+                rows.append((header.first_offset, header.timestamp_ms, pos))
+                pos += header.size
+        with open(seg_path, "r+b") as f:
+            f.truncate(pos)
+            os.fsync(f.fileno())
+        with open(idx_path, "wb") as f:
+            f.write(b"".join(INDEX_ROW.pack(*r) for r in rows))
+            os.fsync(f.fileno())
+        if not rows:
+            seg_path.unlink()
+            idx_path.unlink()
+            self.committed = max(self.committed, base)
+            return None
+        with open(seg_path, "rb") as f:
+            last = _chunk_at(f, rows[-1][2])
+        assert last is not None
+        self.last_chunk = last.first_offset
+        return Segment(base, last.next_offset, rows[0][1], rows[-1][1], pos, len(rows))
+
+
+def make_durable(fds: Sequence[int]) -> None:
+    """fdatasync and close what `StreamLog.flush` handed out (any thread)."""
+    for fd in fds:
+        try:
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+
+
+def _chunk_at(f: BinaryIO, pos: int) -> ChunkHeader | None:
+    """The chunk header at `pos` if the whole chunk there checks (CRC and length), else None."""
+    f.seek(pos)
+    header = chunk.read_header(f.read(chunk.HEADER_BYTES))
+    if header is None:
+        return None
+    return header if chunk.check(header, f.read(header.payload_bytes)) else None
+
+
+class Reader:
+    """One consumer's cursor: its own open segment file and position; reads whole chunks, hands
+    out entries from `next_offset` on, never past the log's `committed`."""
+
+    def __init__(self, log: StreamLog, offset: int) -> None:
+        self.log = log
+        self.next_offset = max(offset, log.first_offset)
+        self._file: BinaryIO | None = None
+        self._seg_base = -1
+        self._pos = 0
+        self._chunk: tuple[ChunkHeader, list[Entry]] | None = None  # the chunk being handed out
+
+    def close(self) -> None:
+        self._chunk = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _seek(self) -> bool:
+        """Open the segment holding next_offset at its chunk; False when there is nothing to read."""
+        log = self.log
+        found = log.chunk_at(self.next_offset)
+        if found is None:
+            return False
+        si, pos, _ = found
+        self.close()
+        seg = log.segments[si]
+        self._file = open(log.directory / f"{seg.stem}.segment", "rb")
+        self._seg_base, self._pos = seg.base, pos
+        return True
+
+    def read(self, max_entries: int) -> list[tuple[int, Entry]]:
+        """Up to `max_entries` (at least one chunk's worth may be cut) committed entries from
+        next_offset on, as (offset, entry)."""
+        out: list[tuple[int, Entry]] = []
+        log = self.log
+        if self.next_offset < log.first_offset:  # retention went past this reader
+            self.close()
+            self.next_offset = log.first_offset
+        while len(out) < max_entries and self.next_offset < log.committed:
+            recent = log.recent_chunk(self.next_offset)
+            if recent is not None:  # at the tail: no file read
+                self.close()
+                first, entries = recent
+                self._take(out, first, entries, max_entries)
+                continue
+            if self._file is None and not self._seek():
+                break
+            header, entries = self._chunk if self._chunk is not None else self._read_chunk()
+            if header is None:  # the end of this segment: the next one
+                self.close()
+                continue
+            self._take(out, header.first_offset, entries, max_entries)
+            if self.next_offset >= header.next_offset:
+                self._pos += header.size
+                self._chunk = None
+            else:
+                self._chunk = (header, entries)
+        return out
+
+    def _take(self, out: list[tuple[int, Entry]], first: int, entries: list[Entry], max_entries: int) -> None:
+        skip = self.next_offset - first
+        assert skip >= 0, "a reader's position is inside the chunk it reads"
+        take = entries[skip:skip + max_entries - len(out)]
+        out.extend((self.next_offset + i, e) for i, e in enumerate(take))
+        self.next_offset += len(take)
+
+    def _read_chunk(self) -> tuple[ChunkHeader | None, list[Entry]]:
+        assert self._file is not None
+        self._file.seek(self._pos)
+        header = chunk.read_header(self._file.read(chunk.HEADER_BYTES))
+        if header is None:
+            return None, []
+        payload = self._file.read(header.payload_bytes)
+        assert chunk.check(header, payload), f"chunk at {self._pos} of segment {self._seg_base} is corrupt"
+        return header, chunk.decode(header, payload)
