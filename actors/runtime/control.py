@@ -11,15 +11,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 supervisor_name = "warren-supervisor"  # the Supervisor's Thespian globalName
+OPEN_LISTENERS = "open_listeners"  # the control op a host with client listeners opens them on
 
 
 @dataclass(frozen=True)
 class HostSpec:
-    """One host process: `entry` is "module:function", called as entry(runtime, spec)."""
+    """One host process: `entry` is "module:function", called as entry(runtime, spec). A host that
+    `listens` (client listeners: the AMQP port) opens them only when its control function is asked
+    OPEN_LISTENERS, which the supervisor does once the rest of the node serves."""
 
     name: str
     entry: str
     config: dict = field(default_factory=dict)
+    listens: bool = False
 
 
 @dataclass(frozen=True)
@@ -29,17 +33,50 @@ class StartNode:
     node_pid: int
     node_name: str = ""
     data_dir: str = ""  # where the node's log file is (actors/runtime/logs.py)
+    stop_timeout_ms: int = 30_000  # a stop's deadline for the hosts, then they are killed
+
+
+@dataclass(frozen=True)
+class Supervising:
+    """The Supervisor's answer to StartNode: its pid and its parent's, Thespian's admin."""
+
+    pid: int
+    admin_pid: int
+
+
+@dataclass(frozen=True)
+class NodeServing:
+    """Told by the Supervisor to the main process: every host serves, every listener is open."""
+
+
+@dataclass(frozen=True)
+class NodeFailed:
+    """Told by the Supervisor to the main process: a host went past the restart intensity."""
+
+    host: str
+    reason: str
 
 
 @dataclass(frozen=True)
 class StartHost:
     spec: HostSpec
     directory: dict
-    node_pid: int
 
 
 @dataclass(frozen=True)
 class HostStarted:
+    name: str
+    pid: int
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Listen:
+    """Supervisor -> host: open the client listeners now (the control op OPEN_LISTENERS)."""
+
+
+@dataclass(frozen=True)
+class Listening:
     name: str
     pid: int
     error: str | None = None

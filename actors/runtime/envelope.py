@@ -3,9 +3,9 @@
 A frame is one msgpack array of two: the capnp `Envelope` as bytes (sender, target, message tag and
 credit per item) and the array of the items' message field values in item order (use_bin_type=True;
 actors/messages says how a typed message becomes a tag and values, and back). `encode` returns
-the msgpack buffer itself, written to the socket without a copy, so each body byte is
-copied once on the way out, into that buffer, and once on the way in, when msgpack builds the bytes
-objects straight out of what the socket read. (Bodies inside capnp Data fields were copied six times per
+the msgpack buffer itself, handed to ZeroMQ as it is (which copies a frame below its
+copy_threshold once more, and sends a larger one without a copy), and msgpack builds the bytes
+objects on the way in straight out of the received frame. (Bodies inside capnp Data fields were copied six times per
 hop: packb, its buffer growth, the Data field, and twice in `to_bytes`; for 16 KiB messages that
 was most of a host's user time.)
 
@@ -33,6 +33,12 @@ import capnp
 import msgpack
 
 from actors.messages import build, ext_hook, fields_of, pack_default
+
+# The frame's layout: [capnp header, item values] with the values as actors/messages encodes them.
+# A reader takes its own version and the older ones (0: written before the field existed, the same
+# layout) and refuses a newer one as malformed: a layout change is a new version here, while a
+# message's appended fields need none (actors/messages).
+ENVELOPE_VERSION = 1
 
 _schema = capnp.load(str(Path(__file__).resolve().parents[2] / "wire" / "envelope.capnp"))
 Envelope = _schema.Envelope
@@ -76,7 +82,7 @@ def encode(source: str, items: list[Item], size_hint: int = 0) -> memoryview:
 
 def _header(source: str, items: list[Item]) -> tuple[bytes, list]:
     """The capnp header of `items` and their messages' field values."""
-    message = Envelope.new_message(source=source)
+    message = Envelope.new_message(source=source, version=ENVELOPE_VERSION)
     slots = message.init("items", len(items))
     values = []
     for slot, (sender, target, msg, credit) in zip(slots, items):
@@ -90,25 +96,12 @@ def _header(source: str, items: list[Item]) -> tuple[bytes, list]:
 
 
 _unpack_options: dict[str, Any] = dict(raw=False, use_list=False, ext_hook=ext_hook)
-# a streamed frame may hold a message of max_message_size (128 MiB) and more: the Unpacker's
-# 100 MiB default would refuse it
-stream_buffer_bytes_max = 2**31 - 1
 
 
 def decode(frame: Any) -> tuple[str, list[Item]]:
     """The source host and the items of one frame (anything with the buffer protocol). A
     malformed frame raises ValueError (a corrupt capnp header, capnp's error, an unknown tag)."""
-    return decode_unpacked(msgpack.unpackb(frame, **_unpack_options))
-
-
-def unpacker() -> msgpack.Unpacker:
-    """A streaming unpacker for frames sent back to back on one stream (local_pipes.py): each
-    object it yields is one frame, for `decode_unpacked`."""
-    return msgpack.Unpacker(**_unpack_options, max_buffer_size=stream_buffer_bytes_max)
-
-
-def decode_unpacked(unpacked: Any) -> tuple[str, list[Item]]:
-    """`decode` of a frame already unpacked by msgpack."""
+    unpacked = msgpack.unpackb(frame, **_unpack_options)
     if not (isinstance(unpacked, tuple) and len(unpacked) == 2 and isinstance(unpacked[0], bytes)
             and isinstance(unpacked[1], tuple)):
         raise ValueError("a frame is (envelope header, bodies)")
@@ -135,4 +128,6 @@ def decode_unpacked(unpacked: Any) -> tuple[str, list[Item]]:
 def _read_header(header: bytes) -> tuple[str, list[tuple[str, str, str, int]]]:
     # `header` is a fresh bytes object: word-aligned, as capnp wants
     with Envelope.from_bytes(header, traversal_limit_in_words=traversal_limit_words) as message:
+        if message.version > ENVELOPE_VERSION:
+            raise ValueError(f"envelope version {message.version}: this node reads versions up to {ENVELOPE_VERSION}")
         return message.source, [(item.sender, item.target, item.kind, item.credit) for item in message.items]

@@ -2,11 +2,17 @@
 
 Thespian gives each HostActor its own OS process. On `StartHost` it starts a thread running an
 asyncio loop with a `Runtime` and the host's entry function, and answers `HostStarted` once the
-entry has returned. Control asks are run on that loop with `run_coroutine_threadsafe`; the
-Thespian thread only waits for the answer. The loop also watches the node's main process and
-exits the host process if it is gone, so a kill -9 of the node leaves nothing running. Before that
-(from its first moment) the process watches its parent, the Supervisor: a host the Supervisor forked
-just as the node went down may never get its StartHost, and nothing else would ever stop it.
+entry has returned, or with the error that ended it (the process then stays until the supervisor
+kills it, so the answer always gets out); it looks for the outcome on Thespian's timer, so the
+actor still answers (stop, control asks) while a host waits long for its start, as a
+connection host does for the metadata group. A host whose loop fails after it started exits at
+once (status 1): the supervisor sees the exit and restarts it. `Listen` runs the entry's
+OPEN_LISTENERS control op. Control asks are run on the loop with `run_coroutine_threadsafe`; the
+Thespian thread only waits for the answer.
+
+The process dies with the node's main process (lifeline.py: its at-fork hook watches the main
+process's pipe) and with its parent, the Supervisor (`die_with_parent`, from its first moment: a
+host the Supervisor forked just as it died may never get its StartHost).
 
 Every host process keeps its C heap (actors/runtime/heap.py): memory freed in bulk, a long queue
 drained, goes back to the OS.
@@ -21,26 +27,26 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-import multiprocessing
 import os
 import threading
-import time
+from datetime import timedelta
 from typing import Any
 
-import psutil
 import structlog
-from thespian.actors import ActorExitRequest, ActorTypeDispatcher
+from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 
-from actors.runtime import logs
-from actors.runtime.control import ControlReply, Forwarded, HostSpec, HostStarted, StartHost
-from actors.runtime.cluster_secret import link_key, read_or_create_cookie
+from actors.runtime import lifeline, logs
+from actors.runtime.control import (OPEN_LISTENERS, ControlReply, Forwarded, HostSpec, HostStarted, Listen,
+                                    Listening, StartHost)
+from actors.runtime.cluster_secret import read_or_create_cookie
+from actors.runtime.curve import CurveKeys
 from actors.runtime.heap import HeapKeeper
 from actors.runtime.mailbox import Runtime
 
 log = structlog.get_logger("warren.host")
 
-node_watch_interval_s = 0.5  # how often a host checks that the node's main process still lives
-host_start_timeout_s = 60.0
+start_poll_s = 0.02  # how often the actor looks whether the entry has returned
+listen_timeout_s = 30.0
 host_stop_timeout_s = 10.0
 
 
@@ -50,114 +56,111 @@ def resolve_entry(entry: str) -> Any:
     return getattr(importlib.import_module(module_name), attr)
 
 
-def process_alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie waiting for its parent counts as dead)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def forked_by() -> int:
-    """The pid of the process that forked this one, as multiprocessing recorded it before the fork:
-    `os.getppid()` asked later names whoever adopted the process once that parent was gone (a
-    host whose Supervisor died before the host's first instruction watched PID 1 for ever)."""
-    parent = multiprocessing.parent_process()
-    return parent.pid if parent is not None else os.getppid()
-
-
-def _exit_when_orphaned(parent: int) -> None:
-    """A host lives only as long as the Supervisor that forked it: nothing re-adopts it."""
-    while os.getppid() == parent:
-        time.sleep(node_watch_interval_s)
-    os._exit(0)
-
-
 class HostActor(ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        threading.Thread(target=_exit_when_orphaned, args=(forked_by(),), name="parent-watch", daemon=True).start()
+        lifeline.die_with_parent(lifeline.forked_by())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runtime: Runtime | None = None
         self._stop: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._error: str | None = None
+        self._reply_to: Any = None
         self._name = "?"
 
     def receiveMsg_StartHost(self, msg: StartHost, sender: Any) -> None:
         if self._thread is not None:
             return
         self._name = msg.spec.name
-        started = threading.Event()
-        outcome: dict[str, str | None] = {"error": None}
-        self._thread = threading.Thread(
-            target=self._run, args=(msg, started, outcome), name=f"host-{msg.spec.name}", daemon=True)
+        self._reply_to = sender
+        self._thread = threading.Thread(target=self._run, args=(msg,), name=f"host-{msg.spec.name}", daemon=True)
         self._thread.start()
-        if not started.wait(host_start_timeout_s):
-            outcome["error"] = "host did not start in time"
-        self.send(sender, HostStarted(msg.spec.name, os.getpid(), outcome["error"]))
+        self.wakeupAfter(timedelta(seconds=start_poll_s))
+
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        if self._reply_to is None:
+            return  # answered already
+        if not self._started.is_set():
+            self.wakeupAfter(timedelta(seconds=start_poll_s))
+            return
+        self.send(self._reply_to, HostStarted(self._name, os.getpid(), self._error))
+        self._reply_to = None
+
+    def receiveMsg_Listen(self, msg: Listen, sender: Any) -> None:
+        error = None
+        try:
+            answer = self._on_loop(OPEN_LISTENERS, {}, listen_timeout_s)
+            if isinstance(answer, dict) and "error" in answer:
+                error = str(answer["error"])
+        except Exception as exc:
+            log.exception("host.listeners_failed", host=self._name)
+            error = f"{type(exc).__name__}: {exc}"
+        self.send(sender, Listening(self._name, os.getpid(), error))
 
     def receiveMsg_Forwarded(self, forwarded: Forwarded, sender: Any) -> None:
         msg, sender = forwarded.ask, forwarded.reply_to
         if self._loop is None or self._runtime is None:
             self.send(sender, ControlReply(False, f"host {self._name} is not running"))
             return
-        future = asyncio.run_coroutine_threadsafe(self._runtime.ask(msg.op, msg.args), self._loop)
         try:
-            reply = ControlReply(True, future.result(msg.timeout))
+            reply = ControlReply(True, self._on_loop(msg.op, msg.args, msg.timeout))
         except TimeoutError:
-            future.cancel()
             reply = ControlReply(False, f"host {self._name} timed out on {msg.op}")
         except Exception as exc:
             log.exception("host.control_failed", host=self._name, op=msg.op)
             reply = ControlReply(False, f"{type(exc).__name__}: {exc}")
         self.send(sender, reply)
 
-    def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        if self._thread is not None:
-            self._thread.join(host_stop_timeout_s)
+    def _on_loop(self, op: str, args: dict, timeout_s: float) -> Any:
+        """Run the control op on the host's loop and wait for its answer (TimeoutError after `timeout_s`)."""
+        if self._loop is None or self._runtime is None:
+            raise RuntimeError(f"host {self._name} is not running")
+        future = asyncio.run_coroutine_threadsafe(self._runtime.ask(op, args), self._loop)
+        try:
+            return future.result(timeout_s)
+        except TimeoutError:
+            future.cancel()
+            raise
 
-    def _run(self, msg: StartHost, started: threading.Event, outcome: dict) -> None:
+    def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
+        if self._loop is None or self._stop is None:
+            return  # still starting (or failed): nothing to close; the thread ends with the process
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(host_stop_timeout_s)
+
+    def _run(self, msg: StartHost) -> None:
         logs.configure(msg.spec.name, msg.spec.config.get("data_dir"))
         try:
-            asyncio.run(self._main(msg, started, outcome))
-        except Exception:
+            asyncio.run(self._main(msg))
+        except Exception as exc:
+            if not self._started.is_set():
+                log.exception("host.start_failed", host=msg.spec.name)
+                self._error = f"{type(exc).__name__}: {exc}"
+                self._started.set()  # the actor reports it; the supervisor kills this process
+                return
             log.exception("host.crashed", host=msg.spec.name)
-            outcome["error"] = outcome["error"] or "host loop crashed"
-            started.set()
-            os._exit(1)  # let the supervisor see the exit and restart us
+            os._exit(1)  # the supervisor sees the exit and restarts the host
 
-    async def _main(self, msg: StartHost, started: threading.Event, outcome: dict) -> None:
+    async def _main(self, msg: StartHost) -> None:
         spec: HostSpec = msg.spec
         config = spec.config
         remote = None
-        if config.get("tcp_bind"):  # a host other nodes reach: tcp links opened with the cluster's secret
-            remote = (config["tcp_bind"], link_key(read_or_create_cookie(config["cookie_file"])))
+        if config.get("tcp_bind"):  # a host other nodes reach: tcp with CURVE keyed by the cluster's cookie
+            remote = (config["tcp_bind"], CurveKeys(read_or_create_cookie(config["cookie_file"])))
         runtime = Runtime(config.get("host", spec.name), msg.directory,
                           credit_initial=config.get("credit_initial", 400),
                           credit_more_after=config.get("credit_more_after", 200), remote=remote)
         self._stop = asyncio.Event()
         await runtime.start()
-        try:
-            result = resolve_entry(spec.entry)(runtime, spec)
-            if inspect.isawaitable(result):
-                await result
-        except Exception as exc:
-            log.exception("host.entry_failed", host=spec.name, entry=spec.entry)
-            outcome["error"] = f"{type(exc).__name__}: {exc}"
+        result = resolve_entry(spec.entry)(runtime, spec)
+        if inspect.isawaitable(result):
+            await result
         self._runtime = runtime
         self._loop = asyncio.get_running_loop()
         HeapKeeper(spec.name).start()
         log.info("host.started", host=spec.name, pid=os.getpid())
-        started.set()
-        while not self._stop.is_set():
-            if not process_alive(msg.node_pid):
-                log.warning("host.node_gone", host=spec.name, node_pid=msg.node_pid)
-                os._exit(0)
-            try:
-                await asyncio.wait_for(self._stop.wait(), node_watch_interval_s)
-            except TimeoutError:
-                pass
+        self._started.set()
+        await self._stop.wait()
         await runtime.close()
         log.info("host.stopped", host=spec.name)

@@ -1,4 +1,4 @@
-"""The per-host actor runtime: mailboxes over Unix and TCP sockets, local hand-over, credit flow.
+"""The per-host actor runtime: mailboxes over ZeroMQ, local hand-over, credit flow.
 
 Theory of operation
 -------------------
@@ -8,23 +8,19 @@ One `Runtime` runs in each host process on an asyncio loop. Actors are plain obj
 
 `send` never blocks and never does IO. It appends the item to the outbox of the destination
 *host* and, on the first send of a loop iteration, schedules `_flush` with `call_soon`. The flush
-turns each remote outbox into ONE envelope (envelope.py) sent as ONE frame per destination host.
-A host of the same node (a `unix://PATH` endpoint) gets it on a Unix stream socket that this
-thread writes and the receiver's loop reads (local_pipes.py: one thread wake-up per hop, where
-ZeroMQ's IO threads took three); a host of another node (`tcp://`) the same way over TCP, on a
-link opened with the cluster's secret (node_links.py). One stream per host pair keeps order per
-(source host, destination host) across all actors - the rest of the system relies on that. (A
-directory of tcp:// endpoints alone runs every hop over TCP without the handshake: the Raft and
-quorum test launchers start their hosts so.) The local outbox is dispatched
-by the same flush, i.e. on a later loop iteration than the send and in send order, handing over
-the same Python object; what those local actors send locally in turn is handed over in the same
-flush, a few rounds deep (`dispatch_local`, which a reader also calls once it has acted on a read),
-never from inside an actor's `receive`.
+turns each remote outbox into ONE envelope (envelope.py) sent as ONE ZeroMQ frame per destination
+host (zmq_links.py): over ipc:// to a host of the same node, over tcp:// with CURVE to a host of
+another node (curve.py). One PUSH socket per destination host keeps order per (source host,
+destination host) across all actors - the rest of the system relies on that. (A directory of bare
+tcp:// endpoints runs every hop over tcp without CURVE: the Raft and quorum test launchers start
+their hosts so.) The local outbox is dispatched by the same flush, i.e. on a later loop iteration
+than the send and in send order, handing over the same Python object; what those local actors
+send locally in turn is handed over in the same flush, a few rounds deep (`dispatch_local`, which
+a reader also calls once it has acted on a read), never from inside an actor's `receive`.
 
-Receiving: every stream is watched with `loop.add_reader`; on readiness it is read once
-(`local_pipes.read_bytes_max`), and each item of each whole frame is dispatched in order.
-Ordering rule: a remote batch is dispatched item by item, so an actor sees the messages of one
-envelope in send order.
+Receiving: every PULL socket is drained on readiness (zmq_links.py), and each item of each frame
+is dispatched in order. Ordering rule: a remote batch is dispatched item by item, so an actor sees
+the messages of one envelope in send order.
 
 Credit (flow/credit.py): `send(..., credit=n)` consumes n on the link sender->destination in the
 sender's ledger. After the receiver's `receive` returns, the runtime marks n processed in the
@@ -33,12 +29,15 @@ travel back as `Credit` messages, batched like everything else. Credit is never 
 messages for a dead or unknown actor, messages whose `receive` crashed, and everything a removed
 actor had received but not yet granted are credited back to their senders.
 
-Between nodes (node_links.py): a host given `remote=` (a tcp endpoint and the cluster's link key)
-also listens on tcp beside its Unix socket, and admits a connection once it proved the secret;
-its pipes towards tcp endpoints prove it in turn. `add_hosts` learns (or changes) where other
-hosts listen; a host whose endpoint changed (its node restarted on another port) gets a new pipe.
-A restarting host, of this node or another, gets what was sent to it meanwhile (a pipe keeps its
-backlog while it reconnects).
+Between nodes: a host given `remote=` (a tcp endpoint to bind and the cluster's CURVE keys) also
+binds a tcp PULL socket, a CURVE server that admits only the cluster, beside its ipc one, and its
+PUSH sockets towards tcp endpoints are CURVE clients. `add_hosts` learns (or changes) where other
+hosts listen; a host whose endpoint changed (its node restarted on another port) gets a new PUSH
+socket. A restarting host, of this node or another, gets what was sent to it meanwhile (a PUSH
+socket keeps its queue while it reconnects). What is sent to a host whose endpoint is not known
+yet (a node that has just started learns its peers' endpoints from the cluster a moment after its
+hosts begin to send) is held, in order, and leaves once `add_hosts` learns it; after `PARK_S` it
+is given up as if its actor did not exist (`Undelivered`, credit back), so nothing waits for good.
 `partition(nodes)` (the control op "partition") is fault injection for tests: frames to and from
 those nodes' hosts are dropped, as a network partition loses them.
 
@@ -57,32 +56,26 @@ from typing import Any, Awaitable, Callable, Protocol
 import structlog
 
 from actors.messages.runtime import Credit, Undelivered
-from actors.runtime import envelope, node_links
+from actors.runtime import envelope
 from actors.runtime.address import Address
 from actors.runtime.clock import monotonic_ms
-from actors.runtime.local_pipes import Inbox, Pipe
+from actors.runtime.curve import CurveKeys
+from actors.runtime.zmq_links import Links
 from flow.credit import CreditLedger
 from flow.state import FlowState
 
 log = structlog.get_logger("warren.runtime")
 
-close_linger_ms = 1000  # how long close() waits for queued frames to leave
 # a local hand-over whose actor sends locally again is carried on in the same flush this many
 # times: a publish goes reader -> queue -> consumer's channel -> socket in one loop turn
 local_rounds = 4
 ticks_per_second = 1000  # flow-state ticks are milliseconds of the monotonic clock
 
-
-UNIX = "unix://"
 # Deleted actors remembered per host: far more than can be deleted while one metadata change
 # travels to the channels, which is the only time a message reaches a deleted actor.
 GONE_REMEMBERED = 4096
-
-
-def unix_path(endpoint: str) -> str:
-    """The socket path of a `unix://PATH` endpoint (a host of this node)."""
-    assert endpoint.startswith(UNIX), endpoint
-    return endpoint[len(UNIX):]
+# How long what is sent to a host of unknown endpoint waits for `add_hosts` to learn it.
+PARK_S = 30.0
 
 
 class Actor(Protocol):
@@ -93,8 +86,8 @@ class Runtime:
     """All actors of one host process and their mailboxes."""
 
     def __init__(self, host: str, directory: dict[str, str], *, credit_initial: int = 400,
-                 credit_more_after: int = 200, remote: tuple[str, bytes] | None = None) -> None:
-        """`remote`: (tcp endpoint to bind, the cluster's link key) for a host other nodes reach."""
+                 credit_more_after: int = 200, remote: tuple[str, CurveKeys] | None = None) -> None:
+        """`remote`: (tcp endpoint to bind, the cluster's CURVE keys) for a host other nodes reach."""
         self.host = host
         self.directory = dict(directory)
         self.remote = remote
@@ -113,30 +106,24 @@ class Runtime:
         # credit received by manual_credit actors and not yet marked processed, per sender
         self._pending: dict[str, dict[Address, int]] = {}
         self._outbox: dict[str, list[envelope.Item]] = {}
+        self._parked: dict[str, list[envelope.Item]] = {}  # for hosts whose endpoint is not known yet
         self._flush_scheduled = False
         self._dispatching = False  # local actors are being handed their messages (no nesting)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
-        self._inboxes: list[Inbox] = []
-        self._pipes: dict[str, Pipe] = {}  # host -> the stream to it
+        self._links: Links | None = None
         self._frame_bytes: dict[str, int] = {}  # size of the last frame per host: the next one's hint
         self._cut_off: tuple[str, ...] = ()  # host name prefixes of the nodes partitioned away (fault injection)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
         """Bind this host's endpoint and start draining it."""
-        self._loop = loop = asyncio.get_running_loop()
-        own = self.directory[self.host]
-        if own.startswith(UNIX):
-            self._inboxes.append(Inbox(loop, unix_path(own), envelope.unpacker, self._frame_arrived))
-        else:  # a tcp:// directory without a key (the Raft and quorum test launchers)
-            listener, _ = node_links.listen(own)
-            self._inboxes.append(Inbox(loop, listener, envelope.unpacker, self._frame_arrived))
+        self._loop = asyncio.get_running_loop()
+        self._links = Links(self._loop, self.host, self._frame_arrived,
+                            self.remote[1] if self.remote is not None else None)
+        self._links.bind(self.directory[self.host])
         if self.remote is not None:
-            endpoint, key = self.remote
-            listener, self.tcp_endpoint = node_links.listen(endpoint)
-            self._inboxes.append(Inbox(loop, listener, envelope.unpacker, self._frame_arrived,
-                                       node_links.admit(key, self.host)))
+            self.tcp_endpoint = self._links.bind(self.remote[0], curve=True)
         log.debug("runtime.started", host=self.host, endpoint=self.directory[self.host], tcp=self.tcp_endpoint)
 
     def add_hosts(self, endpoints: dict[str, str]) -> None:
@@ -145,9 +132,12 @@ class Runtime:
             if host == self.host or self.directory.get(host) == endpoint:
                 continue
             self.directory[host] = endpoint
-            pipe = self._pipes.pop(host, None)
-            if pipe is not None and self._loop is not None:
-                self._loop.create_task(pipe.close(0))
+            if self._links is not None:
+                self._links.forget(host)
+            parked = self._parked.pop(host, None)
+            if parked:
+                log.info("runtime.host_learned", host=self.host, to=host, held=len(parked))
+                self._send_frame(host, parked)
 
     def peers_down(self, hosts: set[str]) -> None:
         """The nodes of `hosts` are down: every local actor forgets its links to actors there, so
@@ -175,11 +165,9 @@ class Runtime:
         if self._flush_scheduled:
             self._flush()
         self._closed = True
-        inboxes, self._inboxes = self._inboxes, []
-        for inbox in inboxes:
-            inbox.close()
-        pipes, self._pipes = list(self._pipes.values()), {}
-        await asyncio.gather(*(pipe.close(close_linger_ms / 1000) for pipe in pipes))
+        if self._links is not None:
+            self._links.close()
+            self._links = None
 
     # -- actors ------------------------------------------------------------------------------
     def spawn(self, name: str, actor: Actor) -> Address:
@@ -348,34 +336,53 @@ class Runtime:
     def _send_frame(self, host: str, items: list[envelope.Item]) -> None:
         if self._cut_off and host.startswith(self._cut_off):
             return
-        pipe = self._pipes.get(host)
-        if pipe is None:
-            endpoint = self.directory.get(host)
-            if endpoint is None:
-                log.error("runtime.unknown_host", host=self.host, to=host, dropped=len(items))
-                return
-            assert self._loop is not None
-            if endpoint.startswith(UNIX):
-                pipe = Pipe(self._loop, unix_path(endpoint))
-            else:
-                key = self.remote[1] if self.remote is not None else None
-                pipe = Pipe(self._loop, node_links.opener(endpoint, key, self.host))
-            self._pipes[host] = pipe
-        pipe.send(self._encode(host, items))
+        endpoint = self.directory.get(host)
+        if endpoint is None:
+            self._park(host, items)
+            return
+        assert self._links is not None
+        self._links.send(host, endpoint, self._encode(host, items))
         self.frames_sent += 1
+
+    def _park(self, host: str, items: list[envelope.Item]) -> None:
+        parked = self._parked.get(host)
+        if parked is None:
+            parked = self._parked[host] = []
+            log.info("runtime.host_not_known_yet", host=self.host, to=host)
+            assert self._loop is not None
+            self._loop.call_later(PARK_S, self._give_up_parked, host, parked)
+        parked.extend(items)
+
+    def _give_up_parked(self, host: str, parked: list[envelope.Item]) -> None:
+        """`host` was not learned in PARK_S: what waited for it goes back to its senders as it
+        would from a host where its actor does not exist."""
+        if self._closed or self._parked.get(host) is not parked:
+            return  # learned (and sent) meanwhile
+        del self._parked[host]
+        log.error("runtime.unknown_host", host=self.host, to=host, undelivered=len(parked), after_s=PARK_S)
+        back = []
+        for sender, target, msg, credit in parked:
+            kind = type(msg)
+            if kind is Credit:
+                continue
+            if credit:
+                back.append((target, sender, Credit(credit), 0))
+            if kind is not Undelivered:
+                back.append((target, sender, Undelivered(msg, False), 0))
+        self._dispatch_all(host, back)
 
     def _encode(self, host: str, items: list[envelope.Item]) -> memoryview:
         frame = envelope.encode(self.host, items, self._frame_bytes.get(host, 0))
         self._frame_bytes[host] = len(frame)
         return frame
 
-    def _frame_arrived(self, unpacked: Any) -> None:
-        """A frame from another host, as its stream's unpacker returned it."""
+    def _frame_arrived(self, frame: Any) -> None:
+        """A frame from another host (bytes, or anything with the buffer protocol)."""
         self.frames_received += 1
         try:
-            source, items = envelope.decode_unpacked(unpacked)
+            source, items = envelope.decode(frame)
         except Exception:
-            log.exception("runtime.bad_frame", host=self.host)
+            log.exception("runtime.bad_frame", host=self.host, size=len(frame))
             return
         self._dispatch_all(source, items)
 

@@ -10,20 +10,14 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import psutil
 
 from actors.runtime.control import HostSpec
+from actors.runtime.restarts import Host
 
 cluster_port_offset = 20000  # as RabbitMQ's distribution port: the AMQP port + 20000
-
-
-@dataclass
-class HostRecord:
-    pid: int = 0
-    restarts: int = 0
 
 
 def amqp_port(specs: Iterable[HostSpec]) -> int | None:
@@ -39,8 +33,30 @@ def cluster_port(specs: Iterable[HostSpec]) -> int | None:
     return configured or (port + cluster_port_offset if port else None)
 
 
-def node_status(node_name: str, specs: Iterable[HostSpec], hosts: dict[str, HostRecord], node_pid: int) -> dict:
-    """The status of the node whose supervisor is this process."""
+PURPOSES = {"amqp": "AMQP 0-9-1", "amqp/ssl": "AMQP 0-9-1 over TLS", "clustering": "inter-node communication",
+            "http": "HTTP API", "http/prometheus": "Prometheus exporter API over HTTP"}
+
+
+def listeners(specs: Iterable[HostSpec]) -> list[dict]:
+    """The node's listeners, as rabbitmq-diagnostics lists them: interface, port, protocol, purpose."""
+    found: dict[tuple[str, int], str] = {}
+    for spec in specs:
+        c = spec.config
+        if spec.listens:
+            found[(c.get("bind", "127.0.0.1"), c["port"])] = "amqp"
+            if c.get("tls_port"):
+                found[(c.get("bind", "127.0.0.1"), c["tls_port"])] = "amqp/ssl"
+        if c.get("cluster_port") and c.get("tcp_bind", "").endswith(f":{c['cluster_port']}"):  # the node host
+            found[(c["tcp_bind"].removeprefix("tcp://").rpartition(":")[0], c["cluster_port"])] = "clustering"
+            for key, protocol in (("management_port", "http"), ("prometheus_port", "http/prometheus")):
+                if c.get(key):
+                    found[(c["management_ip"], c[key])] = protocol
+    return [{"interface": ip, "port": port, "protocol": protocol, "purpose": PURPOSES[protocol]}
+            for (ip, port), protocol in found.items()]
+
+
+def node_status(node_name: str, specs: Iterable[HostSpec], hosts: Mapping[str, Host], node_pid: int) -> dict:
+    """The status of the node whose supervisor is this process (`hosts`: its restart policy's)."""
     specs = list(specs)
     try:
         main = psutil.Process(node_pid)

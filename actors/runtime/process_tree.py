@@ -6,7 +6,8 @@ for it; Thespian detaches it from multiprocessing) and the admin, with the super
 and the hosts below it, is reparented to PID 1. So the main process declares itself a child
 subreaper (Linux's PR_SET_CHILD_SUBREAPER, as service managers do): orphans below it are
 reparented to it instead of PID 1, and it reaps what exits. On stop it waits until every
-descendant is gone, and after `descendants_exit_timeout_s` ends those left by their PIDs.
+descendant is gone, and after a timeout ends those left by their PIDs (`end_descendants`); a
+control plane that broke is ended at once (`kill_descendants`).
 
 A shell module (os, ctypes, psutil); only the node's main process calls it.
 """
@@ -53,18 +54,34 @@ def end_descendants(timeout_s: float = descendants_exit_timeout_s) -> list[int]:
     """Wait, reaping, until no descendant is left, not even a zombie (one whose parent exits before
     reaping it becomes ours: left behind, it would hang under PID 1); after `timeout_s` kill those
     still running, by PID. Returns the PIDs that had to be killed."""
-    me = psutil.Process()
-    if _wait_for_none(me, timeout_s):
+    if _wait_for_none(psutil.Process(), timeout_s):
         return []
-    pids = [p.pid for p in _descendants(me) if _running(p)]
-    log.warning("node.processes_killed", pids=pids)
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    _wait_for_none(me, timeout_s)
-    return pids
+    return kill_descendants()
+
+
+def kill_descendants(timeout_s: float = descendants_exit_timeout_s) -> list[int]:
+    """SIGKILL every descendant still running, again and again until none is left, reaping them
+    (waiting up to `timeout_s`): one may still be forking while the others die (an admin creating
+    an actor), and its child would live on. Returns the PIDs killed."""
+    me = psutil.Process()
+    killed: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    while True:
+        reap()
+        descendants = _descendants(me)
+        if not descendants or time.monotonic() > deadline:
+            break
+        for p in descendants:
+            if p.pid not in killed and _running(p):
+                killed.append(p.pid)
+                try:
+                    os.kill(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        time.sleep(poll_s)  # they are dying; look again shortly
+    if killed:
+        log.warning("node.processes_killed", pids=killed)
+    return killed
 
 
 def _wait_for_none(me: psutil.Process, timeout_s: float) -> bool:
