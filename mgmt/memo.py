@@ -24,8 +24,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from actors.mgmt import shapes
-from actors.mgmt.rows import Row
+from mgmt import shapes
+from mgmt.rows import Row
 
 
 @dataclass(slots=True)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from actors.mgmt import auth, listing, shapes
-from actors.mgmt.changes import NOT_FOUND, Answer
-from actors.mgmt.shapes import View
+from mgmt import auth, listing, shapes
+from mgmt.changes import NOT_FOUND, Answer
+from mgmt.shapes import View
 from flow.bottleneck import Link, find
 
 Read = Callable[[View, auth.Caller, dict[str, str], set[str]], Any]
@@ -127,12 +127,38 @@ def _vhost(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> dict:
 
 
 def _user_rows(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> list:
-    return [shapes.user(u) for u in view.registry.users()]
+    return [shapes.user(u, view.registry.user_limits(u.name)) for u in view.registry.users()]
 
 
 def _user(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> dict | None:
     u = next((u for u in view.registry.users() if u.name == a["user"]), None)
-    return None if u is None else shapes.user(u)
+    return None if u is None else shapes.user(u, view.registry.user_limits(u.name))
+
+
+def _user_exists(view: View, name: str) -> bool:
+    return any(u.name == name for u in view.registry.users())
+
+
+def _topic_permissions(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> list | None:
+    if "user" in a and not _user_exists(view, a["user"]):
+        return None
+    return [shapes.topic_permission(t) for t in view.registry.topic_permissions(vhost=a.get("vhost"),
+                                                                               user=a.get("user"))]
+
+
+def _vhost_limits(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> list:
+    """Every visible vhost's limits; one vhost's only when it has some (RabbitMQ's two answers)."""
+    if "vhost" in a:
+        limits = view.registry.vhost_limits().get(a["vhost"])
+        return [shapes.vhost_limits(a["vhost"], limits)] if limits else []
+    return [shapes.vhost_limits(v, limits) for v, limits in view.registry.vhost_limits().items() if v in vhosts]
+
+
+def _user_limits(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> list | None:
+    if "user" in a and not _user_exists(view, a["user"]):
+        return None
+    users = [a["user"]] if "user" in a else [u.name for u in view.registry.users()]
+    return [{"user": u, "value": view.registry.user_limits(u)} for u in users if view.registry.user_limits(u)]
 
 
 def _permissions(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> list:
@@ -226,7 +252,10 @@ _READS: dict[str, Read] = {
     "cluster_name": lambda view, caller, a, vhosts: {"name": view.node},
     "extensions": lambda view, caller, a, vhosts: [],
     "parameters": lambda view, caller, a, vhosts: [], "global_parameters": lambda view, caller, a, vhosts: [],
-    "vhost_limits": lambda view, caller, a, vhosts: [],
+    "vhost_limits": _vhost_limits, "vhost_limits_vhost": _vhost_limits,
+    "user_limits": _user_limits, "user_limits_user": _user_limits,
+    "topic_permissions": _topic_permissions, "topic_permission": _topic_permissions,
+    "vhost_topic_permissions": _topic_permissions, "user_topic_permissions": _topic_permissions,
     "aliveness": lambda view, caller, a, vhosts: {"status": "ok"},
     "flow": _flow,
 }
@@ -241,4 +270,7 @@ _NEEDS = {"users": auth.ADMINISTRATOR, "user": auth.ADMINISTRATOR, "permissions"
           "permission": auth.ADMINISTRATOR, "vhost_permissions": auth.ADMINISTRATOR,
           "user_permissions": auth.ADMINISTRATOR, "definitions": auth.ADMINISTRATOR,
           "definitions_vhost": auth.ADMINISTRATOR, "nodes": auth.MONITORING, "node": auth.MONITORING,
-          "global_parameters": auth.ADMINISTRATOR}
+          "global_parameters": auth.ADMINISTRATOR, "topic_permissions": auth.ADMINISTRATOR,
+          "topic_permission": auth.ADMINISTRATOR, "vhost_topic_permissions": auth.ADMINISTRATOR,
+          "user_topic_permissions": auth.ADMINISTRATOR, "vhost_limits": auth.MONITORING,
+          "vhost_limits_vhost": auth.MONITORING, "user_limits": auth.MONITORING, "user_limits_user": auth.MONITORING}

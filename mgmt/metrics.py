@@ -10,7 +10,9 @@ RabbitMQ puts an Erlang pid). Counter names end in `_total` here; the shell lets
 library write them.
 
 Global counters come from the channels (retired ones included), so they never go back while the
-node runs; queue depths from the queues. `rabbitmq_identity_info` names the node and cluster as the
+node runs; queue depths from the queues; the login attempts (`rabbitmq_auth_attempts_*`,
+rabbit_core_metrics': a refused login is failed, a refusal at connection.open is not) from the
+connection hosts (`amqp091`) and from this node's HTTP API (`http`, each request with credentials). `rabbitmq_identity_info` names the node and cluster as the
 Grafana dashboards expect.
 
 Raft families: this node's quorum queue members (as RabbitMQ, whose nodes each show their own
@@ -33,11 +35,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.mgmt.shapes import View
+from mgmt.shapes import View
 
 Family = tuple[str, str, str, list[tuple[dict[str, str], float]]]
 GAUGE, COUNTER, UNTYPED = "gauge", "counter", "untyped"
 AMQP = {"protocol": "amqp091"}
+HTTP = {"protocol": "http"}
 CLASSIC = {"protocol": "amqp091", "queue_type": "rabbit_classic_queue"}
 
 # (family, help, the channel counter it sums, labels)
@@ -187,6 +190,15 @@ def families(view: View, per_object: bool) -> list[Family]:
         ("rabbitmq_channels_closed_total", COUNTER, "Total number of channels closed",
          [({}, t.get("channels_opened", 0) - t.get("channels", 0))]),
     ]
+    http = f.get("http_logins", {})
+    counts = [(HTTP, http.get("succeeded", 0), http.get("failed", 0)),
+              (AMQP, t.get("auth_attempts_succeeded", 0), t.get("auth_attempts_failed", 0))]
+    out += [("rabbitmq_auth_attempts_total", COUNTER, "Total number of authorization attempts",
+             [(labels, ok + failed) for labels, ok, failed in counts]),
+            ("rabbitmq_auth_attempts_succeeded_total", COUNTER, "Total number of successful authentication attempts",
+             [(labels, ok) for labels, ok, _ in counts]),
+            ("rabbitmq_auth_attempts_failed_total", COUNTER, "Total number of failed authentication attempts",
+             [(labels, failed) for labels, _, failed in counts])]
     if not per_object:  # rabbitmq_prometheus leaves the alarms out of the per-object endpoint
         out += alarms(f)
     out += [

@@ -3,8 +3,11 @@
 A shell: it reads what the host's actors hold at the moment the request arrives (queue counts and
 counters, connections, channels and consumers, the publish chain's flow rows - the same rows
 `warrenctl flow` shows: QueueManager.flow_links, actors/reader/admin.py's flow_links) and answers
-one `HostStats`. Nothing here runs per message; the cost is one pass over the host's actors per
-sample. Field names are the management API's, so the node only joins and shapes.
+one `HostStats`. Nothing here runs per message. Queues (and Raft members) are reported as changes
+(actors/stats/deltas.py: the rows of those that had inputs since the collector last asked, or are
+still settling), so idle queues cost nothing per sample; the flow rows name the queues that had
+inputs in the last `deltas.SETTLE_MS` or are in flow, the idle ones being all running with
+nothing waiting. Field names are the management API's, so the node only joins and shapes.
 A quorum host adds, for its own node's collector only, one row of Raft metrics per member (ra's
 names: term, snapshot_index, last_applied, commit_index, last_written_index, commit_latency) and
 the WAL's counters, which the Prometheus endpoint shows as rabbitmq_prometheus does.
@@ -20,10 +23,12 @@ from typing import Any
 
 from actors.messages.calls import Reply
 from actors.messages.stats import REPORTER_NAME, CollectStats, HostStats
-from actors.mgmt.counters import add_exchange_counts, add_into
+from actors.stats.counters import add_exchange_counts, add_into
 from actors.placement import node_of
+from actors.stats.deltas import Changes
 from actors.reader import admin as conn_admin
 from actors.runtime.address import Address
+from actors.runtime.clock import monotonic_ms
 
 
 def _flow(states: dict[str, dict], name: str) -> dict:
@@ -39,19 +44,32 @@ class QueueHostReporter:
         self.address = Address(runtime.host, REPORTER_NAME)
 
     def receive(self, sender: Address, msg: CollectStats) -> None:
-        flow = self.manager.flow_links()
-        self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, queue_rows(self.manager), [], [], [],
-                                                           flow, {})),
+        full, rows, gone, flow = queue_changes(self.manager, msg)
+        changes = self.manager.changes
+        self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, rows, [], [], [], flow, {},
+                                                           epoch=changes.epoch, version=changes.version, full=full,
+                                                           gone=gone)),
                           sender=self.address)
 
 
-def queue_rows(manager: Any) -> list[dict[str, Any]]:
-    """The stats of every classic queue a QueueManager holds."""
+def queue_changes(manager: Any, msg: CollectStats) -> tuple[bool, list[dict], list, list[dict]]:
+    """(full, rows, gone, flow rows) of the classic queues a QueueManager holds, for a collector
+    that merged `msg.since` (see the module docstring)."""
+    changes: Changes = manager.changes
+    now = monotonic_ms()
+    full, keys, gone = changes.since(msg.epoch, msg.since, now)
+    queues = manager.queues  # by actor name: q:VHOST:NAME
+
+    def held(keys: list) -> list:
+        return [a for a in (queues.get(f"q:{vhost}:{name}") for vhost, name in keys) if a is not None]
+    actors = list(queues.values()) if full else held(keys)
     rows = []
-    for actor in list(manager.queues.values()):
+    for actor in actors:
         stats = actor.stats()
         rows.append({**stats, "message_stats": actor.core.counters.as_dict(), "flow": stats["state"]})
-    return rows
+        changes.unsettled((actor.core.vhost, actor.core.name), stats["state"] != "running")
+    flow = manager.flow_links(held(changes.recent(now)))
+    return full, rows, gone, flow
 
 
 def raft_row(member: Any) -> dict[str, Any]:
@@ -75,21 +93,29 @@ class QuorumHostReporter:
         self.address = Address(runtime.host, REPORTER_NAME)
 
     def receive(self, sender: Address, msg: CollectStats) -> None:
-        queues = []
-        for status in self.host.status().values():
-            if status["role"] == "leader":
-                queues.append({**{k: v for k, v in status.items() if k.startswith(("message", "consumers"))},
-                               "vhost": status["vhost"], "name": status["queue"], "leader": self.node,
-                               "pid": status["id"],  # RabbitMQ's pid of a quorum queue: its leader's
-                               "state": "running", "flow": "running",
-                               "message_stats": {"publish": status["published"]}})
+        host, changes = self.host, self.host.changes
+        full, keys, dropped = changes.since(msg.epoch, msg.since, monotonic_ms())
+        members = list(host.by_queue.values()) if full else [m for m in map(host.by_queue.get, keys) if m is not None]
+        queues, gone = [], list(dropped)
+        for member in members:
+            status = member.status()
+            if status["role"] != "leader":  # counted by its leader's host: gone from this one's rows
+                gone.append((status["vhost"], status["queue"]))
+                continue
+            queues.append({**{k: v for k, v in status.items() if k.startswith(("message", "consumers"))},
+                           "vhost": status["vhost"], "name": status["queue"], "leader": self.node,
+                           "pid": status["id"],  # RabbitMQ's pid of a quorum queue: its leader's
+                           "state": "running", "flow": "running",
+                           "message_stats": {"publish": status["published"]}})
         raft: list[dict[str, Any]] = []
         wal: dict[str, int] = {}
         if node_of(sender.host) == self.node:
-            raft = [raft_row(member) for member in self.host.members.values()]
-            wal = self.host.wal.stats()
+            raft = [raft_row(member) for member in members]
+            wal = host.wal.stats()
         self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, queues, [], [], [], [], {}, raft=raft,
-                                                           wal=wal)), sender=self.address)
+                                                           wal=wal, epoch=changes.epoch, version=changes.version,
+                                                           full=full, gone=gone, raft_gone=list(dropped))),
+                          sender=self.address)
 
 
 def node_facts(name: str, started_s: float, resources: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -125,7 +151,6 @@ class ConnectionHostReporter:
     def receive(self, sender: Address, msg: CollectStats) -> None:
         ctx = self.ctx
         node = node_of(self.runtime.host)
-        states = self.runtime.flow_states()
         by_owner = {r.owner: r for r in ctx.readers}
         connections = conn_admin.list_connections(ctx)
         for row in connections:
@@ -140,7 +165,7 @@ class ConnectionHostReporter:
             reader = by_owner[row["connection"]]
             ch = reader.channels[row["number"]]
             core = ch.core
-            f = _flow(states, ch.address.name)
+            f = self.runtime.flow_state(ch.address) or _flow({}, "")  # its own only: not every queue's
             counts = core.message_stats()
             add_into(totals, counts)
             add_exchange_counts(exchanges, core.vhost, core.exchange_counts)
@@ -154,13 +179,18 @@ class ConnectionHostReporter:
         flow = conn_admin.flow_links(ctx)
         consumers = [{**row, "node": node} for row in conn_admin.list_consumers(ctx)]
         totals.update(connections_opened=ctx.connections_opened, channels_opened=ctx.channels_opened,
-                      connections=len(connections), channels=len(channels))
+                      connections=len(connections), channels=len(channels),
+                      auth_attempts_succeeded=ctx.login_attempts["succeeded"],
+                      auth_attempts_failed=ctx.login_attempts["failed"])
         exchange_rows = [{"vhost": vhost, "name": name, "publish_in": n_in, "publish_out": n_out}
                          for (vhost, name), (n_in, n_out) in exchanges.items()]
         queues: list[dict[str, Any]] = []
+        full, gone, epoch, version = True, [], "", 0
         if self.queues is not None:
-            queues = queue_rows(self.queues)
-            flow = flow + self.queues.flow_links()
+            full, queues, gone, queue_flow = queue_changes(self.queues, msg)
+            flow = flow + queue_flow
+            epoch, version = self.queues.changes.epoch, self.queues.changes.version
         self.runtime.send(sender, Reply(msg.rid, HostStats(self.runtime.host, queues, connections, channels, consumers,
-                                                           flow, totals, exchanges=exchange_rows)),
+                                                           flow, totals, exchanges=exchange_rows, epoch=epoch,
+                                                           version=version, full=full, gone=gone)),
                           sender=self.address)

@@ -12,12 +12,15 @@ The web UI's files (www/) are served at `/`. The Prometheus endpoint reads the l
 (metrics.py names the families) and writes the text through a prometheus_client custom
 collector, on a thread.
 
-Listening on 127.0.0.1 by default (`management.tcp.ip`), as RabbitMQ's guidance for loopback.
+Listening on 127.0.0.1 by default (`management.tcp.ip`), as RabbitMQ's guidance for loopback; the
+same API over HTTPS on `management.ssl.port` with `management.ssl.*`'s certificate and client
+certificate checks (actors/reader/tls.py makes the context, as for AMQPS).
 """
 from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterator
 from urllib.parse import parse_qsl
@@ -27,10 +30,11 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
 
-from actors.mgmt import auth, changes, metrics, paths, peek, reads, rows
-from actors.mgmt.memo import RowMemo
-from actors.mgmt.amqp_client import BrokerError, Session, properties, props_from_json, props_to_json
-from actors.mgmt.shapes import View
+from mgmt import auth, changes, metrics, paths, peek, reads, rows
+from mgmt.memo import RowMemo
+from mgmt.amqp_client import BrokerError, Session, properties, props_from_json, props_to_json
+from mgmt.shapes import View
+from actors.reader import tls
 
 log = structlog.get_logger("warren.mgmt")
 WWW = Path(__file__).with_name("www")
@@ -49,7 +53,9 @@ class Management:
         self.amqp_port = amqp_port
         self.listeners = listeners
         self.runners: list[web.AppRunner] = []
+        self.servers: list[asyncio.AbstractServer] = []  # the HTTPS listener
         self.memo = RowMemo()
+        self.http_logins = {"succeeded": 0, "failed": 0}  # rabbit_core_metrics' http auth attempts
 
     def view(self) -> View:
         c = self.collector
@@ -58,31 +64,45 @@ class Management:
             status = self.cluster()
             running = set(status["running"])
             nodes = {name: name in running for name in status["members"]}
-        return View(self.node.core.registry, c.sample, c.rates.frozen(), self.node_name, facts=c.facts, memo=self.memo,
-                    nodes=nodes)
+        return View(self.node.core.registry, c.sample, c.rates.frozen(), self.node_name,
+                    facts={**c.facts, "http_logins": dict(self.http_logins)}, memo=self.memo, nodes=nodes)
 
     # ---------------------------------------------------------------- servers
-    async def start(self, ip: str, api_port: int, prometheus_port: int) -> None:
-        if api_port:
+    async def start(self, ip: str, api_port: int, prometheus_port: int,
+                    https: tuple[str, int, ssl.SSLContext] | None = None) -> None:
+        """`https`: (ip, port, context) of the HTTPS listener, beside the HTTP one or alone."""
+        if api_port or https is not None:
             app = web.Application(client_max_size=64 * 1024 * 1024)
             app.router.add_route("*", "/api/{tail:.*}", self.api)
             app.router.add_get("/", self.index)
             app.router.add_static("/www/", WWW)
-            await self._serve(app, ip, api_port)
+            runner = await self._serve(app, ip, api_port) if api_port else None
+            if https is not None:
+                if runner is None:
+                    runner = web.AppRunner(app, access_log=None)
+                    await runner.setup()
+                    self.runners.append(runner)
+                loop = asyncio.get_running_loop()  # TLS with its alerts (tls.py), around aiohttp's protocol
+                self.servers.append(await loop.create_server(tls.tls_protocol(loop, runner.server, https[2]), https[0],
+                                                             https[1], reuse_address=True))
         if prometheus_port:
             app = web.Application()
             app.router.add_get("/metrics", self.scrape)
             app.router.add_get("/metrics/per-object", self.scrape)
             await self._serve(app, ip, prometheus_port)
-        log.info("management.started", ip=ip, api_port=api_port, prometheus_port=prometheus_port)
+        log.info("management.started", ip=ip, api_port=api_port, prometheus_port=prometheus_port,
+                 https_port=https[1] if https is not None else 0)
 
-    async def _serve(self, app: web.Application, ip: str, port: int) -> None:
+    async def _serve(self, app: web.Application, ip: str, port: int) -> web.AppRunner:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, ip, port, reuse_address=True).start()
         self.runners.append(runner)
+        return runner
 
     async def stop(self) -> None:
+        for server in self.servers:
+            server.close()
         for runner in self.runners:
             await runner.cleanup()
 
@@ -97,6 +117,9 @@ class Management:
             return _json(changes.Answer(404, changes.NOT_FOUND))
         route, args = found
         caller = auth.login(self.node.core.registry, request.headers.get("Authorization"))
+        if auth.credentials(request.headers.get("Authorization")) is not None:  # an attempt, as RabbitMQ counts
+            self.http_logins["failed" if isinstance(caller, auth.Refused) and caller.status == 401
+                             and caller.body == auth.LOGIN_FAILED else "succeeded"] += 1
         if isinstance(caller, auth.Refused):
             if caller.body is None:
                 return web.Response(status=401, headers={"WWW-Authenticate": auth.REALM})

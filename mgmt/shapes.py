@@ -1,13 +1,13 @@
 """The management API's JSON: registry records joined with the latest sample, in RabbitMQ's shapes.
 
 Theory of operation: a listing is the registry's records (authoritative, current) joined with the
-latest sample of the hosts (sample.py, at most one interval old) and the rates between the last
-two samples (rates.py). Field names, nesting and the `*_details: {"rate": r}` pairs are those of
-RabbitMQ 3.10's management plugin (checked against tests/mgmt/oracle_shapes.json); `message_stats`
-appears once an object has counters, as in RabbitMQ. Values RabbitMQ takes from the Erlang VM
-(reductions, garbage_collection, backing_queue_status) are left out. A quorum queue shows `leader`
-(as its leading member reports it, else the first leader), `members` (its record's) and `online`
-(the members, as the sample cannot tell which are down).
+latest sample of the hosts (actors/stats/sample.py, at most one interval old) and the rates between
+the last two samples (actors/stats/rates.py). Field names, nesting and the `*_details: {"rate": r}`
+pairs are those of RabbitMQ 3.10's management plugin (checked against
+tests/mgmt/oracle_shapes.json); `message_stats` appears once an object has counters, as in RabbitMQ.
+Values RabbitMQ takes from the Erlang VM (reductions, garbage_collection, backing_queue_status) are
+left out. A quorum queue shows `leader` (as its leading member reports it, else the first leader),
+`members` (its record's) and `online` (the members, as the sample cannot tell which are down).
 
 Everything here is a function of its arguments: `View` carries what a request sees (registry,
 sample, rates, the node's name and facts, and the memo of rows kept between requests).
@@ -18,14 +18,16 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
-from actors.mgmt.counters import FIELDS as COUNTERS
-from actors.mgmt.rates import Rates, with_details
-from actors.mgmt.sample import DEPTHS, Sample
+from actors.stats.counters import FIELDS as COUNTERS
+from actors.stats.rates import Rates, with_details
+from actors.stats.sample import DEPTHS, Sample
 from actors.placement import node_of
 from metadata.definitions import HASHING_ALGORITHM
 from metadata.policies import definition_json
+from wire.codec import decimal_parts
 
 API_VERSION = "3.10.8"  # the management API warren answers as (rabbitmqadmin and tools read it)
 PRODUCT = "warren"
@@ -54,13 +56,21 @@ class View:
 
 
 def printable(value: Any) -> Any:
-    """Field-table values as JSON carries them (bytes as text, nested tables and arrays kept)."""
+    """Field-table values as RabbitMQ's management API writes them (rabbit_mgmt_format:amqp_value):
+    nested tables and arrays kept, binaries as text or, when not UTF-8, "Not UTF-8, base64 is: ..."
+    (76-column lines), a decimal {Scale, Value} as the float "Scale.Value" (its quirk, kept)."""
     if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            encoded = base64.b64encode(value).decode()
+            return "Not UTF-8, base64 is: " + "\n".join(encoded[i:i + 76] for i in range(0, len(encoded), 76))
     if isinstance(value, dict):
         return {k: printable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [printable(v) for v in value]
+    if isinstance(value, Decimal):
+        return float("%d.%d" % decimal_parts(value))
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     return str(value)
@@ -109,6 +119,8 @@ def queue(view: View, rec: Any, *, detail: bool = False, policy: tuple[str, str,
         for key in ("exclusive_consumer_tag", "single_active_consumer_tag", "recoverable_slaves", "idle_since",
                     "head_message_timestamp"):
             out.pop(key)
+    if qtype == "stream":  # a single-node stream: its one member, the writer, is its home's node
+        out.update(leader=node, members=[node], online=[node] if s is not None else [])
     if detail:
         out.update(consumer_details=[consumer(view, c) for c in view.sample.consumers
                                      if c["queue_name"] == rec.name and c["vhost"] == rec.vhost],
@@ -180,9 +192,18 @@ def vhost(view: View, name: str) -> dict:
     return out
 
 
-def user(u: Any) -> dict:
+def user(u: Any, limits: dict | None = None) -> dict:
     return {"name": u.name, "password_hash": u.password_hash, "hashing_algorithm": HASHING_ALGORITHM,
-            "tags": list(u.tags), "limits": {}}
+            "tags": list(u.tags), "limits": dict(limits or {})}
+
+
+def topic_permission(t: Any) -> dict:
+    return {"user": t.user, "vhost": t.vhost, "exchange": t.exchange, "write": t.write, "read": t.read}
+
+
+def vhost_limits(vhost: str, limits: dict) -> dict:
+    """A vhost's limits row; an empty value prints as RabbitMQ's empty proplist, []."""
+    return {"vhost": vhost, "value": dict(limits) if limits else []}
 
 
 def permission(p: Any) -> dict:
@@ -298,9 +319,15 @@ def node(view: View, name: str) -> dict:
             "enabled_plugins": ["rabbitmq_management", "rabbitmq_prometheus"], "net_ticktime": 60,
             "mem_calculation_strategy": "rss", "config_files": [], "log_files": [], "db_dir": f.get("data_dir", ""),
             "exchange_types": [{"name": n, "description": d, "enabled": True} for n, d in EXCHANGE_TYPES],
-            "auth_mechanisms": [{"name": "PLAIN", "description": "SASL PLAIN authentication mechanism",
-                                 "enabled": True}],
+            "auth_mechanisms": [{"name": name, "description": description, "enabled": name in f.get(
+                                     "auth_mechanisms", ("PLAIN", "AMQPLAIN"))} for name, description in AUTH_MECHANISMS],
             "contexts": []}
+
+
+AUTH_MECHANISMS = (("PLAIN", "SASL PLAIN authentication mechanism"),
+                   ("AMQPLAIN", "QPid AMQPLAIN mechanism"),
+                   ("EXTERNAL", "TLS peer verification-based authentication plugin. Used in combination with the "
+                                "EXTERNAL SASL mechanism."))
 
 
 def definitions(view: View, vhosts: set[str] | None = None) -> dict:
@@ -312,9 +339,13 @@ def definitions(view: View, vhosts: set[str] | None = None) -> dict:
     out = {
         "rabbit_version": API_VERSION, "rabbitmq_version": API_VERSION, "product_name": PRODUCT,
         "product_version": view.product_version,
-        "users": [user(u) for u in reg.users()], "vhosts": [{"name": v} for v in reg.vhosts() if keep(v)],
-        "permissions": [permission(p) for p in reg.permissions() if keep(p.vhost)], "topic_permissions": [],
-        "parameters": [], "global_parameters": [],
+        "users": [user(u, reg.user_limits(u.name)) for u in reg.users()],
+        "vhosts": [{"name": v} for v in reg.vhosts() if keep(v)],
+        "permissions": [permission(p) for p in reg.permissions() if keep(p.vhost)],
+        "topic_permissions": [topic_permission(t) for t in reg.topic_permissions() if keep(t.vhost)],
+        "parameters": [{"value": vhost_limits(v, limits)["value"], "vhost": v, "component": "vhost-limits",
+                        "name": "limits"} for v, limits in reg.vhost_limits().items() if keep(v)],
+        "global_parameters": [],
         "policies": [policy(p) for p in reg.policies(operator=False) if keep(p.vhost)],
         "queues": [{"name": q.name, "vhost": q.vhost, "durable": True, "auto_delete": q.auto_delete,
                     "arguments": printable(q.arguments)} for q in reg.queues()

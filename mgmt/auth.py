@@ -28,6 +28,7 @@ REALM = 'Basic realm="RabbitMQ Management"'
 # what each tag grants, beyond the tags below it
 _IMPLIES = {MANAGEMENT: {MANAGEMENT}, POLICYMAKER: {MANAGEMENT, POLICYMAKER},
             MONITORING: {MANAGEMENT, MONITORING}, ADMINISTRATOR: {MANAGEMENT, POLICYMAKER, MONITORING, ADMINISTRATOR}}
+LOGIN_FAILED = {"error": "not_authorized", "reason": "Login failed"}
 _REFUSALS = {MANAGEMENT: "Not management user", MONITORING: "Not monitor user",
              ADMINISTRATOR: "Not administrator user", POLICYMAKER: "User not authorised to access object"}
 
@@ -75,7 +76,7 @@ def login(registry: Any, header: str | None) -> Caller | Refused:
         return Refused(401, None)
     user, password = given
     if not registry.check_login(user, password):
-        return Refused(401, {"error": "not_authorized", "reason": "Login failed"})
+        return Refused(401, LOGIN_FAILED)
     record = next((u for u in registry.users() if u.name == user), None)
     tags = tuple(record.tags) if record is not None else ()
     grants = frozenset().union(*(_IMPLIES.get(tag, set()) for tag in tags))

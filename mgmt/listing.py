@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from actors.mgmt.changes import Answer
-from actors.mgmt.rows import Row, value
+from mgmt.changes import Answer
+from mgmt.rows import Row, value
 
 DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE = 100, 500
 BY_NAME = ("vhost", "name")  # rabbit_mgmt_util's default sort of these listings

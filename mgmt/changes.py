@@ -1,7 +1,7 @@
 """The API's changes (PUT, DELETE, POST) as the node's admin operations, and their answers.
 
 Theory of operation: a change request becomes one admin operation of the node core
-(actors/node/core.py `_ADMIN`), the same operations warrenctl runs, so it takes its turn in the
+(actors/node/admin.py `ADMIN`), the same operations warrenctl runs, so it takes its turn in the
 node's serial order and is answered once every registry replica applied it. `plan` decides from
 the request and the registry as it stands: an `Admin` operation to run (with the status its
 success answers: 201 for a new object, 204 for an existing one, as RabbitMQ's PUT does), or at once
@@ -9,15 +9,15 @@ an `Answer` (a refusal, a 404, a malformed body). `outcome` turns the node's ans
 one: an AMQP error code 404 stays 404, every other failure is RabbitMQ's 400 `bad_request` with the
 node's text as `reason`. Who may do what is auth.py's.
 
-Left out: vhost limits, parameters, topic permissions, federation and shovel objects.
+Left out: runtime parameters other than vhost limits, federation and shovel objects.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from actors.mgmt import auth
-from actors.mgmt.shapes import properties_key
+from mgmt import auth
+from mgmt.shapes import properties_key
 
 NOT_FOUND = {"error": "Object Not Found", "reason": "Not Found"}
 ACCESS = {"error": "not_authorised", "reason": "User not authorised to access object"}
@@ -61,7 +61,8 @@ def plan(reg: Any, caller: auth.Caller, route: str, args: dict[str, str], method
     if not isinstance(body, dict):
         return bad_request("Request body must be a JSON object")
     vhost = args.get("vhost")
-    if route in ("vhost", "user", "permission", "definitions", "definitions_vhost"):
+    if route in ("vhost", "user", "permission", "definitions", "definitions_vhost", "topic_permission", "vhost_limit",
+                 "user_limit"):
         refused = caller.refusal(auth.ADMINISTRATOR)
         if refused is not None:
             return Answer(refused.status, refused.body)
@@ -71,7 +72,7 @@ def plan(reg: Any, caller: auth.Caller, route: str, args: dict[str, str], method
             return Answer(401, ACCESS)
     elif vhost is not None and not auth.may_manage_vhost(reg, caller, vhost):
         return Answer(401, ACCESS)
-    if vhost is not None and route not in ("vhost", "permission") and not reg.vhost_exists(vhost):
+    if vhost is not None and route not in ("vhost", "permission", "topic_permission") and not reg.vhost_exists(vhost):
         return Answer(404, {"error": "not_found", "reason": "vhost_not_found"}) if method == "PUT" else Answer(404, NOT_FOUND)
     handler = _PLANS.get((route, method))
     if handler is None:
@@ -121,6 +122,58 @@ def _delete_permission(reg: Any, a: dict, body: dict, q: dict) -> Admin | Answer
     if not reg.permissions(vhost=a["vhost"], user=a["user"]):
         return Answer(404, NOT_FOUND)
     return Admin("clear_permissions", {"user": a["user"], "vhost": a["vhost"]})
+
+
+def _missing(body: dict, *keys: str) -> Answer | None:
+    missing = [k for k in keys if k not in body]
+    return bad_request("[" + ",".join(f"{{key_missing,{k}}}" for k in missing) + "]") if missing else None
+
+
+def _put_topic_permission(reg: Any, a: dict, body: dict, q: dict) -> Admin | Answer:
+    if not reg.vhost_exists(a["vhost"]) or not _user_exists(reg, a["user"]):
+        return bad_request("vhost_or_user_not_found")
+    refused = _missing(body, "exchange", "write", "read")
+    if refused is not None:
+        return refused
+    existed = any(t.exchange == body["exchange"] for t in reg.topic_permissions(vhost=a["vhost"], user=a["user"]))
+    return Admin("set_topic_permissions", {"user": a["user"], "vhost": a["vhost"], "exchange": str(body["exchange"]),
+                                           "write": str(body["write"]), "read": str(body["read"])},
+                 204 if existed else 201)
+
+
+def _delete_topic_permission(reg: Any, a: dict, body: dict, q: dict) -> Admin | Answer:
+    exchange = q.get("exchange")
+    held = [t for t in reg.topic_permissions(vhost=a["vhost"], user=a["user"])
+            if exchange is None or t.exchange == exchange]
+    if not held:
+        return Answer(404, NOT_FOUND)
+    return Admin("clear_topic_permissions", {"user": a["user"], "vhost": a["vhost"], "exchange": exchange})
+
+
+def _put_vhost_limit(reg: Any, a: dict, body: dict, q: dict) -> Admin | Answer:
+    refused = _missing(body, "value")
+    if refused is not None:
+        return refused
+    return Admin("set_vhost_limits", {"vhost": a["vhost"], "limits": {a["name"]: body["value"]}, "merge": True})
+
+
+def _delete_vhost_limit(reg: Any, a: dict, body: dict, q: dict) -> Admin:
+    return Admin("clear_vhost_limits", {"vhost": a["vhost"], "name": a["name"]})
+
+
+def _put_user_limit(reg: Any, a: dict, body: dict, q: dict) -> Admin | Answer:
+    if not _user_exists(reg, a["user"]):
+        return Answer(400, {"error": "bad_request", "reason": ["no_such_user", a["user"]]})
+    refused = _missing(body, "value")
+    if refused is not None:
+        return refused
+    return Admin("set_user_limits", {"user": a["user"], "limits": {a["name"]: body["value"]}})
+
+
+def _delete_user_limit(reg: Any, a: dict, body: dict, q: dict) -> Admin | Answer:
+    if not _user_exists(reg, a["user"]):
+        return Answer(404, NOT_FOUND)
+    return Admin("clear_user_limits", {"user": a["user"], "name": a["name"]})
 
 
 def _policy_exists(reg: Any, vhost: str, name: str) -> bool:
@@ -231,6 +284,9 @@ _PLANS = {
     ("queue", "PUT"): _put_queue, ("queue", "DELETE"): _delete_queue, ("queue_contents", "DELETE"): _purge_queue,
     ("bindings_between", "POST"): _post_binding, ("binding", "DELETE"): _delete_binding,
     ("definitions", "POST"): _import, ("definitions_vhost", "POST"): _import,
+    ("topic_permission", "PUT"): _put_topic_permission, ("topic_permission", "DELETE"): _delete_topic_permission,
+    ("vhost_limit", "PUT"): _put_vhost_limit, ("vhost_limit", "DELETE"): _delete_vhost_limit,
+    ("user_limit", "PUT"): _put_user_limit, ("user_limit", "DELETE"): _delete_user_limit,
 }
 CHANGE_ROUTES = frozenset(route for route, _ in _PLANS)
 

@@ -14,8 +14,8 @@ import base64
 import binascii
 from typing import Any
 
-from actors.mgmt.changes import Answer, bad_request
-from actors.mgmt.shapes import printable
+from mgmt.changes import Answer, bad_request
+from mgmt.shapes import printable
 
 ACKMODES = ("ack_requeue_true", "ack_requeue_false", "reject_requeue_true", "reject_requeue_false")
 
