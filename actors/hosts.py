@@ -10,8 +10,8 @@ nodes and it learns where theirs listen and which nodes are up.
   set_vm_memory_high_watermark and set_disk_free_limit) and the alarm relay
   (actors/monitor/relay.py), which passes this node's alarms to every other node's and tells this
   node's connection hosts what the cluster is short of.
-- The node host also runs the management HTTP API, web UI and Prometheus endpoint when their
-  ports are set (actors/mgmt/).
+- The node host's entry with the management HTTP API, web UI and Prometheus endpoint (when their
+  ports are set) is mgmt/launch.py's, which runs this one and then starts them with its `NodeHost`.
 - queueN (a node with `queue_hosts = N`; by default the connection hosts run the same, see
   QueueService): a QueueManager that creates the classic queue actors placed on this host (their group
   commit: actors/queue/group_commit.py), the host's durable storage (persist/classic/host_storage.py:
@@ -20,16 +20,18 @@ nodes and it learns where theirs listen and which nodes are up.
 - quorum: the node's quorum queue members and their one WAL (actors/quorum/host.py); when a node
   goes down, its channels' consumers and unacked messages are given back by every member here.
 - connN: the AMQP listener (SO_REUSEPORT, so every connection host shares the port; plus an amqps
-  listener when tls_port is set), a registry replica (which also answers logins and vhost access),
+  listener when tls_port is set, with ssl_options' client certificate checks: actors/reader/tls.py),
+  a registry replica (the Gatekeeper decides logins, vhost access and limits with it,
+  actors/reader/login.py), the host's share of the cluster's connection counts (tracking.py),
   the readers/channels of the connections this host accepted, and by default (no queue hosts) the
   classic queues the node places here. It subscribes to the
-  node and starts listening only once it holds the registry snapshot, so it never routes with an
-  empty table (the node answers once it serves: after a restart, once the metadata group is back).
+  node and has started only once it holds the registry snapshot, so it never routes with an
+  empty table (the node answers once it serves: after a restart, once the metadata group is back);
+  it opens its listeners when the supervisor says (OPEN_LISTENERS), once every host of the node serves.
 """
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import random
 import socket
@@ -47,7 +49,8 @@ from actors.cluster.shell import ClusterActor, read_members, tick_ms as cluster_
 from actors.cluster.view import ClusterView, tell_local_hosts
 from actors.quorum import host as quorum
 from actors.quorum.names import QUORUM_KIND
-from actors.node.core import ADMIN_OPS, CONNECTION_ADMIN_NAME, TIMEOUT_MS_DEFAULT, Startup
+from actors.node.admin import ADMIN_OPS
+from actors.node.core import CONNECTION_ADMIN_NAME, TIMEOUT_MS_DEFAULT, Startup
 from actors.node.listings import LISTING_OPS
 from actors.node.metadata_machine import MetadataMachine
 from actors.node.quorum_membership import Reconciliation
@@ -63,11 +66,12 @@ from actors.placement import (ALARMS_NAME, CLUSTER_NAME, META_NAME, NODE_KIND, Q
                               RESOURCE_MONITOR_NAME, ROUTER_NAME, alarm_relay, host_of, kind_of, node_address,
                               queue_address, queue_kind, resource_monitor)
 from metadata import definitions
+from metadata.cert_login import DISTINGUISHED_NAME
 from metadata.quorum import CLUSTER_SIZE_DEFAULT
 from metadata.registry import Registry
 from actors.messages.stats import REPORTER_NAME
-from actors.mgmt.collector import StatsCollector
-from actors.mgmt.reporters import (ConnectionHostReporter, NodeHostReporter, QueueHostReporter, QuorumHostReporter,
+from actors.stats.collector import StatsCollector
+from actors.stats.reporters import (ConnectionHostReporter, NodeHostReporter, QueueHostReporter, QuorumHostReporter,
                                    node_facts)
 from actors.queue.housekeeping import Housekeeping
 from actors.queue.manager import QueueManager
@@ -81,10 +85,13 @@ from actors.reader.mover import Mover
 from actors.reader.admin import ConnectionAdmin
 from actors.reader.alarms import WATCHER_NAME, AlarmWatcher
 from actors.reader.core import Gatekeeper, Settings
+from actors.reader.login import DEFAULT_MECHANISMS
+from actors.reader.tracking import Tracking, TrackingShell
 from actors.reader.shell import (ConnectionHostContext, Reader, tell_channels, tell_channels_host_restarted,
                                  tell_channels_nodes)
 from actors.replica import RegistryReplica
 from actors.runtime.address import Address
+from actors.runtime.control import OPEN_LISTENERS
 from actors.runtime.node_process import socket_dir
 from flow.alarms import (DEFAULT_DISK_FREE_LIMIT_BYTES, DEFAULT_MEMORY_WATERMARK, AbsoluteLimit, Limit,
                          RelativeLimit)
@@ -105,7 +112,16 @@ def _host_info(op: str) -> Any:
     return {"error": f"unknown op {op!r}"}
 
 
-async def node_host(runtime: Any, spec: Any) -> None:
+@dataclass(frozen=True, slots=True)
+class NodeHost:
+    """What the node host started that the management (mgmt/launch.py) reads."""
+
+    node: NodeActor
+    facts: Callable[[], dict]  # this node's facts (reporters.node_facts)
+    cluster_status: Callable[[], dict]  # ClusterActor.status
+
+
+async def node_host(runtime: Any, spec: Any) -> NodeHost:
     started = time.monotonic()
     cfg = spec.config
     me, data_dir = cfg["node_name"], cfg["data_dir"]
@@ -131,7 +147,10 @@ async def node_host(runtime: Any, spec: Any) -> None:
     cluster = ClusterActor(runtime, membership, member, data_dir)
     relay = start_alarms(runtime, me)
     monitor = start_monitor(runtime, cfg, me)
-    facts = functools.partial(node_facts, me, started, monitor.management_facts)
+    mechanisms = list(cfg.get("auth_mechanisms", DEFAULT_MECHANISMS))
+
+    def facts() -> dict:
+        return {**node_facts(me, started, monitor.management_facts), "auth_mechanisms": mechanisms}
     runtime.spawn(REPORTER_NAME, NodeHostReporter(runtime, facts))  # other nodes' management asks it too
 
     def on_nodes(up: list[str], down: list[str]) -> None:
@@ -150,7 +169,7 @@ async def node_host(runtime: Any, spec: Any) -> None:
     # the hosts that may hold queues: queue hosts, connection hosts (a node without queue hosts) and quorum hosts
     queue_stats = StatsCollector(runtime, lambda: sorted(h for h in runtime.directory
                                                          if kind_of(h).startswith(("queue", "conn", QUORUM_KIND))),
-                                 control_stats_wait_ms, name="ctl-stats")
+                                 control_stats_wait_ms, name="ctl-stats", changes=False)
     runtime.spawn(queue_stats.name, queue_stats)
 
     async def control(op: str, args: dict) -> Any:
@@ -175,9 +194,7 @@ async def node_host(runtime: Any, spec: Any) -> None:
             return await _forget(cluster, node, args["node"])
         return _host_info(op)
     runtime.control = control
-    if cfg.get("management_port") or cfg.get("prometheus_port"):
-        from actors.mgmt.launch import start_management  # only then: aiohttp costs the node host ~13 MB
-        await start_management(runtime, node, cfg, facts, cluster.status)
+    return NodeHost(node, facts, cluster.status)
 
 
 def start_alarms(runtime: Any, me: str) -> RelayActor:
@@ -247,7 +264,7 @@ def quorum_host(runtime: Any, spec: Any) -> None:
     replica = RegistryReplica(runtime, QUEUE_ROUTER_NAME, Registry(), node_address(me))
     runtime.spawn(QUEUE_ROUTER_NAME, replica)
     replica.subscribe()
-    host = quorum.quorum_host(runtime, spec, replica.registry)
+    host = quorum.quorum_host(runtime, spec, replica.registry, replica.incarnation)
     runtime.spawn(REPORTER_NAME, QuorumHostReporter(runtime, host, spec.config["node_name"]))
     seen_down: set[str] = set()
 
@@ -322,7 +339,8 @@ def serve_queues(runtime: Any, cfg: dict) -> QueueService:
         # follows the node's limit once its monitor answers (warrenctl set_vm_memory_high_watermark)
         ratio = float(cfg.get("vm_memory_high_watermark_paging_ratio", 0.5))
         threshold = int(float(cfg.get("vm_memory_high_watermark", 0.4)) * ratio * psutil.virtual_memory().total)
-        housekeeping = Housekeeping(storage, threshold, manager.ensure_recovered, paging_ratio=ratio)
+        housekeeping = Housekeeping(storage, threshold, manager.ensure_recovered, paging_ratio=ratio,
+                                    paged=manager.touch_all)
         runtime.spawn(HOUSEKEEPING_NAME, housekeeping)
         housekeeping.start()
     return service
@@ -353,15 +371,28 @@ async def connection_host(runtime: Any, spec: Any) -> None:
     registry = Registry()
     settings = Settings(frame_max=cfg.get("frame_max", 131072), channel_max=cfg.get("channel_max", 2047),
                         heartbeat=cfg.get("heartbeat", 60), handshake_timeout_ms=cfg.get("handshake_timeout", 10_000))
-    # logins and vhost access are answered by this host's replica, fed with hashes by the node
+    # logins, vhost access and limits are decided with this host's replica, fed with hashes by the node
     loopback_users = frozenset(u.strip() for u in str(cfg.get("loopback_users", "guest")).split(",") if u.strip())
-    gatekeeper = Gatekeeper(registry.check_login, registry.vhost_access_error, loopback_users)
+    tls_options = tls.TlsOptions.from_dict(cfg["tls"]) if cfg.get("tls_port") and cfg.get("tls") else None
+    counts = Tracking(runtime.host)  # the cluster's connections and channels, for the limits
+    gatekeeper = Gatekeeper(registry, loopback_users, tuple(cfg.get("auth_mechanisms", DEFAULT_MECHANISMS)),
+                            cfg.get("ssl_cert_login_from", DISTINGUISHED_NAME),
+                            verify_peer=tls_options is not None and tls_options.verify == tls.VERIFY_PEER,
+                            tracking=counts)
     ctx = ConnectionHostContext(
         runtime, registry, registry_place(registry), settings, gatekeeper,
         vhost_exists=registry.vhost_exists, router_address=Address(runtime.host, ROUTER_NAME),
         node=node_address(me), consumer_timeout_ms=cfg.get("consumer_timeout", 1800000),
-        max_message_size=cfg.get("max_message_size", MAX_MESSAGE_SIZE_DEFAULT))
-    replica = RegistryReplica(runtime, ROUTER_NAME, registry, node_address(me), tell_channels(ctx),
+        max_message_size=cfg.get("max_message_size", MAX_MESSAGE_SIZE_DEFAULT), tracking=counts)
+    tracking = TrackingShell(runtime, counts, CONNECTION_ADMIN_NAME, lambda: ctx.down_nodes)
+    ctx.counts_changed = tracking.maybe_tell
+    on_channels_change = tell_channels(ctx)
+
+    def on_change(sender: Address, changes: list, gone: list[Address]) -> None:
+        on_channels_change(sender, changes, gone)
+        ctx.tracking.track(registry.limits.tracked_vhosts(), registry.limits.tracked_users())
+        tracking.maybe_tell()
+    replica = RegistryReplica(runtime, ROUTER_NAME, registry, node_address(me), on_change,
                               tell_channels_host_restarted(ctx), incarnation=ctx.incarnation)
     runtime.spawn(ROUTER_NAME, replica)
     watcher = AlarmWatcher(ctx, alarm_relay(me))
@@ -374,6 +405,7 @@ async def connection_host(runtime: Any, spec: Any) -> None:
 
     def on_nodes(up: list[str], down: list[str]) -> None:
         on_channel_nodes(up, down)
+        ctx.tracking.nodes_down(frozenset(down))
         if queues is not None:
             queues.nodes(up, down)
 
@@ -383,13 +415,14 @@ async def connection_host(runtime: Any, spec: Any) -> None:
         watcher.watch()
         replica.subscribe()
     ClusterView(runtime, me, on_nodes=on_nodes, on_node_started=node_started).start()
-    runtime.spawn(CONNECTION_ADMIN_NAME, ConnectionAdmin(ctx))
+    runtime.spawn(CONNECTION_ADMIN_NAME, ConnectionAdmin(ctx, tracking))
     runtime.spawn(REPORTER_NAME, ConnectionHostReporter(runtime, ctx, queues.manager if queues is not None else None))
     if queues is not None:  # first: the node creates this host's queues once their replica subscribed
         queues.node_started()
     watcher.watch()  # answered on the node's pipe before the snapshot we wait for below
     replica.subscribe()
     await asyncio.wait_for(replica.ready.wait(), subscribe_timeout_s)
+    tracking.start()  # the other connection hosts answer with their counts
     loop = asyncio.get_running_loop()
 
     serving: set[asyncio.Task] = set()  # the loop keeps only weak references to tasks
@@ -416,13 +449,20 @@ async def connection_host(runtime: Any, spec: Any) -> None:
                         socket_dir(Path(cfg["data_dir"])), adopt)
     if acceptor.board is not None and cfg.get("connection_moves", True):
         ctx.mover = Mover(acceptor, runtime.host, ctx.settings.ticks_per_second)
-    acceptor.listen(cfg.get("bind", "127.0.0.1"), cfg["port"])
-    # amqps connections are not evened out: TLS is rare on the hot paths this is for
-    if cfg.get("tls_port"):
-        ctx.tls_server = await loop.create_server(
-            lambda: Reader(ctx), cfg.get("bind", "127.0.0.1"), cfg["tls_port"], reuse_port=True, backlog=1024,
-            ssl=tls.server_context(cfg["tls_certfile"], cfg["tls_keyfile"]))
-        log.info("tls_listener.started", host=runtime.host, port=cfg["tls_port"])
+
+    async def open_listeners() -> dict:
+        """The supervisor says when: once every host of the node serves (actors/runtime/restarts.py)."""
+        # a certificate that does not load fails the host before anything listens
+        tls_context = tls.server_context(tls_options) if tls_options is not None else None
+        acceptor.listen(cfg.get("bind", "127.0.0.1"), cfg["port"])
+        log.info("listener.started", host=runtime.host, port=cfg["port"])
+        # amqps connections are not evened out: TLS is rare on the hot paths this is for
+        if tls_context is not None:
+            ctx.tls_server = await loop.create_server(
+                tls.tls_protocol(loop, lambda: Reader(ctx), tls_context), cfg.get("bind", "127.0.0.1"),
+                cfg["tls_port"], reuse_port=True, backlog=1024)
+            log.info("tls_listener.started", host=runtime.host, port=cfg["tls_port"])
+        return {"port": cfg["port"]}
     loop.create_task(_tick(ctx))
 
     listings = {"list_connections": conn_admin.list_connections, "list_channels": conn_admin.list_channels,
@@ -439,9 +479,10 @@ async def connection_host(runtime: Any, spec: Any) -> None:
         if op == "close_connection":
             return {"closed": conn_admin.close_connections(ctx, None, args["name"], CONNECTION_FORCED,
                                                            args.get("reason", "Closed via warrenctl"))}
+        if op == OPEN_LISTENERS:
+            return await open_listeners()
         return _host_info(op)
     runtime.control = control
-    log.info("listener.started", host=runtime.host, port=cfg["port"])
 
 
 def registry_place(registry: Registry) -> Callable[[str, str], Address]:

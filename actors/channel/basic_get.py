@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from actors.channel.acks import Outstanding
-from actors.channel.resources import queue_for
+from actors.channel.resources import queue_record_for
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import Get
+from metadata import stream
 from wire import methods as m
 from wire.frames import content_frames
 from wire.inbound import Command
@@ -23,8 +24,12 @@ if TYPE_CHECKING:
 
 def basic_get(ch: ChannelCore, cmd: Command) -> None:
     x = cmd.method
-    queue = queue_for(ch, x, x.queue)
-    if queue is None:
+    found = queue_record_for(ch, x, x.queue)
+    if found is None:
+        return
+    queue, record = found
+    if stream.is_stream(record.arguments):
+        ch.error(stream.get_refused(record.name, ch.vhost), x)
         return
     ack_required = not x.no_ack
     ch.touched.add(queue)

@@ -18,10 +18,11 @@ from actors.channel.acks import Outstanding
 from actors.channel.generated_names import CONSUMER_TAG_PREFIX, new_tag
 from actors.channel.lifecycle import OPEN
 from actors.channel.publish_checks import REPLY_TO_QUEUE
-from actors.channel.resources import queue_for
+from actors.channel.resources import queue_record_for
 from actors.placement import quorum_uid
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import Cancel, Consume
+from metadata import stream
 from wire import methods as m
 from wire.errors import NOT_ALLOWED, NOT_IMPLEMENTED, AmqpError
 from wire.frames import content_frames
@@ -46,9 +47,21 @@ def basic_consume(ch: ChannelCore, cmd: Command) -> None:
     if x.queue == REPLY_TO_QUEUE:
         direct_reply.consume(ch, x)
         return
-    queue = queue_for(ch, x, x.queue or "")
-    if queue is None:
+    found = queue_record_for(ch, x, x.queue or "")
+    if found is None:
         return
+    queue, record = found
+    if stream.is_stream(record.arguments):
+        # rabbit_stream_queue:consume: no auto-ack, and a per-consumer prefetch is required
+        if x.no_ack:
+            ch.error(stream.no_ack_refused(record.name, ch.vhost), x)
+            return
+        if not ch.qos.consumer_limit:
+            ch.error(stream.no_prefetch(record.name, ch.vhost), x)
+            return
+        ch.streams[queue] = record.name
+    else:  # a classic or quorum queue of a name a stream had before
+        ch.streams.pop(queue, None)
     if ch.qos.channel_limit and quorum_uid(queue.host) is not None:
         # rabbit_quorum_queue:consume refuses an active channel-wide limiter (a connection error)
         ch.error(AmqpError(NOT_IMPLEMENTED, f"queue '{x.queue}' in vhost '{ch.vhost}' does not support global qos",

@@ -12,13 +12,14 @@ state, chosen by the table in dispatch.py:
 - lifecycle.py: open -> closing -> closed, and the channel class;
 - topology.py: exchange.* and queue.* (calls to the node); resources.py: the permission, existence
   and exclusivity checks RabbitMQ makes before it touches a resource (permissions.py asks the
-  registry);
+  registry, and remembers what was allowed as rabbit_channel does, until the channel hibernates:
+  hibernation.py);
 - publishing.py: basic.publish, routing, basic.return; confirm_mode.py: publisher confirms
   (ConfirmTracker in confirms.py); transactions.py: tx.*;
 - consuming.py: basic.qos/consume/cancel and deliveries; basic_get.py; settling.py: ack, nack,
   reject, recover (Unacked in acks.py); direct_reply.py: direct reply-to;
 - lost_queues.py: queues deleted, crashed or unreachable.
-Each method family bumps the channel's message counters (`counters`, actors/mgmt/counters.py) where
+Each method family bumps the channel's message counters (`counters`, actors/stats/counters.py) where
 it handles its messages.
 
 Rules kept here:
@@ -48,7 +49,8 @@ from actors.channel.dispatch import dispatch
 from actors.channel.lifecycle import CLOSED, CLOSING, OPEN
 from actors.channel.outbox import Outbox
 from actors.channel.quorum_links import QuorumLinks
-from actors.channel.permissions import PublishPermissions
+from actors.channel.hibernation import Hibernation
+from actors.channel.permissions import PermissionCache
 from actors.channel.publish_checks import MAX_MESSAGE_SIZE_DEFAULT
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import (
@@ -57,7 +59,7 @@ from actors.messages.channel_queue import (
 from actors.messages.direct_reply import DirectReply
 from actors.messages.node import QueueHostRestarted, QueuesGone
 from actors.messages.runtime import Undelivered
-from actors.mgmt.counters import ExchangeCounts, MessageCounters
+from actors.stats.counters import ExchangeCounts, MessageCounters
 from effects import CloseConnection, Send
 from flow.qos import QosLedger
 from wire import methods as m
@@ -82,8 +84,10 @@ class ChannelCore:
                  capabilities: dict, rng: "random.Random", flow_credit: int = 400, user: str = "guest",
                  address: Hashable = None, parse_address: Callable[[str], Hashable] = str,
                  consumer_timeout_ms: int | None = consumer_timeout_default_ms,
-                 ticks_per_second: int = 4, max_message_size: int = MAX_MESSAGE_SIZE_DEFAULT) -> None:
+                 ticks_per_second: int = 4, max_message_size: int = MAX_MESSAGE_SIZE_DEFAULT,
+                 impersonator: bool = False) -> None:
         self.number = number
+        self.impersonator = impersonator  # the user's tags at login allow another user-id (publish_checks.py)
         self.max_message_size = max_message_size
         self.vhost = vhost
         self.user = user
@@ -94,7 +98,8 @@ class ChannelCore:
         self._timeout_ticks = (None if consumer_timeout_ms is None
                                else -(-consumer_timeout_ms * ticks_per_second // 1000))
         self.now = 0                       # ticks since the channel opened
-        self.publish_permissions = PublishPermissions(router, user, vhost)
+        self.permissions = PermissionCache(router, user, vhost)
+        self.hibernation = Hibernation(ticks_per_second, rng)
         self.reply_consumer: tuple[str, str] | None = None  # (consumer tag, key) of direct reply-to
         self.owner = owner
         self.router = router
@@ -108,6 +113,7 @@ class ChannelCore:
         self.touched: set[Hashable] = set()        # queues that may hold our consumers/unacked
         self.down_nodes: frozenset[str] = frozenset()  # nodes the cluster sees down (lost_queues.py)
         self._waiting: int | None = None           # request id of the call in progress
+        self._calling: Hashable | None = None      # where that call went (a queue's host may die under it)
         self._then: Callable[[Reply], None] | None = None
         self._backlog: deque[Command] = deque()
         self._cancelled_during_call: list[str] | None = None  # None: no call in progress
@@ -116,15 +122,17 @@ class ChannelCore:
         self.unacked = Unacked()
         self.qos = QosLedger(flow_credit)
         self.consumers: dict[str, tuple[Hashable, bool]] = {}  # tag -> (queue, ack_required)
+        self.streams: dict[Hashable, str] = {}  # the stream queues consumed from: address -> name
         self.confirm: ConfirmTracker | None = None
         self.tx: list | None = None                # buffered publishes/settlements in tx mode
         self.commit: tuple[ConfirmTracker, int] | None = None  # tx.commit waiting for queues
-        self.counters = MessageCounters()           # message_stats (actors/mgmt/counters.py)
+        self.counters = MessageCounters()           # message_stats (actors/stats/counters.py)
         self.exchange_counts: ExchangeCounts = {}   # the exchanges' publish_in / publish_out (idem)
         self.quorum = QuorumLinks(router.quorum_members, retry_ticks=ticks_per_second)  # quorum queues' leaders
 
     # ------------------------------------------------------------------ inputs
     def command(self, cmd: Command) -> None:
+        self.hibernation.woke(self.now)
         if self.state != OPEN:
             lifecycle.while_closing(self, cmd.method)
         elif self._waiting is not None:
@@ -134,6 +142,7 @@ class ChannelCore:
 
     def receive(self, sender: Hashable, msg: Any) -> None:
         """A message from a queue, the node's replica or another channel (actors/messages)."""
+        self.hibernation.woke(self.now)
         via = self.quorum.receive(sender, msg)
         if via is not None:  # from a quorum queue's member: what its queue says, through its client
             queue, said, sends = via
@@ -174,8 +183,11 @@ class ChannelCore:
             raise ValueError(f"channel got an unexpected message {kind.__name__}")
 
     def tick(self) -> None:
-        """One tick of time: close the channel if its oldest unacked delivery is past the timeout."""
+        """One tick of time: hibernate when idle for long enough (the permission caches are
+        forgotten); close the channel if its oldest unacked delivery is past the timeout."""
         self.now += 1
+        if self.hibernation.asleep_now(self.now):
+            self.permissions.forget()
         for effect in self.quorum.tick():
             self.out.emit(effect)
         if self.state != OPEN or self._timeout_ticks is None:
@@ -188,10 +200,6 @@ class ChannelCore:
     def nodes_down(self, down: frozenset[str]) -> None:
         """The nodes the cluster sees down now (lost_queues.nodes_down)."""
         lost_queues.nodes_down(self, down)
-
-    def metadata_changed(self) -> None:
-        """The registry replica applied changes: cached permission answers may be stale."""
-        self.publish_permissions.clear()
 
     def connection_closed(self) -> None:
         """The connection went away: release everything, send nothing to the client."""
@@ -225,6 +233,7 @@ class ChannelCore:
         channel deleting the queue it consumes from sends queue.delete-ok, THEN basic.cancel
         (py-amqp raises ConsumerCancelled inside queue_delete on the other order)."""
         self.out.emit(Send(to, request(self.wait(then))))
+        self._calling = to
         self._cancelled_during_call = []
 
     def wait(self, then: Callable[[Reply], None]) -> int:
@@ -237,7 +246,7 @@ class ChannelCore:
     def reply(self, rid: int, result: Reply) -> None:
         if rid != self._waiting:
             return  # a reply for a channel incarnation that was closed meanwhile
-        then, self._then, self._waiting = self._then, None, None
+        then, self._then, self._waiting, self._calling = self._then, None, None, None
         cancelled, self._cancelled_during_call = self._cancelled_during_call, None
         if self.state == OPEN:
             then(result)
@@ -248,6 +257,10 @@ class ChannelCore:
 
     def is_waiting_for(self, rid: int) -> bool:
         return rid == self._waiting
+
+    def call_to(self) -> tuple[int, Hashable] | None:
+        """(request id, destination) of the call in progress to an actor (None: none, or the node's)."""
+        return None if self._waiting is None or self._calling is None else (self._waiting, self._calling)
 
     def is_calling(self) -> bool:
         """Whether a call is in flight or commands wait behind one."""

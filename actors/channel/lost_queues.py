@@ -4,7 +4,8 @@ Theory of operation, as RabbitMQ's channel sees a queue process go down:
 - a queue deleted normally (QueuesGone from the node) owes no more confirms: its publishes still
   waiting count as confirmed (a deleted queue dropped them on purpose);
 - a queue host that crashed and came back (QueueHostRestarted): publishes waiting for its queues are
-  nacked (they may or may not have been enqueued), their consumers are cancelled, and deliveries
+  nacked (they may or may not have been enqueued), a call waiting for one of them fails with
+  RabbitMQ's 404 "down or inaccessible" (its answer died with the host), their consumers are cancelled, and deliveries
   still unacked become orphans whose later ack, nack or reject is accepted and goes nowhere (their
   queue will redeliver them);
 - a message the runtime could not deliver to a queue actor (Undelivered) because the queue was
@@ -15,7 +16,7 @@ Theory of operation, as RabbitMQ's channel sees a queue process go down:
 - a queue whose node the cluster sees down (`nodes_down`): what was in flight to it is lost as when
   its host restarts, a later publish to it is nacked at once (publishing.reachable: RabbitMQ's
   channel nacks what it sent to a queue process that went down) and a consume, get or purge gets RabbitMQ's 404
-  "home node ... is down or inaccessible" (resources.queue_for).
+  "home node ... is down or inaccessible" (resources.queue_record_for).
 """
 from __future__ import annotations
 
@@ -40,6 +41,9 @@ def queue_deleted(ch: ChannelCore, queue: Hashable) -> None:
 def queue_host_restarted(ch: ChannelCore, host: str) -> None:
     lost = [q for q in _queues_owing(ch) if getattr(q, "host", None) == host]
     _confirms_lost(ch, lost, abnormal=True)
+    call = ch.call_to()
+    if call is not None and getattr(call[1], "host", None) == host:  # its answer died with the host
+        ch.reply(call[0], Reply(call[0], error=_down(call[1], ch.vhost)))
     for tag, (queue, _) in list(ch.consumers.items()):
         if getattr(queue, "host", None) == host:
             consuming.server_cancel(ch, tag)
@@ -51,9 +55,13 @@ def undelivered(ch: ChannelCore, queue: Hashable, msg: Any, gone: bool) -> None:
         _confirms_lost(ch, [queue], abnormal=not gone)
     elif type(msg) in (Consume, Cancel, Get, Purge) and ch.is_waiting_for(msg.rid):
         name = getattr(queue, "name", str(queue)).split(":", 2)[-1]
-        error = (texts.not_found("queue", name, ch.vhost) if gone else
-                 AmqpError(NOT_FOUND, f"{texts.resource('queue', name, ch.vhost)} is down or inaccessible"))
+        error = texts.not_found("queue", name, ch.vhost) if gone else _down(queue, ch.vhost)
         ch.reply(msg.rid, Reply(msg.rid, error=error))
+
+
+def _down(queue: Hashable, vhost: str) -> AmqpError:
+    name = getattr(queue, "name", str(queue)).split(":", 2)[-1]
+    return AmqpError(NOT_FOUND, f"{texts.resource('queue', name, vhost)} is down or inaccessible")
 
 
 def nodes_down(ch: ChannelCore, down: frozenset[str]) -> None:

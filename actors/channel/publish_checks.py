@@ -7,7 +7,8 @@ called, which decodes once and applies RabbitMQ 3.10's rules in its order:
 
 1. reply-to = "amq.rabbitmq.reply-to" is replaced by the channel's direct reply-to name
    (406 "fast reply consumer does not exist" without a reply consumer);
-2. user-id must equal the authenticated user (406);
+2. user-id must equal the authenticated user (406), unless the user had the `impersonator` tag
+   when it logged in (rabbit_channel:check_user_id_header reads the tags of the connection's user);
 3. expiration must parse as Erlang's string:to_integer does, within 0..315360000000 (406, with the
    Erlang term RabbitMQ prints, line-wrapped as io_lib's ~p wraps it);
 4. the CC and BCC headers, arrays of longstr, add routing keys (non-string elements are skipped,
@@ -60,11 +61,12 @@ def needs_inspection(header: bytes) -> bool:
     return bool(flags & _DECIDING_FLAGS) or bool(flags & _HEADERS_FLAG and b"CC" in header)
 
 
-def inspect(header: bytes, user: str, reply_to: Callable[[], str | None]
+def inspect(header: bytes, user: str, reply_to: Callable[[], str | None], impersonator: bool = False
             ) -> tuple[bytes, list[str]] | AmqpError:
     """(header to store, extra routing keys) or the error that closes the channel.
 
-    `reply_to()` gives this channel's direct reply-to name, None without a reply consumer."""
+    `reply_to()` gives this channel's direct reply-to name, None without a reply consumer;
+    `impersonator`: the user may claim another user-id."""
     props = BasicProperties.decode(header, HEADER_PROPS_OFFSET)
     rewritten = False
     if props.reply_to == REPLY_TO_QUEUE:
@@ -73,7 +75,7 @@ def inspect(header: bytes, user: str, reply_to: Callable[[], str | None]
             return AmqpError(PRECONDITION_FAILED, "fast reply consumer does not exist")
         props.reply_to = name
         rewritten = True
-    if props.user_id is not None and props.user_id != user:
+    if props.user_id is not None and props.user_id != user and not impersonator:
         return AmqpError(PRECONDITION_FAILED,
                          f"user_id property set to '{props.user_id}' but authenticated user was '{user}'")
     if props.expiration is not None:

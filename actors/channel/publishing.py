@@ -1,8 +1,10 @@
 """basic.publish: checks, routing, basic.return, and the per-queue publish batches.
 
 Theory of operation: the exchange and routing come from the host's registry replica (read-only
-here); the routed queue names are placed on queue actors by `place`. Write permission is cached per
-exchange (permissions.py). Publish property rules (user-id, expiration, CC/BCC, reply-to) live in
+here); the routed queue names are placed on queue actors by `place`. The write permission on the
+exchange, then (a topic exchange) the write topic permission on the routing key, are checked
+through the channel's permission cache (permissions.py), in rabbit_channel's order: size, write,
+the exchange's existence, the topic permission, then the properties. Publish property rules (user-id, expiration, CC/BCC, reply-to) live in
 publish_checks.py and cost nothing for messages that carry none of those properties; CC and BCC
 keys add their routes to the routing key's. Publishes to direct reply-to names are sent to their
 channel at once (direct_reply.py). In tx mode the routed publish waits in the tx buffer until
@@ -20,13 +22,15 @@ from typing import TYPE_CHECKING
 
 from actors.channel import direct_reply
 from actors.channel.lazy_headers import LazyHeaders
+from actors.channel.permissions import EXCHANGE, WRITE
 from actors.channel.publish_checks import REPLY_TO_PREFIX, inspect, needs_inspection, size_error
 from actors.messages.channel_queue import Published
 from actors.placement import node_of
 from wire import methods as m
-from wire.errors import NOT_IMPLEMENTED, AmqpError
+from wire.errors import INTERNAL_ERROR, NOT_IMPLEMENTED, AmqpError
 from wire.frames import content_frames
 from wire.inbound import Command
+from wire.properties import properties_decode
 
 if TYPE_CHECKING:
     from actors.channel.confirms import ConfirmTracker
@@ -40,7 +44,7 @@ def basic_publish(ch: ChannelCore, cmd: Command) -> None:
     if x.immediate:
         ch.error(AmqpError(NOT_IMPLEMENTED, "immediate=true", connection=True), x)
         return
-    denied = size_error(len(cmd.body), ch.max_message_size) or ch.publish_permissions.check(x.exchange)
+    denied = size_error(len(cmd.body), ch.max_message_size) or ch.permissions.check(WRITE, EXCHANGE, x.exchange)
     if denied is not None:
         ch.error(denied, x)
         return
@@ -49,10 +53,19 @@ def basic_publish(ch: ChannelCore, cmd: Command) -> None:
     if isinstance(exchange, AmqpError):
         ch.error(exchange, x)
         return
+    if exchange.type == "topic":
+        denied = ch.permissions.check_topic(exchange, WRITE, x.routing_key)
+        if denied is not None:
+            ch.error(denied, x)
+            return
     header, body = cmd.header, cmd.body
+    if not properties_decode(header):
+        # RabbitMQ's channel crashes decoding them and its reader closes the connection so
+        ch.error(AmqpError(INTERNAL_ERROR, "", connection=True))
+        return
     extra: list[str] = []
     if needs_inspection(header):
-        inspected = inspect(header, ch.user, lambda: direct_reply.my_reply_name(ch))
+        inspected = inspect(header, ch.user, lambda: direct_reply.my_reply_name(ch), ch.impersonator)
         if isinstance(inspected, AmqpError):
             ch.error(inspected, x)
             return

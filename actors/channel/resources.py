@@ -4,16 +4,16 @@ Theory of operation: rabbit_channel checks the user's permission first, so a ref
 fails with 403 ACCESS_REFUSED even when the resource does not exist; only then does it look the
 resource up (404 NOT_FOUND) and check exclusivity (405 RESOURCE_LOCKED). Each check here closes the
 channel itself when it fails and tells its caller to stop (True from the `denied` family, None from
-`queue_for`). permissions.py holds the one place that asks the registry.
+`queue_record_for`). The channel's PermissionCache (permissions.py) asks the registry.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Hashable
 
-from actors.channel import permissions
 from actors.channel.permissions import EXCHANGE, QUEUE, READ, WRITE
 from actors.placement import node_of
 from metadata import texts
+from metadata.records import QueueRecord
 from wire import methods as m
 from wire.errors import NOT_FOUND, AmqpError
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def denied(ch: ChannelCore, method: m.Method, perm: str, kind: str, name: str) -> bool:
     """Close the channel and say True when the user lacks `perm` on the resource."""
-    error = permissions.check(ch.router, ch.user, ch.vhost, perm, kind, name)
+    error = ch.permissions.check(perm, kind, name)
     if error is None:
         return False
     ch.error(error, method)
@@ -49,16 +49,26 @@ def denied_via(ch: ChannelCore, method: m.Method, kind: str, name: str, target_k
 
 def binding_denied(ch: ChannelCore, x: m.Method, kind: str, destination: str, source: str) -> bool:
     """rabbit_channel:binding_action: write on the destination, then (unless the default exchange
-    is involved, which the node refuses) read on the source."""
+    is involved, which the node refuses) read on the source, then, when the source exists and is a
+    topic exchange, the read topic permission on the binding key (for queue and exchange
+    destinations alike)."""
     if denied(ch, x, WRITE, kind, destination):
         return True
     if source == "" or (kind == EXCHANGE and destination == ""):
         return False
-    return denied(ch, x, READ, EXCHANGE, source)
+    if denied(ch, x, READ, EXCHANGE, source):
+        return True
+    exchange = ch.router.exchange(ch.vhost, source)
+    error = ch.permissions.check_topic(exchange, READ, x.routing_key) if exchange is not None else None
+    if error is None:
+        return False
+    ch.error(error, x)
+    return True
 
 
-def queue_for(ch: ChannelCore, method: m.Method, name: str) -> Hashable | None:
-    """The queue actor for `name`, after RabbitMQ's read permission, existence and exclusivity checks."""
+def queue_record_for(ch: ChannelCore, method: m.Method, name: str) -> tuple[Hashable, QueueRecord] | None:
+    """The queue actor for `name` and its record (its type decides what the channel allows), after
+    RabbitMQ's read permission, existence and exclusivity checks."""
     if denied(ch, method, READ, QUEUE, name):
         return None
     found = ch.router.check_queue_access(ch.vhost, name, ch.owner)
@@ -69,4 +79,4 @@ def queue_for(ch: ChannelCore, method: m.Method, name: str) -> Hashable | None:
     if ch.down_nodes and node_of(queue.host) in ch.down_nodes:
         ch.error(texts.home_node_down(node_of(queue.host), found.name, ch.vhost), method)
         return None
-    return queue
+    return queue, found

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from actors.channel.acks import Outstanding
+from metadata import stream
 from wire import methods as m
 from wire.errors import NOT_IMPLEMENTED, PRECONDITION_FAILED, AmqpError
 from wire.inbound import Command
@@ -29,6 +30,11 @@ def settle(ch: ChannelCore, method: m.Method, tag: int, multiple: bool, how: str
     if entries is None:
         ch.error(AmqpError(PRECONDITION_FAILED, f"unknown delivery tag {tag}"), method)
         return
+    if how != ACK and ch.streams:
+        for entry in entries:
+            if entry.queue in ch.streams:  # a stream keeps every message: nothing to requeue or discard
+                ch.error(stream.nack_refused(ch.streams[entry.queue], ch.vhost), method)
+                return
     if ch.tx is not None:
         ch.tx.append(("settle", entries, how))
         return

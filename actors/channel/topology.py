@@ -5,7 +5,10 @@ writes, so each is a call to the node (the channel takes no further command unti
 core.py) after the permission checks RabbitMQ makes on the channel (resources.py). Errors about the
 resource itself (type, equivalence, existence, exclusivity, reserved names) are the node's to
 report, in RabbitMQ's order: a permission check here only runs where RabbitMQ's channel would make
-it before those. queue.purge goes to the queue itself. A queue.declare of a direct reply-to name
+it before those. A server-named queue is named here, as rabbit_channel names it, so its configure
+permission and the vhost's max-queues are checked against the name it gets (the node declares it
+under that name); the max-queues check is the registry's (metadata/limits.py), made again by the
+node when it applies the declare. queue.purge goes to the queue itself. A queue.declare of a direct reply-to name
 is answered by the channel (direct_reply.py).
 """
 from __future__ import annotations
@@ -16,14 +19,14 @@ from actors.channel import direct_reply
 from actors.channel.generated_names import QUEUE_NAME_PREFIX, new_tag
 from actors.channel.permissions import CONFIGURE, EXCHANGE, QUEUE
 from actors.channel.publish_checks import REPLY_TO_QUEUE
-from actors.channel.resources import binding_denied, denied, denied_via, queue_for
+from actors.channel.resources import binding_denied, denied, denied_via, queue_record_for
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import Purge
 from actors.messages.node import (
     BindExchange, BindQueue, DeclareExchange, DeclareQueue, DeleteExchange, DeleteQueue, UnbindExchange,
     UnbindQueue,
 )
-from metadata import names
+from metadata import names, quorum, stream
 from metadata.registry import EXCHANGE_TYPES
 from wire import methods as m
 from wire.inbound import Command
@@ -94,14 +97,25 @@ def queue_declare(ch: ChannelCore, cmd: Command) -> None:
     if x.queue.startswith(REPLY_TO_QUEUE):
         direct_reply.declare(ch, x)
         return
+    server_name = ""
     if not x.passive and not (x.queue and names.is_reserved(x.queue)):
-        # a server-named queue is checked under a name of the shape the node will pick
-        name = x.queue or new_tag(ch.rng, QUEUE_NAME_PREFIX)
-        if denied(ch, x, CONFIGURE, QUEUE, name) or denied_via(
-                ch, x, QUEUE, name, EXCHANGE, dict(x.arguments).get("x-dead-letter-exchange")):
+        name = names.strip_cr_lf(x.queue)
+        if not name:  # server-named: the channel names it, so the checks see the name it gets
+            refused = quorum.server_named_error(x.arguments) or stream.server_named_error(x.arguments)
+            if refused is not None:
+                ch.error(refused, x)
+                return
+            name = server_name = new_tag(ch.rng, QUEUE_NAME_PREFIX)
+        if denied(ch, x, CONFIGURE, QUEUE, name):
+            return
+        refused = ch.router.queue_limit_error(ch.vhost, name)  # a new queue over the vhost's max-queues
+        if refused is not None:
+            ch.error(refused, x)
+            return
+        if denied_via(ch, x, QUEUE, name, EXCHANGE, dict(x.arguments).get("x-dead-letter-exchange")):
             return
     node_call(ch, cmd, lambda rid: DeclareQueue(rid, ch.vhost, x.queue, x.passive, x.durable, x.exclusive,
-                                                x.auto_delete, dict(x.arguments), ch.owner),
+                                                x.auto_delete, dict(x.arguments), ch.owner, server_name),
               lambda r: m.QueueDeclareOk(queue=r.queue, message_count=r.message_count,
                                          consumer_count=r.consumer_count))
 
@@ -126,8 +140,12 @@ def queue_unbind(ch: ChannelCore, cmd: Command) -> None:
 
 def queue_purge(ch: ChannelCore, cmd: Command) -> None:
     x = cmd.method
-    queue = queue_for(ch, x, x.queue)
-    if queue is None:
+    found = queue_record_for(ch, x, x.queue)
+    if found is None:
+        return
+    queue, record = found
+    if stream.is_stream(record.arguments):
+        ch.error(stream.purge_refused(record.name, ch.vhost), x)
         return
 
     def then(result: Reply) -> None:

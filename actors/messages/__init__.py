@@ -13,10 +13,19 @@ msgpack cannot carry natively are encoded by `pack_default`: a registered record
 On the way back `build` rebuilds the message; fields annotated with a NamedTuple record type (`X`,
 `X | None`, or a sequence of `X`, e.g. the per-message records of a publish batch) are rebuilt as
 that record, one tuple.__new__ each, because msgpack hands back plain tuples. Sequences arrive as
-tuples, and receivers accept any sequence.
+tuples, and receivers accept any sequence. A field annotated `wire.codec.FieldTable` (queue,
+exchange, binding and consumer arguments) travels as its AMQP encoding, so each value keeps
+its AMQP type (msgpack would make an Int8 a plain int and refuse a Decimal); a plain map in
+its place (a metadata log written before) is taken as it is.
 
 Classes from lower layers (raft messages, wire's AmqpError, metadata's change records) are
 registered by the protocol module that sends them, with `register`.
+
+Versions (a cluster in a rolling upgrade runs two versions of this code, docs/UPGRADES.md): a
+message's fields are only ever appended, each with a default, never removed or reordered. So a
+node reads a message from an older node (fewer values: the defaults fill in) and from a newer one
+(`build` drops the trailing values it does not know). A change that cannot follow this rule is a
+new message tag.
 """
 from __future__ import annotations
 
@@ -29,25 +38,48 @@ from typing import Any, TypeVar
 
 import msgpack
 
+from wire.codec import FIELD_TABLE, decode_table, encode_table
+
 T = TypeVar("T")
 EXT_RECORD = 1  # msgpack ext type code of a nested registered record
 
 
 class _Spec:
-    __slots__ = ("cls", "tag", "get", "convert")
+    __slots__ = ("cls", "tag", "get", "convert", "size")
 
     def __init__(self, cls: type, tag: str, names: tuple[str, ...],
-                 convert: tuple[tuple[int, Callable[[Any], Any]], ...]) -> None:
+                 convert: tuple[tuple[int, Callable[[Any], Any]], ...], tables: tuple[int, ...] = ()) -> None:
         self.cls = cls
         self.tag = tag
+        self.size = len(names)
         if len(names) > 1:
-            self.get = attrgetter(*names)
+            get = attrgetter(*names)
         elif names:
             single = attrgetter(names[0])
-            self.get = lambda msg: (single(msg),)
+            get = lambda msg: (single(msg),)  # noqa: E731
         else:
-            self.get = lambda msg: ()
+            get = lambda msg: ()  # noqa: E731
+        self.get = _encoding_tables(get, tables) if tables else get
         self.convert = convert
+
+
+def _encoding_tables(get: Callable[[Any], tuple], tables: tuple[int, ...]) -> Callable[[Any], tuple]:
+    """`get`, with the field tables at `tables` as their AMQP encoding."""
+    def encoded(msg: Any) -> tuple:
+        values = list(get(msg))
+        for i in tables:
+            values[i] = encode_table(values[i])
+        return tuple(values)
+    return encoded
+
+
+def _table(value: Any) -> Any:
+    """A field table from what msgpack returns: its encoding, or a map of an older log."""
+    return decode_table(value, 0)[0] if isinstance(value, bytes) else value
+
+
+def _is_table(hint: Any) -> bool:
+    return FIELD_TABLE in getattr(hint, "__metadata__", ())
 
 
 _BY_TAG: dict[str, _Spec] = {}
@@ -63,6 +95,8 @@ _new = tuple.__new__  # a NamedTuple from a tuple: cheaper than its _make, once 
 
 def _converter(hint: Any) -> Callable[[Any], Any] | None:
     """How to rebuild a field annotated `hint` from what msgpack returns (None: as it is)."""
+    if _is_table(hint):
+        return _table
     record = _record_type(hint)
     if record is not None:
         return lambda v: _new(record, v)
@@ -84,10 +118,11 @@ def register(cls: type[T], tag: str | None = None) -> type[T]:
     assert is_dataclass(cls), cls
     tag = tag or cls.__name__
     assert tag not in _BY_TAG or _BY_TAG[tag].cls is cls, f"message tag {tag!r} taken by {_BY_TAG[tag].cls}"
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     names = tuple(f.name for f in fields(cls))
     convert = tuple((i, c) for i, name in enumerate(names) if (c := _converter(hints[name])) is not None)
-    spec = _Spec(cls, tag, names, convert)
+    tables = tuple(i for i, name in enumerate(names) if _is_table(hints[name]))
+    spec = _Spec(cls, tag, names, convert, tables)
     _BY_TAG[tag] = spec
     _BY_CLASS[cls] = spec
     return cls
@@ -115,7 +150,12 @@ def build(tag: str, values: Sequence[Any]) -> Any:
         values = list(values)
         for i, convert in spec.convert:
             values[i] = convert(values[i])
-    return spec.cls(*values)
+    try:
+        return spec.cls(*values)
+    except TypeError:  # checked only here: a length test on every message cost 10 % of `build`
+        if len(values) <= spec.size:
+            raise
+        return spec.cls(*values[:spec.size])  # a newer node's appended fields (the module docstring)
 
 
 def pack_default(obj: Any) -> msgpack.ExtType:

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from actors.messages import message
 from persist.classic.message import Message
+from wire.codec import FieldTable
 
 
 class Published(NamedTuple):
@@ -54,7 +55,7 @@ class Consume:
     ack_required: bool
     credit: int
     exclusive: bool
-    arguments: dict[str, Any]
+    arguments: FieldTable
 
 
 @message

@@ -17,7 +17,7 @@ has the queue). `Sync` asks a replica to answer once everything sent before it i
 Queue lifecycle: node -> queue manager `CreateQueue`; node -> queue `QueueStats` (value:
 `QueueCounts`), `ApplyPolicy`, `Dispose` (value: the message count) and `Purge`
 (channel_queue.py); queue -> node `AutoDeleteQueue`; reader -> node `ConnectionClosed`. Node ->
-connection admin: `CloseConnections`.
+connection admin: `CloseConnections`; connection admin -> connection admin: `TrackedCounts`.
 
 The registry machine's commands (metadata/commands.py) are registered here too: they are what the
 metadata Raft group's log will carry between nodes.
@@ -30,6 +30,7 @@ from actors.messages import message, register
 from actors.runtime.address import Address
 from metadata.changes import RECORDS, Change
 from metadata.commands import COMMANDS
+from wire.codec import FieldTable
 
 for _cls in RECORDS + COMMANDS:
     register(_cls)
@@ -47,7 +48,7 @@ class DeclareExchange:
     durable: bool
     auto_delete: bool
     internal: bool
-    arguments: dict[str, Any]
+    arguments: FieldTable
 
 
 @message
@@ -65,7 +66,7 @@ class BindExchange:
     destination: str
     source: str
     routing_key: str
-    arguments: dict[str, Any]
+    arguments: FieldTable
 
 
 @message
@@ -75,7 +76,7 @@ class UnbindExchange:
     destination: str
     source: str
     routing_key: str
-    arguments: dict[str, Any]
+    arguments: FieldTable
 
 
 @message
@@ -87,8 +88,9 @@ class DeclareQueue:
     durable: bool
     exclusive: bool
     auto_delete: bool
-    arguments: dict[str, Any]
+    arguments: FieldTable
     owner: Hashable
+    server_name: str = ""  # the name the channel gave a declare that named no queue
 
 
 @message
@@ -117,7 +119,7 @@ class BindQueue:
     queue: str
     exchange: str
     routing_key: str
-    arguments: dict[str, Any]
+    arguments: FieldTable
     owner: Hashable
 
 
@@ -128,7 +130,7 @@ class UnbindQueue:
     queue: str
     exchange: str
     routing_key: str
-    arguments: dict[str, Any]
+    arguments: FieldTable
     owner: Hashable
 
 
@@ -182,7 +184,7 @@ class CreateQueue:
     vhost: str
     name: str
     auto_delete: bool
-    arguments: dict[str, Any]
+    arguments: FieldTable
     durable: bool
 
 
@@ -226,9 +228,31 @@ class ConnectionClosed:
 
 @message
 class CloseConnections:
-    """Close every connection on `vhost` (or the one named `owner`) with connection.close `code`."""
+    """Close every connection on `vhost` (or the one named `owner`, or every one of `user`) with
+    connection.close `code`."""
 
     vhost: str | None
     owner: str | None
     code: int
     text: str
+    user: str | None = None
+
+
+@message
+class TrackedCounts:
+    """Connection host -> every other connection host of the cluster: its open connections per
+    vhost and per user, and its channels per user, for the vhosts and users that have limits
+    (actors/reader/tracking.py). `ask`: answer with yours (the sender has just started)."""
+
+    host: str
+    vhosts: dict[str, int]
+    users: dict[str, int]
+    channels: dict[str, int]
+    ask: bool = False
+
+
+@message
+class StreamStatus:
+    """node -> stream queue: its log and readers (value: the rows of `warrenctl stream_status`)."""
+
+    rid: int

@@ -42,6 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.messages import message
+from wire.codec import FieldTable
 
 
 @message
@@ -88,7 +89,7 @@ class StartMember:
     vhost: str
     name: str
     nodes: list[str]
-    arguments: dict[str, Any]
+    arguments: FieldTable
     created_ms: int
     leader: str = ""  # the node the leader locator chose: its member asks for votes first
 

@@ -14,6 +14,11 @@ A node host answers with `node`: the node's facts as the management API's node o
 (name, pid, uptime, memory and disk with their limits and alarms), so every node can show the
 whole cluster's nodes.
 
+Queue rows (and Raft rows) come as changes (actors/stats/deltas.py): the collector asks `since`
+the `version` of the last answer of that host it merged (with its `epoch`); the answer holds the
+rows of the queues that changed since, the keys (vhost, name) of those `gone` since, and `full`
+when it holds every row instead (the first answer, or the host restarted). Other lists are whole.
+
 Every host that reports has one reporter named `REPORTER_NAME`; the collector addresses hosts as
 `Address(host, REPORTER_NAME)`, whichever node they are on.
 """
@@ -30,6 +35,8 @@ REPORTER_NAME = "stats"
 @message
 class CollectStats:
     rid: int
+    epoch: str = ""  # the epoch of the host's last answer this collector merged ("": none)
+    since: int = -1  # that answer's version
 
 
 @message
@@ -45,3 +52,8 @@ class HostStats:
     raft: list[dict[str, Any]] = field(default_factory=list)
     wal: dict[str, int] = field(default_factory=dict)
     node: dict[str, Any] = field(default_factory=dict)
+    epoch: str = ""  # the reporter's (one per host process)
+    version: int = 0  # ask since this next time
+    full: bool = True  # `queues` and `raft` are every row, not changes
+    gone: list[Any] = field(default_factory=list)  # (vhost, name) of queues gone since
+    raft_gone: list[Any] = field(default_factory=list)  # (vhost, name) of members gone since

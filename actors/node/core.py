@@ -10,13 +10,15 @@ calls, `Undelivered`), warrenctl's admin asks, `applied` for every entry its mem
 and the cluster's view of which nodes are up; its outputs are effects (effects/): `Send`, `Log`,
 `ProposeCommand`, `StartTimer`/`CancelTimer`, `AnswerAdmin`.
 
-- Serial order. This node's requests are served one at a time, in arrival order. Each is an
-  operation: a generator (a continuation) that yields steps, `Apply(cmd)` (propose one of the
-  registry machine's commands, metadata/commands.py, and resume with its (result, changes) once
-  THIS node's member applied it, so the answer never runs ahead of this node's own copy) and
-  `Ask(to, request, ...)` (a call to a queue or a queue host, resumed by the `Reply` with its rid,
-  or by the step's error when the target does not exist or its node is down). Requests of other
-  nodes interleave in the log; each command validates against the state it is applied to.
+- Order. Each request is an operation: a generator (a continuation) that yields steps,
+  `Apply(cmd)` (propose one of the registry machine's commands, metadata/commands.py, and resume
+  with its (result, changes) once THIS node's member applied it, so the answer never runs ahead of
+  this node's own copy) and `Ask(to, request, ...)` (a call to a queue or a queue host, resumed by
+  the `Reply` with its rid, or by the step's error when the target does not exist or its node is
+  down). Operations that touch different queues and exchanges from different channels run side by
+  side; those that touch the same ones, and a channel's requests, keep their arrival order; admin
+  asks and clean-ups run alone (operations.py). Requests of other nodes interleave in the log;
+  each command validates against the state it is applied to.
 - Time-outs. A proposal not applied within `timeout_ms` (no majority, say) ends its operation with
   the step's `timeout_error` (RabbitMQ 4.0's texts: a 541 that closes the connection) and nothing
   else happens; should the command still commit later, its consequences on this node are carried
@@ -29,7 +31,8 @@ and the cluster's view of which nodes are up; its outputs are effects (effects/)
   command created gets its actor, one removed loses it (`Dispose`, fire and forget), a policy
   change reaches the queues homed here (`ApplyPolicy`) and, from the node it went through, the
   leaders of the quorum queues it changes (every node remembers what each was told), a deleted
-  vhost closes this node's connections on it (320), a forgotten node leaves the membership.
+  vhost or user closes this node's connections on it or of it (320, RabbitMQ's texts), a
+  forgotten node leaves the membership.
 - Placement. A classic queue is homed on the declaring node (RabbitMQ's client-local rule), on one
   of its queue hosts by a hash of its name (actors/placement.py); its record keeps that host.
 - Start. The node serves (answers `Subscribe`, so its hosts start) only after its start-up
@@ -42,23 +45,26 @@ and the cluster's view of which nodes are up; its outputs are effects (effects/)
   it; the command is idempotent), and calls in flight to its hosts end with their error.
 - Admin asks take their turn in the same order; a change is answered once every local replica
   confirmed (`Sync`) that it applied it. Passwords are hashed here with a salt from the injected
-  `salt` source; only hashes enter commands.
+  `salt` source; only hashes enter commands. The admin operations themselves are kept outside
+  the core, each a generator of the same steps over its public names (`queue_target`,
+  `queue_declare`, `delete_queue`, `hash_password`, ...): admin.py's on vhosts, policies, queues,
+  exchanges and bindings (its table `ADMIN` names them all), access_admin.py's on users,
+  permissions, limits and definitions, quorum_membership.py's on quorum queue members.
 """
 from __future__ import annotations
 
-import traceback
-from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from actors.messages.calls import Reply
-from actors.messages.channel_queue import Purge
 from actors.messages.cluster import ForgetNode
 from actors.messages.quorum import HostChannelsGone, NotQueueLeader
 from actors.node import quorum_membership as qm
 from actors.node import quorum_queues as qq
-from actors.node.steps import Apply, Ask, Op
+from actors.node.admin import ADMIN
+from actors.node.operations import Operations, Origin
+from actors.node.steps import MISSING, RETRY_LATER, Apply, Ask, AskAll, Op, command, home_down, queue_down
 from actors.messages.node import (
     ApplyPolicy, AutoDeleteQueue, BindExchange, BindQueue, CloseConnections, ConnectionClosed, CreateQueue,
     DeclareExchange, DeclareQueue, DeleteExchange, DeleteQueue, Dispose, MetadataChanged, QueueDeclared,
@@ -68,14 +74,13 @@ from actors.messages.runtime import Undelivered
 from actors.placement import (CLUSTER_NAME, NODE_KIND, QUEUE_ROUTER_NAME, ROUTER_NAME, host_of, node_of,
                               queue_address, queue_kind, queue_manager)
 from actors.runtime.address import Address
-from effects import AnswerAdmin, CancelTimer, Effect, Log, ProposeCommand, Send, StartTimer
-from metadata import names, passwords, quorum
-from metadata.admin_errors import EX_SOFTWARE, EX_UNAVAILABLE, AdminError, no_vhost
-from metadata.changes import PolicyCleared, PolicySet, QueueCreated, QueueDeleted, VhostDeleted
+from effects import AnswerAdmin, Effect, Log, Send, StartTimer
+from metadata import names, passwords, quorum, stream
+from metadata.admin_errors import EX_SOFTWARE, AdminError
+from metadata.changes import PolicyCleared, PolicySet, QueueCreated, QueueDeleted, UserDeleted, VhostDeleted
 from metadata.commands import (
-    AddBinding, AddUser, AddVhost, ChangePassword, ClearPermissions, ClearPolicy, Command, ForgetNodeQueues,
-    LoadDefinitions, PutExchange, PutQueue, RemoveBinding, RemoveExchange, RemoveNodeTransients, RemoveOwnedQueues,
-    RemoveQueue, RemoveUser, RemoveVhost, SetPermissions, SetPolicy, SetUserTags,
+    AddBinding, AddUser, Command, ForgetNodeQueues, LoadDefinitions, PutExchange, PutQueue, RemoveBinding,
+    RemoveExchange, RemoveNodeTransients, RemoveOwnedQueues, RemoveQueue, RemoveVhost, SetPermissions,
 )
 from metadata.records import EXCHANGE, QUEUE, QueueRecord
 from metadata.registry import Registry
@@ -121,14 +126,10 @@ class NodeDown:
     node: str
 
 
-Origin = Address | None  # who sent a request (None for an admin ask or an internal operation)
-
-
-def _queue_down(name: str) -> AmqpError:
-    return AmqpError(NOT_FOUND, f"queue '{name}' is down or inaccessible")
-
-
 class NodeCore:
+    """One node's metadata decisions (the module docstring); the admin operations outside it
+    reach it through its public methods and attributes."""
+
     def __init__(self, registry: Registry, node: str, queue_kinds: tuple[str, ...], *, salt: Callable[[int], bytes],
                  incarnation: int, timeout_ms: int = TIMEOUT_MS_DEFAULT,
                  now_ms: Callable[[], int] = lambda: 0,
@@ -143,14 +144,13 @@ class NodeCore:
         self._now_ms = now_ms  # wall-clock milliseconds (a quorum queue's creation time: x-expires)
         self.quorum_cluster_size = quorum_cluster_size  # members of a new quorum queue by default
         self.declaring = declaring  # the leader locator and equivalence checks configured
-        self._incarnation = incarnation  # tells this run's proposals from an earlier run's in the log
         self.serving = False
         self.down: set[str] = set()  # nodes the cluster sees down
         self.cluster: set[str] = {node}  # every node the cluster view has named, up or down
         self.cluster_now: set[str] = {node}  # the nodes the cluster view names now (forgotten ones go)
         self.reconciliation = reconciliation  # quorum queues' continuous membership reconciliation
         self._triggered = False  # a trigger's round is due (its timer has not fired yet)
-        self._leaders = qq.Leaders()  # the quorum queue members seen leading
+        self.leaders = qq.Leaders()  # the quorum queue members seen leading
         self._redirects: dict[int, int] = {}  # rid -> times a call was refused while no member led
         self._retries: dict[int, tuple[Address, Any]] = {}  # rid -> (member, request) to send again
         self._seen_up: set[str] = set()  # nodes seen up since this one started and not lost since
@@ -158,15 +158,13 @@ class NodeCore:
         self._held_subscribers: list[tuple[Address, int]] = []  # subscribed before this node serves
         self._queue_hosts_seen: set[str] = set()  # queue hosts whose replica subscribed already
         self._queue_settings: dict[tuple[str, str], dict] = {}  # what each queue homed here or quorum was told
-        self._work: deque[tuple[Origin, Any]] = deque()
-        self._running: tuple[Origin, Any, Op] | None = None
-        self._calls: dict[int, tuple[Callable[[Reply], None], Ask]] = {}  # rid -> resume, its step
-        self._proposal: tuple[Hashable, Apply] | None = None  # the running operation's, if it waits on one
-        self._proposals = 0
         self._syncs: dict[Hashable, tuple[set[int], Any]] = {}  # admin ask -> Syncs awaited, its result
-        self._rid = 0  # 0 is never a call's rid: fire-and-forget requests carry it
         self._startup_left = 0
         self._out: list[Effect] = []
+        self._ops = Operations(begin=lambda msg: _OPS[type(msg)](self, msg), answer=self._answer,
+                               unreachable=self.unreachable, emit=self.emit,
+                               incarnation=incarnation, timeout_ms=timeout_ms)
+        self._calls = self._ops.calls  # rid -> (resume, its Ask): every call in flight
 
     # ------------------------------------------------------------------ inputs
     def start(self, startup: Startup) -> list[Effect]:
@@ -175,11 +173,11 @@ class NodeCore:
             if startup.imported:
                 ops.append(LoadDefinitions(tuple(self._adopt(startup.imported))))
             else:
-                ops += [AddUser(startup.default_user, self._hash(startup.default_pass), ("administrator",)),
+                ops += [AddUser(startup.default_user, self.hash_password(startup.default_pass), ("administrator",)),
                         SetPermissions(startup.default_user, "/", ".*", ".*", ".*")]
         self._startup_left = len(ops)
-        self._work.extend((None, _StartupOp(cmd)) for cmd in ops)
-        self._pump()
+        for cmd in ops:
+            self._ops.submit(None, _StartupOp(cmd))
         return self._flush()
 
     def receive(self, sender: Address, msg: Any) -> list[Effect]:
@@ -189,8 +187,7 @@ class NodeCore:
             if call is not None:
                 call[0](msg)
         elif kind in _OPS:
-            self._work.append((sender, msg))
-            self._pump()
+            self._ops.submit(sender, msg)
         elif kind is Subscribe:
             if self.serving:
                 self._subscribe(sender, msg.incarnation)
@@ -209,8 +206,7 @@ class NodeCore:
 
     def admin(self, ask: Hashable, op: str, args: dict[str, Any]) -> list[Effect]:
         """An admin command (one of ADMIN_OPS); answered later with AnswerAdmin(ask, value)."""
-        self._work.append((None, AdminAsk(ask, op, args)))
-        self._pump()
+        self._ops.submit(None, AdminAsk(ask, op, args))
         return self._flush()
 
     def applied(self, origin: str, key: Hashable, cmd: Command, result: Any, changes: list) -> list[Effect]:
@@ -218,16 +214,13 @@ class NodeCore:
         if changes:
             for sub in self.subscribers:
                 self._out.append(Send(sub, MetadataChanged(changes)))
-        mine = origin == self.node and self._proposal is not None and self._proposal[0] == key
+        mine = origin == self.node and self._ops.waits_for(key)
         if self.serving:
             # the running declare creates its queue's actor and the running delete has disposed of it
             self._consequences(cmd, result, changes, actors_done=mine and type(cmd) in (PutQueue, RemoveQueue),
                                proposed_here=origin == self.node)
         if mine:
-            self._proposal = None
-            self._out.append(CancelTimer(_timer(key)))
-            self._advance((result, changes))
-            self._pump()
+            self._ops.applied(key, (result, changes))
         return self._flush()
 
     def restored(self) -> list[Effect]:
@@ -240,26 +233,12 @@ class NodeCore:
     def timer(self, name: str) -> list[Effect]:
         if name == qm.CMR_TIMER:  # the next round is scheduled when this one ends (_answer)
             self._triggered = False
-            self._work.append((None, qm.Reconcile()))
-            self._pump()
+            self._ops.submit(None, qm.Reconcile())
             return self._flush()
         if name.startswith(_RETRY_TIMER):
             self._retry_call(int(name[len(_RETRY_TIMER):]))
             return self._flush()
-        if self._proposal is not None and _timer(self._proposal[0]) == name:
-            _, step = self._proposal
-            self._proposal = None
-            if step.timeout_error is None:
-                self._propose(step)  # a start-up operation: the node cannot serve without it
-            elif step.timeout_error is RETRY_LATER:  # a clean-up: its turn again after the others'
-                origin, msg, op = self._running
-                self._running = None
-                op.close()
-                self._work.append((origin, msg))
-                self._pump()
-            else:
-                self._finish(step.timeout_error)
-                self._pump()
+        self._ops.timer(name)
         return self._flush()
 
     def nodes(self, up: Iterable[str], down: Iterable[str]) -> list[Effect]:
@@ -276,13 +255,13 @@ class NodeCore:
         self.down = set(down) - {self.node}
         for node in sorted(self.down):
             if node in gone:
-                self._work.append((None, NodeDown(node)))
+                self._ops.submit(None, NodeDown(node))
             hosts_prefix = node + ":"
             for rid, (resume, step) in list(self._calls.items()):
                 if step.to.host.startswith(hosts_prefix):
                     del self._calls[rid]
                     resume(Reply(rid, error=step.down or step.missing))
-        self._pump()
+        self._ops.pump()
         return self._flush()
 
     def connection_hosts(self) -> list[Address]:
@@ -294,47 +273,6 @@ class NodeCore:
         out, self._out = self._out, []
         return out
 
-    def _pump(self) -> None:
-        while self._running is None and self._work:
-            origin, msg = self._work.popleft()
-            self._running = (origin, msg, _OPS[type(msg)](self, msg))
-            self._advance(None)
-
-    def _advance(self, value: Any) -> None:
-        """Run the current operation until it waits for a proposal or a call, or finishes."""
-        assert self._running is not None
-        origin, msg, op = self._running
-        try:
-            step = op.send(value)
-        except StopIteration as done:
-            self._finish(done.value)
-            return
-        except Exception:  # a bug in one request must not stop the node's metadata service
-            self._out.append(Log("node.op_failed", "error", (("op", type(msg).__name__),
-                                                             ("traceback", traceback.format_exc()))))
-            name = "AdminOp" if type(msg) is AdminAsk else type(msg).__name__
-            self._finish(AmqpError(INTERNAL_ERROR, f"internal error in {name}", connection=True))
-            return
-        if type(step) is Apply:
-            self._propose(step)
-            return
-        if node_of(step.to.host) in self._unreachable():
-            self._advance(Reply(0, error=step.down or step.missing))
-            return
-        self._rid += 1
-        self._calls[self._rid] = (self._resume, step)
-        self._out.append(Send(step.to, step.request(self._rid)))
-
-    def _propose(self, step: Apply) -> None:
-        self._proposals += 1
-        key = (self._incarnation, self._proposals)
-        self._proposal = (key, step)
-        self._out += [ProposeCommand(key, step.cmd), StartTimer(_timer(key), self.timeout_ms)]
-
-    def _resume(self, reply: Reply) -> None:
-        self._advance(reply)
-        self._pump()
-
     def _redirected(self, sender: Address, msg: NotQueueLeader) -> None:
         """A quorum queue member that does not lead refused a request (quorum_queues.py)."""
         refused = msg.refused
@@ -344,8 +282,8 @@ class NodeCore:
             return  # a call that ended meanwhile
         # a leader on a node known down or forgotten would never answer: as during an election, the
         # same member again a moment later, until it has heard of (or become) the new leader
-        if msg.leader is not None and node_of(Address.parse(msg.leader).host) not in self._unreachable():
-            to = self._leaders.saw(msg.leader)
+        if msg.leader is not None and node_of(Address.parse(msg.leader).host) not in self.unreachable():
+            to = self.leaders.saw(msg.leader)
             if call is not None:
                 self._calls[rid] = (call[0], replace(call[1], to=to))
             if refused is not None:
@@ -363,13 +301,6 @@ class NodeCore:
         sender, request = self._retries.pop(rid, (None, None))
         if sender is not None and rid in self._calls:
             self._out.append(Send(sender, request))
-
-    def _finish(self, result: Any) -> None:
-        assert self._running is not None
-        origin, msg, op = self._running
-        self._running = None
-        op.close()
-        self._answer(origin, msg, result)
 
     def _answer(self, origin: Origin, msg: Any, result: Any) -> None:
         kind = type(msg)
@@ -406,10 +337,13 @@ class NodeCore:
         again = before == incarnation
         self.subscribers[sender] = incarnation
         self._out.append(Send(sender, MetadataChanged(self.registry.snapshot())))
-        if sender.name == ROUTER_NAME and before is not None and not again:
-            # a connection host restarted: its connections are gone, and their exclusive queues
-            self._work.append((None, HostRestarted(sender.host, incarnation)))
-            self._pump()
+        if before is not None and not again and (
+                sender.name == ROUTER_NAME
+                or (sender.name == QUEUE_ROUTER_NAME and Address(sender.host, ROUTER_NAME) not in self.subscribers)):
+            # a connection host restarted: its connections are gone, and their exclusive queues;
+            # or a host without connections (the quorum host) did: its dead-letter worker, named
+            # by the replica's incarnation as a channel is, is gone
+            self._ops.submit(None, HostRestarted(sender.host, incarnation))
         if sender.name != QUEUE_ROUTER_NAME or again:
             return
         host = sender.host
@@ -450,11 +384,12 @@ class NodeCore:
                 self._queue_settings.pop((change.vhost, change.name), None)
                 if not actors_done:
                     self._dispose_if_homed_here(change.vhost, change.name, change.home)
-            elif kind is VhostDeleted:
+            elif kind is VhostDeleted or kind is UserDeleted:  # rabbit_connection_tracking's closes
+                close = (CloseConnections(change.vhost, None, CONNECTION_FORCED, f"vhost '{change.vhost}' is deleted")
+                         if kind is VhostDeleted else CloseConnections(None, None, CONNECTION_FORCED,
+                                                                       f"user '{change.name}' is deleted", change.name))
                 for sub in self.connection_hosts():
-                    self._out.append(Send(Address(sub.host, CONNECTION_ADMIN_NAME),
-                                          CloseConnections(change.vhost, None, CONNECTION_FORCED,
-                                                           f"vhost '{change.vhost}' is deleted")))
+                    self._out.append(Send(Address(sub.host, CONNECTION_ADMIN_NAME), close))
             elif kind is PolicySet or kind is PolicyCleared:
                 policies.add(change.vhost)
         if policies:  # a policy change triggers quorum membership reconciliation (RabbitMQ 4.0's CMR)
@@ -495,7 +430,7 @@ class NodeCore:
         if settings != last:
             self._queue_settings[key] = settings
             if tell:
-                self._out.append(Send(self._queue_target(rec), ApplyPolicy(settings)))
+                self._out.append(Send(self.queue_target(rec), ApplyPolicy(settings)))
 
     def _adopt(self, records: Iterable[Any]) -> list[Any]:
         """A definitions file's queues are homed on this node, which brings them in (its quorum queues
@@ -503,7 +438,7 @@ class NodeCore:
         out = []
         for r in records:
             if type(r) is QueueCreated and quorum.is_quorum(r.arguments):
-                placed = qq.place([], r.arguments, self.node, {self.node}, set(), self._salt, 1)
+                placed = qq.place(None, r.arguments, self.node, {self.node}, set(), self._salt, 1)
                 r = replace(r, home=placed.home, members=placed.members, created_ms=self._now_ms())
             elif type(r) is QueueCreated:
                 r = replace(r, home=self._home(r.vhost, r.name))
@@ -527,31 +462,31 @@ class NodeCore:
     def _node_down(self, x: NodeDown) -> Op:
         yield Apply(RemoveNodeTransients(x.node), RETRY_LATER)
 
-    def _command(self, cmd: Command, timeout_error: AmqpError | AdminError) -> Op:
-        """Apply one command; its result."""
-        result, _ = yield Apply(cmd, timeout_error)
-        return result
-
-    def _exchange_declare(self, x: DeclareExchange) -> Op:
+    def exchange_declare(self, x: DeclareExchange) -> Op:
+        """A channel's exchange.declare (or the HTTP API's): the exchange, or the error to answer."""
         if x.passive:
             return self.registry.check_exchange(x.vhost, x.exchange)
-        return (yield from self._command(PutExchange(x.vhost, x.exchange, x.type, x.durable, x.auto_delete,
-                                                     x.internal, x.arguments),
-                                         texts.declare_timeout("exchange", x.exchange, x.vhost)))
+        return (yield from command(PutExchange(x.vhost, x.exchange, x.type, x.durable, x.auto_delete,
+                                               x.internal, x.arguments),
+                                   texts.declare_timeout("exchange", x.exchange, x.vhost)))
 
-    def _queue_declare(self, x: DeclareQueue) -> Op:
+    def queue_declare(self, x: DeclareQueue) -> Op:
+        """A channel's queue.declare (or the HTTP API's): placed, recorded, its actor or members
+        started once created; declare-ok with its counts, or the error to answer."""
         if x.passive:
             rec = self.registry.check_queue_access(x.vhost, x.queue, x.owner)
         else:
             name, server_named = x.queue, names.strip_cr_lf(x.queue) == ""
             if server_named:
-                error = quorum.server_named_error(x.arguments)
+                error = quorum.server_named_error(x.arguments) or stream.server_named_error(x.arguments)
                 if error is not None:
                     return error
-                name = self.registry.fresh_queue_name(x.vhost)
+                # the channel's name, the one it checked (a clash, never seen with 128 random bits: a fresh one)
+                name = (x.server_name if x.server_name and self.registry.queue(x.vhost, x.server_name) is None
+                        else self.registry.fresh_queue_name(x.vhost))
             home, members = self._home(x.vhost, name), ()
             if quorum.is_quorum(x.arguments) and self.registry.queue(x.vhost, name) is None:
-                placed = qq.place(self.registry.queues(), x.arguments, self.node, self.cluster_now, self.down,
+                placed = qq.place(self.registry, x.arguments, self.node, self.cluster_now, self.down,
                                   self._salt, self.quorum_cluster_size,
                                   self.registry.queue_policy_definition(x.vhost, name, quorum.TYPE),
                                   self.declaring.leader_locator)
@@ -562,77 +497,73 @@ class NodeCore:
                                  texts.queue_declare_timeout(name, x.vhost, self.node))
         if isinstance(rec, AmqpError):
             return rec
-        down = self._home_down(rec)
+        down = home_down(rec)
         if rec.created and rec.quorum:
             return (yield from self._start_members(rec))
         if rec.created:
-            yield Ask(queue_manager(rec.home), lambda rid: _create(rec, rid), _queue_down(rec.name), down)
+            yield Ask(queue_manager(rec.home), lambda rid: _create(rec, rid), queue_down(rec.name), down)
             self._send_policy(rec)
             return QueueDeclared(rec.name, 0, 0)
-        stats = yield Ask(self._queue_target(rec), QueueStats, _queue_down(rec.name), down)
+        stats = yield Ask(self.queue_target(rec), QueueStats, queue_down(rec.name), down)
         if not stats.ok:
+            if rec.quorum:  # no leader to count them (an election, a minority): rabbit_quorum_queue:stat's 0, 0
+                return QueueDeclared(rec.name, 0, 0)
             return stats.error
         return QueueDeclared(rec.name, stats.value.messages, stats.value.consumers)
 
     def _start_members(self, rec: QueueRecord) -> Op:
         """A new quorum queue's members, started on their nodes; declare-ok once one leads. The
-        leader's member starts last: it asks for votes at its first tick, when the others exist."""
-        started = 0
+        followers start together, then the leader's member, which stands for election at once
+        (they are there to vote) and is answered once it knows a leader (quorum/host.py)."""
         start = qq.start_member(rec)
-        for node in (*rec.members[1:], rec.members[0]):
-            reply = yield Ask(qq.manager(node), start, _queue_down(rec.name))
-            started += reply.ok
+        followers = yield AskAll(tuple(Ask(qq.manager(node), start, queue_down(rec.name))
+                                       for node in rec.members[1:]))
+        led = yield Ask(qq.manager(rec.members[0]), start, queue_down(rec.name))
+        started = sum(reply.ok for reply in followers) + led.ok
         error = qq.not_started(rec, self.node, started)
         if error is not None:
             return error
-        yield Ask(self._queue_target(rec), QueueStats, _queue_down(rec.name))  # answered by a leader
+        yield Ask(self.queue_target(rec), QueueStats, queue_down(rec.name))  # answered by a leader
         self._send_policy(rec)
         self._trigger_reconciliation()  # 4.0's queue_created trigger, on the declaring node
         return QueueDeclared(rec.name, 0, 0)
 
-    def _unreachable(self) -> set[str]:
+    def unreachable(self) -> set[str]:
         """The nodes a call cannot reach: those down and those forgotten (named once, no longer)."""
         return self.down | (self.cluster - self.cluster_now)
 
-    def _queue_target(self, rec: QueueRecord) -> Address:
+    def queue_target(self, rec: QueueRecord) -> Address:
         """Where a call to the queue goes: its actor, or the quorum queue member that leads."""
         if rec.quorum:
-            return self._leaders.target(rec, self._unreachable())
+            return self.leaders.target(rec, self.unreachable())
         return queue_address(rec.home, rec.vhost, rec.name)
-
-    @staticmethod
-    def _home_down(rec: QueueRecord) -> AmqpError:
-        if rec.quorum:  # any member may lead: its Ask is not to a node known down
-            return _queue_down(rec.name)
-        return texts.home_node_down(node_of(rec.home), rec.name, rec.vhost)
 
     def _queue_delete(self, x: DeleteQueue) -> Op:
         rec = self.registry.check_queue_access(x.vhost, x.queue, x.owner)
         if isinstance(rec, AmqpError):
             # deleting a queue that does not exist is not an error in RabbitMQ
             return 0 if rec.code == NOT_FOUND else rec
-        return (yield from self._delete_queue(rec, x.if_unused, x.if_empty))
+        return (yield from self.delete_queue(rec, x.if_unused, x.if_empty))
 
     def _queue_auto_delete(self, x: AutoDeleteQueue) -> Op:
         rec = self.registry.queue(x.vhost, x.name)
         if rec is None:
             return 0
-        return (yield from self._delete_queue(rec, True, False))
+        return (yield from self.delete_queue(rec, True, False))
 
-    def _delete_queue(self, rec: QueueRecord, if_unused: bool, if_empty: bool) -> Op:
+    def delete_queue(self, rec: QueueRecord, if_unused: bool, if_empty: bool) -> Op:
         """The queue agrees (it checks if-unused / if-empty) and is gone, then the record: its count.
         A queue whose actor is missing on a live node (a crashed host's transient queue, say) has
         nothing to agree or count: its record goes. So does a quorum queue no member leads (RabbitMQ's
         force delete); its members are deleted after the record, on every member node that is up."""
-        reply = yield Ask(self._queue_target(rec), lambda rid: Dispose(rid, if_unused, if_empty),
-                          _MISSING, _MISSING if rec.quorum else self._home_down(rec))
-        if not reply.ok and reply.error is not _MISSING:
+        reply = yield Ask(self.queue_target(rec), lambda rid: Dispose(rid, if_unused, if_empty),
+                          MISSING, MISSING if rec.quorum else home_down(rec))
+        if not reply.ok and reply.error is not MISSING:
             return reply.error
         yield Apply(RemoveQueue(rec.vhost, rec.name, rec.exclusive_owner), texts.queue_delete_timeout())
         if rec.quorum:  # RabbitMQ deletes a quorum queue with no leader too (its force delete)
-            for node in rec.members:
-                yield Ask(qq.manager(node), qq.delete_member(rec), _MISSING)
-            self._leaders.forget(rec)
+            yield AskAll(tuple(Ask(qq.manager(node), qq.delete_member(rec), MISSING) for node in rec.members))
+            self.leaders.forget(rec)
         return reply.value if reply.ok else 0
 
     def _connection_closed(self, x: ConnectionClosed) -> Op:
@@ -640,7 +571,11 @@ class NodeCore:
 
     # ------------------------------------------------------------------ admin commands
     def _admin(self, a: AdminAsk) -> Op:
-        return (yield from _ADMIN[a.op](self, a.args))
+        return (yield from self.run_admin(a.op, a.args))
+
+    def run_admin(self, op: str, args: dict[str, Any]) -> Op:
+        """Admin operation `op` (admin.py's table) as a step of an operation running now."""
+        return (yield from ADMIN[op](self, args))
 
     def _admin_done(self, ask: Hashable, result: Any) -> None:
         """Errors at once; anything else once every replica has applied what was published so far."""
@@ -653,11 +588,10 @@ class NodeCore:
         rids: set[int] = set()
         self._syncs[ask] = (rids, result)
         for sub in self.subscribers:
-            self._rid += 1
-            rids.add(self._rid)
-            self._calls[self._rid] = (lambda reply, ask=ask: self._synced(ask, reply.rid),
-                                      Ask(sub, Sync, AmqpError(NOT_FOUND, f"replica {sub} is down")))
-            self._out.append(Send(sub, Sync(self._rid)))
+            rid = self._ops.call(lambda reply, ask=ask: self._synced(ask, reply.rid),
+                                 Ask(sub, Sync, AmqpError(NOT_FOUND, f"replica {sub} is down")))
+            rids.add(rid)
+            self._out.append(Send(sub, Sync(rid)))
         if not rids:
             self._synced(ask, None)
 
@@ -668,113 +602,18 @@ class NodeCore:
             del self._syncs[ask]
             self._out.append(AnswerAdmin(ask, result))
 
-    def _admin_command(self, cmd: Command) -> Op:
-        result = yield from self._command(cmd, _ADMIN_TIMEOUT)
-        return {"ok": True} if result is None else result
-
-    def _hash(self, password: str) -> str:
+    def hash_password(self, password: str) -> str:
+        """`password` hashed with a fresh salt from the injected source: only hashes enter commands."""
         return passwords.hash_password(password, self._salt(passwords.salt_bytes))
 
-    def _delete_vhost(self, a: dict) -> Op:
-        vhost = a["name"]
-        if not self.registry.vhost_exists(vhost):
-            return no_vhost(vhost)
-        yield Apply(RemoveVhost(vhost), _ADMIN_TIMEOUT)
-        return {"ok": True}
+    def forget(self, node: str) -> None:
+        """`node` is forgotten (the cluster view may not say so yet): no call goes there."""
+        self.cluster.add(node)
+        self.cluster_now.discard(node)
 
-    def _purge_queue(self, a: dict) -> Op:
-        rec = self._admin_queue(a)
-        if isinstance(rec, AdminError):
-            return rec
-        reply = yield Ask(self._queue_target(rec), Purge, _queue_down(rec.name), self._home_down(rec))
-        return {"messages": reply.value} if reply.ok else AdminError(reply.error.detail)
-
-    def _delete_queue_admin(self, a: dict) -> Op:
-        rec = self._admin_queue(a)
-        if isinstance(rec, AdminError):
-            return rec
-        result = yield from self._delete_queue(rec, a.get("if_unused", False), a.get("if_empty", False))
-        return AdminError(result.detail) if isinstance(result, AmqpError) else {"messages": result}
-
-    # the HTTP API's declarations: the channels' operations, with no connection behind them
-    def _declare_exchange_admin(self, a: dict) -> Op:
-        result = yield from self._exchange_declare(DeclareExchange(
-            0, a.get("vhost", "/"), a["name"], a["type"], False, a.get("durable", True), a.get("auto_delete", False),
-            a.get("internal", False), dict(a.get("arguments") or {})))
-        return result if isinstance(result, AmqpError) else {"ok": True}
-
-    def _delete_exchange_admin(self, a: dict) -> Op:
-        return (yield from self._admin_command(RemoveExchange(a.get("vhost", "/"), a["name"],
-                                                              a.get("if_unused", False))))
-
-    def _declare_queue_admin(self, a: dict) -> Op:
-        result = yield from self._queue_declare(DeclareQueue(
-            0, a.get("vhost", "/"), a["name"], False, a.get("durable", True), False, a.get("auto_delete", False),
-            dict(a.get("arguments") or {}), None))
-        return result if isinstance(result, AmqpError) else {"ok": True}
-
-    def _binding_admin(self, command: type, a: dict) -> Op:
-        return (yield from self._admin_command(command(a.get("vhost", "/"), a["destination_kind"], a["destination"],
-                                                       a["source"], a.get("routing_key", ""),
-                                                       dict(a.get("arguments") or {}))))
-
-    def _put_user(self, a: dict) -> Op:
-        """Create or update a user from a password or a ready hash (definitions carry hashes)."""
-        name, tags = a["name"], tuple(a.get("tags", ()))
-        digest = a.get("password_hash")
-        if digest is None:
-            digest = self._hash(a["password"]) if a.get("password") is not None else ""
-        if not any(u.name == name for u in self.registry.users()):
-            return (yield from self._admin_command(AddUser(name, digest, tags)))
-        if a.get("password") is not None or a.get("password_hash") is not None:
-            yield from self._command(ChangePassword(name, digest), _ADMIN_TIMEOUT)
-        return (yield from self._admin_command(SetUserTags(name, tags)))
-
-    def _import_definitions(self, a: dict) -> Op:
-        """RabbitMQ's definitions document, applied in dependency order; the first error stops it."""
-        d = a["definitions"]
-        steps: list[tuple[Callable[[NodeCore, dict], Op], dict]] = []
-        steps += [(_ADMIN["add_vhost"], {"name": v["name"]}) for v in d.get("vhosts", [])]
-        steps += [(NodeCore._put_user, {"name": u["name"], "password_hash": u.get("password_hash", ""),
-                                        "tags": _tags(u.get("tags", ""))}) for u in d.get("users", [])]
-        steps += [(_ADMIN["set_permissions"], p) for p in d.get("permissions", [])]
-        steps += [(_ADMIN["set_policy"], {"vhost": p["vhost"], "name": p["name"], "pattern": p["pattern"],
-                                          "definition": p["definition"], "priority": p.get("priority", 0),
-                                          "apply_to": p.get("apply-to", "all")}) for p in d.get("policies", [])]
-        steps += [(NodeCore._declare_exchange_admin, x) for x in d.get("exchanges", [])]
-        steps += [(NodeCore._declare_queue_admin, q) for q in d.get("queues", [])]
-        steps += [(lambda core, b: core._binding_admin(AddBinding, b),
-                   {**b, "destination_kind": b.get("destination_type", "queue")}) for b in d.get("bindings", [])]
-        for op, args in steps:
-            result = yield from op(self, args)
-            if isinstance(result, (AdminError, AmqpError)):
-                return result
-        return {"ok": True}
-
-    def _admin_queue(self, a: dict) -> QueueRecord | AdminError:
-        vhost, name = a.get("vhost", "/"), a["name"]
-        if not self.registry.vhost_exists(vhost):
-            return no_vhost(vhost)
-        rec = self.registry.queue(vhost, name)
-        return rec if rec is not None else AdminError(f"Queue '{name}' in vhost '{vhost}' does not exist")
-
-    def _forget_node(self, a: dict) -> Op:
-        """warrenctl forget_cluster_node, once the shell has removed the node from the metadata
-        group (so it is forgotten whatever follows, as in RabbitMQ): its classic queues go (RabbitMQ
-        deletes the durable classic queues homed on a forgotten node), then its member of every
-        quorum queue (rabbit_quorum_queue:shrink_all/1: the groups count their majorities without
-        it). A queue that cannot lose it (its last member, no majority to commit the change) makes
-        the command fail with RabbitMQ's error, as rabbitmqctl's does."""
-        gone = a["node"]
-        self.cluster.add(gone)  # forgotten (the cluster view may not say so yet): no call goes there
-        self.cluster_now.discard(gone)
-        yield Apply(ForgetNodeQueues(gone), _ADMIN_TIMEOUT)
-        failed = (yield from qm.shrink(self, {"node": gone, "errors_only": True}))["rows"]
-        if failed:
-            queues = [f"{r['vhost']}/{r['name']}: {r['result']}" for r in failed]
-            self._out.append(Log("node.forget_shrink_failed", "warning", (("node", gone), ("queues", queues))))
-            return AdminError(f"Failed to shrink some entities on node {gone} : Quorum queues", EX_UNAVAILABLE)
-        return {"ok": True}
+    def emit(self, effect: Effect) -> None:
+        """An effect of an operation kept outside the core, out with the core's next ones."""
+        self._out.append(effect)
 
 
 @dataclass(frozen=True, slots=True)
@@ -786,16 +625,7 @@ def _create(rec: QueueRecord, rid: int) -> CreateQueue:
     return CreateQueue(rid, rec.vhost, rec.name, rec.auto_delete, rec.arguments, rec.durable)
 
 
-_MISSING = AmqpError(NOT_FOUND, "the actor does not exist")  # an Ask's marker: its target is gone
-RETRY_LATER = AdminError("retried later")  # a clean-up's time-out: made again after the requests queued meanwhile
-_ADMIN_TIMEOUT = AdminError("the operation timed out: the metadata store has no majority", EX_SOFTWARE)
-
-
 _RETRY_TIMER = "leader-retry:"
-
-
-def _timer(key: Hashable) -> str:
-    return f"propose:{key}"
 
 
 def _binding_timeout(action: str) -> AmqpError:
@@ -818,47 +648,11 @@ _COMMANDS: dict[type, tuple[Callable[[Any], Command], Callable[[Any], AmqpError]
 }
 
 _OPS: dict[type, Callable[[NodeCore, Any], Op]] = {
-    **{kind: (lambda core, x, to_command=to_command, timeout=timeout: core._command(to_command(x), timeout(x)))
+    **{kind: (lambda core, x, to_command=to_command, timeout=timeout: command(to_command(x), timeout(x)))
        for kind, (to_command, timeout) in _COMMANDS.items()},
-    DeclareExchange: NodeCore._exchange_declare, DeclareQueue: NodeCore._queue_declare,
+    DeclareExchange: NodeCore.exchange_declare, DeclareQueue: NodeCore.queue_declare,
     DeleteQueue: NodeCore._queue_delete, AutoDeleteQueue: NodeCore._queue_auto_delete,
     ConnectionClosed: NodeCore._connection_closed, AdminAsk: NodeCore._admin,
     _StartupOp: NodeCore._startup, NodeDown: NodeCore._node_down, HostRestarted: NodeCore._host_restarted,
     qm.Reconcile: qm.reconcile_members,
 }
-
-_ADMIN: dict[str, Callable[[NodeCore, dict], Op]] = {
-    "add_user": lambda core, a: core._admin_command(AddUser(a["name"], core._hash(a["password"]),
-                                                            tuple(a.get("tags", ())))),
-    "delete_user": lambda core, a: core._admin_command(RemoveUser(a["name"])),
-    "change_password": lambda core, a: core._admin_command(ChangePassword(a["name"], core._hash(a["password"]))),
-    "set_user_tags": lambda core, a: core._admin_command(SetUserTags(a["name"], tuple(a.get("tags", ())))),
-    "set_permissions": lambda core, a: core._admin_command(SetPermissions(a["user"], a.get("vhost", "/"),
-                                                                          a["configure"], a["write"], a["read"])),
-    "clear_permissions": lambda core, a: core._admin_command(ClearPermissions(a["user"], a.get("vhost", "/"))),
-    "add_vhost": lambda core, a: core._admin_command(AddVhost(a["name"])),
-    "delete_vhost": NodeCore._delete_vhost,
-    "set_policy": lambda core, a: core._admin_command(SetPolicy(
-        a.get("vhost", "/"), a["name"], a["pattern"], a["definition"], a.get("priority", 0),
-        a.get("apply_to", "all"), a.get("operator", False))),
-    "clear_policy": lambda core, a: core._admin_command(ClearPolicy(a.get("vhost", "/"), a["name"],
-                                                                    a.get("operator", False))),
-    "purge_queue": NodeCore._purge_queue, "delete_queue": NodeCore._delete_queue_admin,
-    "forget_node_queues": NodeCore._forget_node,
-}
-_ADMIN.update({
-    "declare_exchange": NodeCore._declare_exchange_admin, "delete_exchange": NodeCore._delete_exchange_admin,
-    "declare_queue": NodeCore._declare_queue_admin, "put_user": NodeCore._put_user,
-    "bind": lambda core, a: core._binding_admin(AddBinding, a),
-    "unbind": lambda core, a: core._binding_admin(RemoveBinding, a),
-    "import_definitions": NodeCore._import_definitions,
-    **qm.ADMIN_OPS,
-})
-ADMIN_OPS = frozenset(_ADMIN)
-
-
-def _tags(tags: Any) -> tuple[str, ...]:
-    """Tags as definitions carry them: a list, or RabbitMQ's comma-separated string."""
-    if isinstance(tags, str):
-        return tuple(t.strip() for t in tags.split(",") if t.strip())
-    return tuple(tags)

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from metadata.admin_errors import EX_DATAERR, EX_UNAVAILABLE
 from metadata.arguments import queue_type
+from metadata.limits import as_json
 from metadata.policies import definition_json
 from metadata.registry import Registry
 
@@ -27,6 +29,33 @@ def _users(reg: Registry, args: dict) -> list[dict]:
 def _permissions(reg: Registry, args: dict) -> list[dict]:
     return [{"user": p.user, "vhost": p.vhost, "configure": p.configure, "write": p.write, "read": p.read}
             for p in reg.permissions(vhost=args.get("vhost"), user=args.get("user"))]
+
+
+def _topic_permissions(reg: Registry, args: dict) -> list[dict] | dict:
+    """list_topic_permissions [-p vhost], or with `user`: list_user_topic_permissions."""
+    if "user" in args and not any(u.name == args["user"] for u in reg.users()):
+        return {"error": f'{{:no_such_user, "{args["user"]}"}}', "exit": EX_UNAVAILABLE}
+    if "vhost" in args and not reg.vhost_exists(args["vhost"]):
+        return {"error": f"Virtual host '{args['vhost']}' does not exist", "exit": EX_DATAERR}
+    return [{"user": t.user, "vhost": t.vhost, "exchange": t.exchange, "write": t.write, "read": t.read}
+            for t in reg.topic_permissions(vhost=args.get("vhost"), user=args.get("user"))]
+
+
+def _vhost_limits(reg: Registry, args: dict) -> list[dict] | dict:
+    """list_vhost_limits: one vhost's (its JSON, nothing without limits), or every vhost's with limits."""
+    if "vhost" in args and not reg.vhost_exists(args["vhost"]):
+        return {"error": f"Virtual host '{args['vhost']}' does not exist", "exit": EX_DATAERR}
+    return [{"vhost": v, "limits": as_json(limits)} for v, limits in reg.vhost_limits().items()
+            if args.get("vhost") in (None, v)]
+
+
+def _user_limits(reg: Registry, args: dict) -> list[dict] | dict:
+    """list_user_limits: one user's (its JSON, `{}` without limits), or every user's with limits."""
+    if "user" in args:
+        if not any(u.name == args["user"] for u in reg.users()):
+            return {"error": f'{{:no_such_user, "{args["user"]}"}}', "exit": EX_UNAVAILABLE}
+        return [{"user": args["user"], "limits": as_json(reg.user_limits(args["user"]))}]
+    return [{"user": u.name, "limits": as_json(reg.user_limits(u.name))} for u in reg.users() if reg.user_limits(u.name)]
 
 
 def _policies(operator: bool) -> Callable[[Registry, dict], list[dict]]:
@@ -67,7 +96,8 @@ def _queue_policies(reg: Registry, args: dict) -> list[dict]:
 _LISTINGS: dict[str, Callable[[Registry, dict], list[dict]]] = {
     "list_vhosts": _vhosts, "list_users": _users, "list_permissions": _permissions,
     "list_policies": _policies(False), "list_operator_policies": _policies(True), "list_exchanges": _exchanges,
-    "list_bindings": _bindings, "queue_policies": _queue_policies,
+    "list_bindings": _bindings, "queue_policies": _queue_policies, "list_topic_permissions": _topic_permissions,
+    "list_vhost_limits": _vhost_limits, "list_user_limits": _user_limits,
 }
 LISTING_OPS = frozenset(_LISTINGS) | {"status"}
 

@@ -6,7 +6,18 @@ are registered messages, so nested records travel as in an envelope: actors/mess
 member applies every committed entry to its node's one `Registry` with `apply_command`, which is a
 deterministic function of (state, command), so every node's copy goes through the same states.
 The state is that Registry object itself, updated in place: the node core and the listings read
-it, and a machine that copied the registry per entry would cost more than the entry.
+it, and a machine that copied the registry per entry would cost more than the entry. What `apply`
+mutates, exactly: the Registry it is given (`apply_command`: its tables - topology, access,
+limits, policies - and its routing cache, which every change clears), and `applied_index`; it
+returns the same Registry. `restore` resets that same Registry in place.
+Raft's core keeps no old states, so in-place updates are what raft/machine.py allows.
+
+Versions (raft/versions.py): the machine runs version 1 (`METADATA_VERSION`), the only one so
+far, and every metadata log and snapshot is version 1. A change to what a command does, or to
+the snapshot's records, is a new version: `apply` then picks the rules by `meta.machine_version`
+(as the quorum queue machine's `_BY_VERSION`), `upgrade` converts the registry at the switch,
+and `version()` returns the new number once every node can run it; the group switches by
+itself at one index once every node runs the new code.
 
 After each apply the machine calls `on_applied(origin, key, command, result, changes)`, on every
 member, leader or not (Raft's machine effects run on the leader only; here every node must act on
@@ -29,6 +40,7 @@ from metadata.registry import Registry
 from raft.machine import ApplyMeta
 
 OnApplied = Callable[[str, Hashable, Command, Any, list], None]
+METADATA_VERSION = 1
 
 
 def encode(origin: str, key: Hashable, command: Command) -> bytes:
@@ -49,6 +61,9 @@ class MetadataMachine:
 
     def init(self) -> Registry:
         return self.registry
+
+    def version(self) -> int:
+        return METADATA_VERSION
 
     def apply(self, meta: ApplyMeta, command: bytes, state: Registry) -> tuple[Registry, Any, list]:
         origin, key, cmd = decode(command)

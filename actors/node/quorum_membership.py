@@ -1,6 +1,6 @@
 """Quorum queue replica management, as `rabbitmq-queues` does it: `quorum_status`, `add_member`,
 `delete_member`, `grow`, `shrink`, `rebalance quorum` and `check_if_node_is_quorum_critical`, as
-NodeCore admin operations (actors/node/core.py), and the reconciliation a node does when it starts
+NodeCore admin operations (actors/node/admin.py's table), and the reconciliation a node does when it starts
 serving.
 
 Theory of operation. A quorum queue's members are two facts kept in step: its Raft configuration
@@ -15,7 +15,7 @@ Raft group has not taken:
 - delete: ask the leader to remove it (a leader that removes itself steps down once that commits),
   record it, then delete the member's files on its node (a node that is down deletes them when it
   serves again: `reconcile`).
-Calls to the leader follow `NotQueueLeader` as every call to a quorum queue does (the core's
+Calls to the leader follow `NotQueueLeader` as every call to a quorum queue does (NodeCore's
 `_redirected`). Everything an operation decides from (placement, plans, criticality) is in pure
 functions below; the operations are generator steps of the core's serial order.
 
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
 
 STATUS_COLUMNS = ("Node Name", "Raft State", "Membership", "Last Log Index", "Last Written", "Last Applied",
                   "Commit Index", "Snapshot Index", "Term", "Machine Version")  # RabbitMQ 4.0's
-MACHINE_VERSION = 1
 _NOPROC = AmqpError(NOT_FOUND, "noproc")
 _TIMEOUT = AdminError("the operation timed out: the metadata store has no majority", EX_SOFTWARE)
 
@@ -120,7 +119,7 @@ def status_row(node: str, st: dict[str, Any] | None) -> dict[str, Any]:
     return {"Node Name": node, "Raft State": st["role"], "Membership": membership, "Last Log Index": st["last"],
             "Last Written": st["written"], "Last Applied": st["applied"], "Commit Index": st["commit"],
             "Snapshot Index": st["snapshot_index"] or "undefined", "Term": st["term"],
-            "Machine Version": MACHINE_VERSION}
+            "Machine Version": st["machine_version"]}  # the version its log runs (raft/versions.py)
 
 
 def with_lag(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -190,7 +189,7 @@ def _add(core: NodeCore, rec: QueueRecord, node: str) -> Op:
     started = yield Ask(qq.manager(node), qq.start_member(rec), _NOPROC)
     if not started.ok:
         return AdminError("node_not_running", EX_UNAVAILABLE)
-    reply = yield Ask(core._queue_target(rec), lambda rid: ChangeQueueMembers(rid, member_id(node, uid), True),
+    reply = yield Ask(core.queue_target(rec), lambda rid: ChangeQueueMembers(rid, member_id(node, uid), True),
                       _NOPROC)
     if not reply.ok:
         yield Ask(qq.manager(node), qq.delete_member(rec), _NOPROC)
@@ -205,11 +204,11 @@ def _delete(core: NodeCore, rec: QueueRecord, node: str) -> Op:
     if len(rec.members) == 1:
         return AdminError("last_node", EX_UNAVAILABLE)
     uid = qq.uid_of(rec)
-    reply = yield Ask(core._queue_target(rec), lambda rid: ChangeQueueMembers(rid, member_id(node, uid), False),
+    reply = yield Ask(core.queue_target(rec), lambda rid: ChangeQueueMembers(rid, member_id(node, uid), False),
                       _NOPROC)
     if not reply.ok:
         return AdminError(reply.error.detail, EX_UNAVAILABLE)
-    core._leaders.forget(rec)  # it may have led: the next call asks a member that is left
+    core.leaders.forget(rec)  # it may have led: the next call asks a member that is left
     size = yield from _record(rec, tuple(n for n in rec.members if n != node))
     if node in core.cluster_now or node == core.node:  # a node that is down deletes it when it serves
         yield Ask(qq.manager(node), qq.delete_member(rec), _NOPROC)

@@ -9,10 +9,11 @@ node's quorum host to start its member (`StartMember`, answered once the member 
 durable table), and answers declare-ok once a member says it leads, so a channel's first publish
 finds a leader. Every call to the queue (stats, purge, delete, policies) goes to the member this
 node last saw leading; a member that does not lead answers `NotQueueLeader` with the leader it
-knows, and the core sends the same request there (`redirect`), or, while an election runs, to the
-same member a moment later (`RETRY_MS`), until the call's deadline.
+knows, and the core sends the same request there (NodeCore._redirected, `Leaders.saw`), or,
+while an election runs, to the same member a moment later (`RETRY_MS`), until the call's deadline.
 
-These are generator steps of NodeCore operations (actors/node/core.py), sharing its Ask.
+These are the pure pieces NodeCore's operations use (actors/node/core.py): placement, the members'
+addresses and the requests that start and delete them, and the leaders seen.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from actors.quorum.names import manager_id, member_id, uid_of_member
 from actors.runtime.address import Address
 from metadata import quorum
 from metadata.records import QueueRecord
+from metadata.registry import Registry
 from wire.errors import INTERNAL_ERROR, AmqpError
 
 RETRY_MS = 100  # a call a member refused during an election is sent again this much later
@@ -56,23 +58,27 @@ class Rng:
         return int.from_bytes(self._salt(4), "big") / (1 << 32)
 
 
-def place(queues: list[QueueRecord], arguments: dict[str, Any], local: str, nodes: set[str], down: set[str],
+def place(registry: Registry | None, arguments: dict[str, Any], local: str, nodes: set[str], down: set[str],
           salt: Callable[[int], bytes], cluster_size: int, policy: Mapping[str, Any] | None = None,
           leader_locator: str | None = None) -> Placement:
     """A new quorum queue's home and member nodes, declared through `local`, with the policy that
     will apply to it and the configured queue_leader_locator (metadata/quorum.py's leader_locator).
-    Above 1,000 queues of any type (rabbit_amqqueue:count/0) members and leader go at random."""
+    Above 1,000 queues of any type (rabbit_amqqueue:count/0) members and leader go at random, so
+    only below that are the members and leaders on each node counted (a declare costs O(queues)
+    only while they are few). `registry` None: a cluster with no queues yet."""
     members_on: Counter[str] = Counter()
     leaders_on: Counter[str] = Counter()
-    for rec in queues:
-        if rec.quorum:
-            members_on.update(rec.members)
-            leaders_on[rec.members[0]] += 1
+    count = 0 if registry is None else registry.queue_count()
+    if count < quorum.QUEUE_COUNT_START_RANDOM_SELECTION and registry is not None:
+        for rec in registry.queues():
+            if rec.quorum:
+                members_on.update(rec.members)
+                leaders_on[rec.members[0]] += 1
     ordered = sorted(nodes)
     size = quorum.group_size(arguments, len(ordered), cluster_size)
     locator = quorum.leader_locator(arguments, policy, leader_locator)
     leader, followers = quorum.place(size, locator, local, ordered, [n for n in ordered if n not in down],
-                                     len(queues), members_on, leaders_on, Rng(salt))
+                                     count, members_on, leaders_on, Rng(salt))
     return Placement(quorum_home(salt(8).hex()), (leader, *followers))
 
 

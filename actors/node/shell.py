@@ -103,7 +103,7 @@ class NodeActor:
         self._run(self.core.nodes(up, down))
 
     async def admin(self, op: str, args: dict) -> Any:
-        """Run admin `op` (one of core.ADMIN_OPS) in turn with the channels' requests."""
+        """Run admin `op` (one of admin.ADMIN_OPS) in turn with the channels' requests."""
         ask = next(self._ask_ids)
         answer = self._asks[ask] = asyncio.get_running_loop().create_future()
         self._run(self.core.admin(ask, op, args))

@@ -37,8 +37,9 @@ Effect order within one call: Deliver sends first (one per consumer, in order of
 first message), then dead-letter Publishes and timers, then Rejected and Confirm (one each per
 publish call; Rejected first, since Confirm's range covers refused seqs too), then AutoDeleteQueue
 and the x-expires timer. ConsumerCancelled only comes from delete. `handle(sender, msg)` takes the
-messages of actors/messages/channel_queue.py and node.py and answers requests with a `Reply`; an
-`Undelivered` (what it sent found no actor) means the channel is gone, as `ChannelDown` does.
+messages of actors/messages/channel_queue.py and node.py and answers requests with a `Reply`
+(handlers.py: each message as a call of the operations below); an `Undelivered` (what it sent
+found no actor) means the channel is gone, as `ChannelDown` does.
 
 Confirms (THE ORDERING RULE of durable queues): Confirm means "enqueued", and for a queue made with
 `hold_confirms` (a durable one) "on disk": its confirms are held here, the highest seq per channel;
@@ -65,16 +66,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Callable, Hashable, Mapping
 
-from actors.messages.calls import Reply
-from actors.messages.channel_queue import (
-    Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, GetResult, Grant, Publish, Published,
-    Purge, Rejected, Settle,
-)
-from actors.messages.node import ApplyPolicy, AutoDeleteQueue, Dispose, QueueCounts, QueueStats
-from actors.messages.runtime import Undelivered
-from actors.mgmt.counters import MessageCounters
+from actors.messages.channel_queue import Confirm, ConsumerCancelled, Deliver, Published, Rejected
+from actors.messages.node import AutoDeleteQueue
+from actors.stats.counters import MessageCounters
 from actors.queue import deadletter
 from actors.queue.consumers import Consumer, Consumers
+from actors.queue.handlers import HANDLERS
 from actors.queue.priority import PriorityReady
 from actors.queue.properties import EXPIRATION_HIGH_BIT, expiration_ms
 from actors.queue.settings import DROP_HEAD, REJECT_PUBLISH_DLX, QueueSettings
@@ -124,7 +121,7 @@ class ClassicQueue:
         self._ttl_timer_at: int | None = None
         self.settings = QueueSettings()
         self._configure(QueueSettings.from_arguments(self.arguments))
-        # message_stats (actors/mgmt/counters.py), bumped once per batch; `redeliver` counts
+        # message_stats (actors/stats/counters.py), bumped once per batch; `redeliver` counts
         # messages requeued, each of which goes out again flagged redelivered
         self.counters = MessageCounters()
 
@@ -220,7 +217,7 @@ class ClassicQueue:
 
     def handle(self, sender: Hashable, msg: Any, *, now_ms: int | None = None) -> list[Effect]:
         """One message from a channel or the node (actors/messages), as effects."""
-        return _HANDLERS[type(msg)](self, sender, msg, now_ms)
+        return HANDLERS[type(msg)](self, sender, msg, now_ms)
 
     @property
     def holds_confirms(self) -> bool:
@@ -630,78 +627,3 @@ class ClassicQueue:
         if self.auto_delete and self._had_consumers and not self._consumers:
             return [Send(self._node, AutoDeleteQueue(self.vhost, self.name))]
         return []
-
-
-# -- messages: what each one means for the core (see `handle`) -----------------------------------
-
-
-def _publish(q: ClassicQueue, sender: Hashable, msg: Publish, now: int | None) -> list[Effect]:
-    return q.publish(sender, msg.messages, now_ms=now)
-
-
-def _settle(q: ClassicQueue, sender: Hashable, msg: Settle, now: int | None) -> list[Effect]:
-    return q.settle(sender, acked=msg.acked, requeued=msg.requeued, discarded=msg.discarded, now_ms=now)
-
-
-def _grant(q: ClassicQueue, sender: Hashable, msg: Grant, now: int | None) -> list[Effect]:
-    return q.grant(sender, msg.consumer_tag, msg.credit, now_ms=now)
-
-
-def _consume(q: ClassicQueue, sender: Hashable, msg: Consume, now: int | None) -> list[Effect]:
-    res = q.consume(sender, msg.consumer_tag, ack_required=msg.ack_required, credit=msg.credit,
-                    exclusive=msg.exclusive, arguments=msg.arguments, now_ms=now)
-    if isinstance(res, AmqpError):
-        return [Send(sender, Reply(msg.rid, error=res))]
-    return [Send(sender, Reply(msg.rid)), *res]
-
-
-def _cancel(q: ClassicQueue, sender: Hashable, msg: Cancel, now: int | None) -> list[Effect]:
-    return [Send(sender, Reply(msg.rid)), *q.cancel(sender, msg.consumer_tag, now_ms=now)]
-
-
-def _get(q: ClassicQueue, sender: Hashable, msg: Get, now: int | None) -> list[Effect]:
-    message, remaining, effects = q.get(sender, ack_required=msg.ack_required, now_ms=now)
-    return [Send(sender, Reply(msg.rid, GetResult(message, remaining))), *effects]
-
-
-def _channel_down(q: ClassicQueue, sender: Hashable, msg: ChannelDown, now: int | None) -> list[Effect]:
-    return q.channel_down(sender, now_ms=now)
-
-
-def _undelivered(q: ClassicQueue, sender: Hashable, msg: Undelivered, now: int | None) -> list[Effect]:
-    """What the queue sent to `sender` (a Deliver, a Confirm ...) found no such actor: the channel
-    is gone and its ChannelDown may never come (it closed while the delivery was on its way, or on
-    a node that went away and came back): requeue what it held, drop its consumers."""
-    return q.channel_down(sender, now_ms=now)
-
-
-def _purge(q: ClassicQueue, sender: Hashable, msg: Purge, now: int | None) -> list[Effect]:
-    return [Send(sender, Reply(msg.rid, q.purge()))]
-
-
-def _stats(q: ClassicQueue, sender: Hashable, msg: QueueStats, now: int | None) -> list[Effect]:
-    effects = q.touch(now_ms=now)  # the node asks on every redeclare: a use, for x-expires
-    return [Send(sender, Reply(msg.rid, QueueCounts(q.message_count, q.consumer_count))), *effects]
-
-
-def _apply_policy(q: ClassicQueue, sender: Hashable, msg: ApplyPolicy, now: int | None) -> list[Effect]:
-    return q.apply_policy(msg.settings, now_ms=now)
-
-
-def _dispose(q: ClassicQueue, sender: Hashable, msg: Dispose, now: int | None) -> list[Effect]:
-    """The node deletes the queue: consumers are cancelled, what was confirmable is confirmed (the
-    shell has flushed the queue's storage before it runs these), then the answer."""
-    res = q.delete(if_unused=msg.if_unused, if_empty=msg.if_empty)
-    if isinstance(res, AmqpError):
-        return [Send(sender, Reply(msg.rid, error=res))]
-    count, effects = res
-    q.deleted = True
-    q.sync_started()  # the shell flushed the storage first; a deleted queue's messages are gone anyway
-    return [*effects, *q.flushed(), Send(sender, Reply(msg.rid, count))]
-
-
-_HANDLERS: dict[type, Callable[[ClassicQueue, Hashable, Any, int | None], list[Effect]]] = {
-    Publish: _publish, Settle: _settle, Grant: _grant, Consume: _consume, Cancel: _cancel, Get: _get,
-    ChannelDown: _channel_down, Purge: _purge, QueueStats: _stats, ApplyPolicy: _apply_policy, Dispose: _dispose,
-    Undelivered: _undelivered,
-}

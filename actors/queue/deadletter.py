@@ -31,6 +31,7 @@ from actors.messages.channel_queue import Publish, Published
 from effects import Send
 from persist.classic.message import BODY, EXCHANGE, HEADER, ROUTING_KEY, Message
 from wire.codec import Timestamp
+from wire.field_types import Int64
 from wire.properties import HEADER_PROPS_OFFSET, BasicProperties, encode_content_header, parse_content_header
 
 REJECTED = "rejected"
@@ -87,7 +88,7 @@ def _grouped(deaths: list[Any]) -> list[Any]:
         seen.add(key)
         if "count" not in entry:
             same = sum(1 for e in deaths if isinstance(e, dict) and (_key(e, "queue"), _key(e, "reason")) == key)
-            entry = {"count": same, **entry}
+            entry = {"count": Int64(same), **entry}
         out.append(entry)
     return out
 
@@ -100,20 +101,20 @@ def _update_x_death(headers: dict[str, Any], info: dict[str, Any]) -> dict[str, 
         headers["x-first-death-exchange"] = info["exchange"]
         headers["x-first-death-reason"] = reason
         headers["x-first-death-queue"] = queue
-        headers["x-death"] = [{"count": 1, **info}]
+        headers["x-death"] = [{"count": Int64(1), **info}]
         return headers
     if not isinstance(deaths, (list, tuple)):
-        headers["x-death"] = [{"count": 1, **info}]  # RabbitMQ logs and replaces an invalid x-death
+        headers["x-death"] = [{"count": Int64(1), **info}]  # RabbitMQ logs and replaces an invalid x-death
         return headers
     grouped = _grouped(list(deaths))
     match = next((e for e in grouped if _key(e, "queue") == queue and _key(e, "reason") == reason), None)
     if match is None:
-        entry = {"count": 1, **info}
+        entry = {"count": Int64(1), **info}
         others = grouped
     else:
         count = match.get("count")
-        entry = {**match, "count": count + 1} if isinstance(count, int) and not isinstance(count, bool) \
-            else {"count": 1, **match}
+        entry = {**match, "count": Int64(count + 1)} if isinstance(count, int) and not isinstance(count, bool) \
+            else {"count": Int64(1), **match}
         others = [e for e in grouped if e is not match]
     headers["x-death"] = [_sorted(entry)] + others
     return headers

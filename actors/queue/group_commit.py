@@ -45,7 +45,9 @@ One commit that is not busy ends the run: a host at a steady moderate rate (1,00
 syncs of a few ms) or with a publisher waiting for its confirms commits as soon as it has
 written, as RabbitMQ's store syncs when it is idle.
 
-Every queue in a commit is told how long it waited for it (`waited(start_ms, end_ms)`): the time
+The owner of the commit (the host's message-store actor, actors/store/shell.py) hears of every
+commit's end (`on_done`) after its queues did. Every queue in a commit is told how long it
+waited for it (`waited(start_ms, end_ms)`): the time
 its confirms and its next messages waited on the syncs, which a slow disk makes long
 (flow/state.py's waiting; `warrenctl flow` names the store when it is most of a queue's time), and
 `syncing` records the host's time in commits. A commit shorter than the clock's millisecond is not
@@ -127,7 +129,7 @@ def waited(record: FlowState, start_ms: int, end_ms: int) -> FlowState:
 class GroupCommit:
     __slots__ = ("_schedule", "_later", "lazy_ms", "_clock", "_syncs", "_dirty", "_lazy", "_lazy_due_set",
                  "_scheduled", "_in_flight", "syncing", "interval_ms", "_busy", "_taken_while_syncing",
-                 "_taken_pending", "_waiting", "_wait_token")
+                 "_taken_pending", "_waiting", "_wait_token", "on_done")
 
     def __init__(self, schedule: Schedule, clock: Callable[[], int] | None = None,
                  syncs: Syncs | None = None, later: Later | None = None, lazy_ms: int = LAZY_MS,
@@ -149,6 +151,7 @@ class GroupCommit:
         self._scheduled = False
         self._in_flight: dict[int, Flushable] | None = None  # the queues of the commit syncing now
         self.syncing = FlowState(FLOW_TICKS_PER_SECOND, changed_at=clock() if clock else 0)
+        self.on_done: Callable[[], None] | None = None  # after every commit's synced/waited calls
 
     def mark(self, queue: Flushable, lazy: bool = False, taken: int = 0) -> None:
         """`queue` wrote something (or holds confirms): flush it in the next commit, or, `lazy`
@@ -172,10 +175,6 @@ class GroupCommit:
         elif self._waiting and self._taken_pending >= HOLD_MAX:
             self._waiting = False  # enough waits: a publisher's window of confirms must not run dry
             self._schedule(self.commit)
-
-    def syncing_for(self, queue: Flushable) -> bool:
-        """Whether a commit in flight covers `queue`: what it takes in now waits for the next."""
-        return self._in_flight is not None and id(queue) in self._in_flight
 
     def forget(self, queue: Flushable) -> None:
         self._dirty.pop(id(queue), None)
@@ -215,6 +214,8 @@ class GroupCommit:
             self.syncing = waited(self.syncing, start, end)
             for queue in done.values():
                 queue.waited(start, end)
+        if self.on_done is not None:
+            self.on_done()
         busy = self._dirty and self._taken_while_syncing >= BUSY_MESSAGES
         self._busy = self._busy + 1 if busy else 0
         self._taken_while_syncing = 0

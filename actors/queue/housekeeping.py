@@ -43,12 +43,13 @@ class Housekeeping:
 
     def __init__(self, storage: HostStorage, threshold_bytes: int,
                  ensure_recovered: Callable[[], None] = lambda: None, policy: PagingPolicy | None = None,
-                 paging_ratio: float = 0.5) -> None:
+                 paging_ratio: float = 0.5, paged: Callable[[], None] = lambda: None) -> None:
         self.storage = storage
         self.threshold_bytes = threshold_bytes
         self.paging_ratio = paging_ratio
         self.used_bytes: int | None = None  # the node's memory at its monitor's last check
         self.ensure_recovered = ensure_recovered
+        self.paged = paged  # every queue's RAM target changed (their stats rows with it)
         self.policy = policy or PagingPolicy()
         self.run_effects = Interpreter({CutRamTargets: self._cut, LiftRamTargets: self._lift, Log: self._log})
 
@@ -87,10 +88,12 @@ class Housekeeping:
     def _cut(self, e: CutRamTargets) -> None:
         for p in self.storage.pageables():
             p.set_ram_target(e.target(ram_messages(p)))
+        self.paged()
 
     def _lift(self, _e: LiftRamTargets) -> None:
         for p in self.storage.pageables():
             p.set_ram_target(None)
+        self.paged()
 
     def _log(self, e: Log) -> None:
         getattr(log, e.level)(e.event, host=self.storage.host, **dict(e.fields))

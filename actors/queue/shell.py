@@ -16,18 +16,18 @@ only when lazy mode or a RAM target asks. Without a data dir everything stays in
 a queue's backings as one `Backing` (flush, lazy mode, stats).
 
 THE ORDERING RULE of durable queues lives in the core (confirms held until `flushed()`); the shell's
-part is to set the held confirms aside (`sync_started()`) when the host's group commit
-(actors/queue/group_commit.py) asks for the syncs of everything this queue wrote (`flush`), and
-to call `flushed()` only from `synced`, which the group commit calls once those syncs are done. A
-queue that touched its backing in a turn marks itself for the next commit; nothing here ever syncs
-per message.
+part is to set the held confirms aside (`sync_started()`) when the host's message-store actor's
+group commit (actors/store/shell.py, actors/queue/group_commit.py) asks for the syncs of
+everything this queue wrote (`flush`), and to call `flushed()` only from `synced`, on the store's
+`StoreSynced` once those syncs are done. A durable queue that touched its backing in a receive
+tells the store (`StoreWrite`, over a credit link); nothing here ever syncs per message.
 
 Pacing: the queue is a `manual_credit` actor, which grants its publishers' credit itself
 (`processed_all`: everything received so far). It holds that credit
-- while the group commit's syncs in flight cover it (`GroupCommit.syncing_for`) and it has taken in
-  more than `ahead_of_sync_max` messages since they started: a slow disk pushes back on the
-  publishers through credit (RabbitMQ's queue -> msg_store link) rather than piling up writes, and
-  a disk that keeps up never holds anyone; `synced` lets the credit go;
+- while its link to the store is out of credit (400 messages taken in that no sync covers yet,
+  RabbitMQ's queue -> msg_store link): a slow disk pushes back on the publishers through credit
+  rather than piling up writes, and a disk that keeps up never holds anyone; the store's grant
+  (`on_unblocked`) lets the credit go;
 - while its `IntakePace` (flow/intake.py) says it is long and its consumers keep up: it counts what
   it took in and delivered after each message and asks; the next message that finds it short again,
   or the hold's own timer after `hold_max_ms`, lets the credit go.
@@ -40,9 +40,10 @@ import structlog
 
 from actors.messages.channel_queue import ChannelDown, Deliver, Publish
 from actors.messages.node import ApplyPolicy
+from actors.messages.queue_store import StoreSynced, StoreWrite
 from actors.placement import node_of
 from actors.queue.core import ClassicQueue
-from actors.queue.group_commit import FLOW_TICKS_PER_SECOND, GroupCommit, waited
+from actors.queue.group_commit import FLOW_TICKS_PER_SECOND, waited
 from actors.runtime.address import Address
 from actors.runtime.clock import monotonic_ms, now_ms
 from actors.runtime.effects import ActorEffects
@@ -57,9 +58,6 @@ from persist.classic.spill import SpillReady
 
 log = structlog.get_logger("warren.queue")
 
-# messages a queue takes in while a sync covers it before it holds its publishers until the sync is
-# done: RabbitMQ's queue -> msg_store credit (400)
-ahead_of_sync_max = 400
 INDEX_ENTRY_RAM_BYTES = 200  # rough cost of one message's index entry kept in RAM, for `memory`
 
 
@@ -113,7 +111,8 @@ class Levels:
 class QueueActor:
     def __init__(self, runtime: Any, core: ClassicQueue, on_deleted: Callable[[str], None],
                  storage: HostStorage | None = None, backing: Backing | None = None,
-                 commit: GroupCommit | None = None, pace: IntakePace | None = None) -> None:
+                 store: Address | None = None, pace: IntakePace | None = None) -> None:
+        """`store`: the host's message-store actor, which a durable queue's writes go to."""
         self.runtime = runtime
         self.core = core
         self.name = f"q:{core.vhost}:{core.name}"
@@ -122,8 +121,8 @@ class QueueActor:
         self._storage = storage
         self.backing = backing
         self._durable = backing is not None and backing.durable
-        assert commit is not None or not self._durable, "a durable queue confirms only through a group commit"
-        self._commit = commit if self._durable else None
+        assert store is not None or not self._durable, "a durable queue confirms only through its store"
+        self._store = store if self._durable else None
         self._lazy = core.settings.lazy
         self.store_wait = FlowState(FLOW_TICKS_PER_SECOND, changed_at=monotonic_ms())  # on the group commit
         self._actor_effects = ActorEffects(runtime, self.address, on_timer=self._fire)
@@ -131,37 +130,47 @@ class QueueActor:
         self._pace = pace
         self.manual_credit = pace is not None  # the runtime leaves the publishers' grants to `_pace_intake`
         self._credit = HeldCredit(runtime, self.address, self._hold_ended) if pace is not None else None
-        self._taken_while_syncing = 0  # messages taken in since a sync in flight started covering this queue
+        # the store's mark of this queue since its commit last flushed it: None, "lazy" or "now"
+        self._noted: str | None = None
+        self.on_input: Callable[[], None] = lambda: None  # the manager hears of every input (its stats rows)
 
     def start(self) -> None:
         self.run(self.core.start(now_ms=now_ms()))
 
+    @property
+    def deleted(self) -> bool:
+        return self.core.deleted
+
     def write(self) -> None:
-        """The group commit is about to sync: write what this queue owes the disk."""
+        """The store's commit is about to sync: write what this queue owes the disk."""
         assert self.backing is not None and self._durable
         self.backing.write_owed()
 
     def flush(self) -> None:
-        """The group commit reached this queue: ask for the syncs that make its writes durable
+        """The store's commit reached this queue: ask for the syncs that make its writes durable
         and set aside the confirms they cover (released by `synced`, after them)."""
         assert self.backing is not None and self._durable
         self.backing.flush()
         self.core.sync_started()
+        self._noted = None  # what this queue writes from now on needs a note of its own
 
     def synced(self) -> None:
         """The syncs asked for at the last `flush` are done: confirm what they covered."""
+        self.on_input()
         self.run(self.core.flushed())
-        self._taken_while_syncing = 0
+
+    def on_unblocked(self) -> None:
+        """The store granted credit back: the publishers may be let go."""
         if self._pace is not None and not self.core.deleted:
-            self._pace_intake(0, ())  # the store caught up: the publishers may be let go
+            self._pace_intake(0, ())
 
     def waited(self, start_ms: int, end_ms: int) -> None:
-        """The group commit that held this queue's confirms and messages took [start_ms, end_ms)."""
+        """The commit that held this queue's confirms and messages took [start_ms, end_ms)."""
         self.store_wait = waited(self.store_wait, start_ms, end_ms)
 
     @property
     def waits_on_store(self) -> bool:
-        return self._durable
+        return self._store is not None
 
     def flow_state(self, now_ms: int) -> str:
         """running / flow: held up by its store (flow/state.py's waiting), or out of credit."""
@@ -171,6 +180,12 @@ class QueueActor:
         return runtime["state"] if runtime is not None else "running"
 
     def receive(self, sender: Address, msg: Any) -> None:
+        if type(msg) is StoreSynced:
+            self.synced()  # an input too: synced() tells the manager
+            if msg.end_ms > msg.start_ms:
+                self.waited(msg.start_ms, msg.end_ms)
+            return
+        self.on_input()
         core = self.core
         effects = core.handle(sender, msg, now_ms=now_ms())
         if core.deleted:
@@ -199,6 +214,7 @@ class QueueActor:
 
     def _fire(self, name: str) -> None:
         if not self.core.deleted:
+            self.on_input()
             self.run(self.core.on_timer(name, now_ms=now_ms()))
             self._touched()
 
@@ -214,10 +230,8 @@ class QueueActor:
         now = monotonic_ms()
         pace.count(now, taken, delivered)
         paced = pace.hold(now, self.core.messages_ready)
-        if self._commit is not None and self._commit.syncing_for(self):
-            self._taken_while_syncing += taken
-            if self._taken_while_syncing > ahead_of_sync_max:
-                return  # the store is behind: held until the sync is done (`synced`)
+        if self._store is not None and self.runtime.blocked(self.address):
+            return  # the store is behind: held until it grants credit back (`on_unblocked`)
         if not paced:
             self._release_credit()
         else:
@@ -233,23 +247,27 @@ class QueueActor:
             self._credit.release()
 
     def _touched(self, taken: int = 0) -> None:
-        """This queue wrote or holds confirms: mark it for the group commit (`taken`: the messages
-        it just took in, which tell the commit how busy the host is)."""
-        if self._commit is not None:
-            lazy = not self.core.holds_confirms
-            if lazy:
-                # what waits up to the lazy commit's 200 ms waits in the OS, not here: a kill -9 of
-                # the host keeps the acks it took in, only a machine crash can bring them back
-                assert self.backing is not None
-                self.backing.write_pending()
-            self._commit.mark(self, lazy=lazy, taken=taken)
+        """This queue wrote or holds confirms: tell the store, over the credit link (`taken`: the
+        messages it just took in, what the link's credit counts; a receive that only settled
+        costs 1, and needs no note when the store's next commit flushes this queue anyway)."""
+        if self._store is None:
+            return
+        confirms = self.core.holds_confirms
+        if not confirms:
+            # what waits up to the lazy commit's 200 ms waits in the OS, not here: a kill -9 of
+            # the host keeps the acks it took in, only a machine crash can bring them back
+            assert self.backing is not None
+            self.backing.write_pending()
+        if not taken and (self._noted == "now" or (self._noted == "lazy" and not confirms)):
+            return
+        self._noted = "now" if confirms or self._noted == "now" else "lazy"
+        self.runtime.send(self._store, StoreWrite(taken, confirms), sender=self.address, credit=max(1, taken))
 
     def _drop_storage(self) -> None:
         if self._storage is None or self.backing is None:
             return
-        if self._commit is not None:
-            self.backing.flush()
-            self._commit.forget(self)
+        if self._store is not None:
+            self.backing.flush()  # the store forgets the queue once it is deleted (the manager tells it)
         self._storage.delete_queue(self.core.vhost, self.core.name)
 
     def stats(self) -> dict[str, Any]:

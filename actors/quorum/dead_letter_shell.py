@@ -8,6 +8,16 @@ QuorumClient per queue (actors/channel/quorum_links.py, as a channel does), whos
 Rejecteds come back here as the queue's. A message confirmed by all its targets is settled by
 calling its member (`settle(member_id, msg_ids)`, the host's). The host's ticker calls `tick`:
 clients ask who leads when their target went quiet, and unroutable or rejected copies go again.
+
+Its name is new in every incarnation of the host, and shaped as a channel's (`ch:INCARNATION.dlx`,
+the host's registry replica's incarnation): a target quorum queue knows a publisher by name and
+takes its sequence numbers in order, dropping (and confirming) one it has seen, so a worker that
+restarted under the old name with its sequence at 1 would have had its first copies taken for
+duplicates, confirmed and settled, and lost. RabbitMQ's worker is a new process, a new enqueuer,
+each time. And as a channel of a connection host that restarted, the worker of a quorum host's
+earlier incarnation is gone for good: the node tells every quorum host so (HostChannelsGone, by
+that incarnation prefix), and the target queues forget its sequence (a ChannelDown), as
+rabbit_fifo forgets an enqueuer whose process went down.
 """
 from __future__ import annotations
 
@@ -26,14 +36,19 @@ from effects import Send
 
 log = structlog.get_logger("warren.quorum.dead_letters")
 
-DEAD_LETTERS_NAME = "dlx"
+def dead_letters_name(incarnation: int) -> str:
+    """The worker's actor name for this incarnation of its host."""
+    return f"ch:{incarnation:x}.dlx"
+
 RETRY_TICKS = 4  # a quorum target's client asks who leads after this many host ticks of silence
 
 
 class DeadLetterActor:
-    def __init__(self, runtime: Any, registry: Any, settle: Callable[[str, list[int]], None]) -> None:
+    def __init__(self, runtime: Any, registry: Any, settle: Callable[[str, list[int]], None],
+                 incarnation: int) -> None:
         self.runtime = runtime
-        self.me = Address(runtime.host, DEAD_LETTERS_NAME)
+        self.name = dead_letters_name(incarnation)
+        self.me = Address(runtime.host, self.name)
         self.registry = registry
         self.settle = settle
         self.worker = DeadLetters(registry, self._place)

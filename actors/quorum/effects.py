@@ -41,7 +41,7 @@ DELIVERY_LIMIT = "delivery_limit"
 class Deliver:
     """Send these messages to consumer (channel, tag), in order. `delivered_before` counts the
     consumer's earlier deliveries, so a channel that has seen fewer knows it missed some
-    (after a leader change) and asks `machine.checked_out` for them."""
+    (after a leader change) and asks `queries.checked_out` for them."""
 
     channel: str
     tag: str

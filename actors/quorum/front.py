@@ -83,7 +83,8 @@ from actors.quorum import commands as c
 from actors.quorum import effects as qe
 from actors.quorum.config import resolve_settings
 from actors.quorum.deadletter import WORKER_PREFETCH
-from actors.quorum.machine import QuorumMachine, requeue_plan, stats
+from actors.quorum.machine import QuorumMachine
+from actors.quorum.queries import requeue_plan, stats
 from actors.quorum.names import get_tag
 from actors.quorum.state import QueueState
 from effects import Effect, Log, Send, StartTimer
@@ -92,6 +93,7 @@ from raft.commands import USER
 from raft.log import Entry
 from raft.roles import LEADER
 from wire.errors import PRECONDITION_FAILED, AmqpError
+from wire.field_types import Int64
 from wire.properties import BasicProperties, encode_content_header, parse_content_header
 
 PUBLISH, CONSUME, CANCEL, GET, PURGE = "publish", "consume", "cancel", "get", "purge"
@@ -185,11 +187,12 @@ def with_delivery_count(header: bytes, count: int) -> bytes:
     """The content header with `x-delivery-count` set (RabbitMQ 4.0 adds it to redeliveries)."""
     class_id, body_size, offset = parse_content_header(header)
     props = BasicProperties.decode(header, offset)
-    props.headers = {**(props.headers or {}), DELIVERY_COUNT_HEADER: count}
+    props.headers = {**(props.headers or {}), DELIVERY_COUNT_HEADER: Int64(count)}  # a long, as RabbitMQ writes it
     return encode_content_header(class_id, body_size, props)
 
 
 PROBE_MS = 5_000  # how often a leader asks the channels holding unacked deliveries if they are there
+DEAD_REMEMBERED = 64  # host incarnations whose channels a member remembers dead: far more than restart in one election
 
 
 class _Deliveries:
@@ -220,6 +223,7 @@ class QueueFront:
         self._own_from: int | None = None  # msg ids from here on: delivered by this member as leader
         self._unread = False  # `out` holds _Deliveries whose bodies are not read yet
         self.gone: set[str] = set()  # address prefixes of channels suspected gone (channels_gone)
+        self.dead: dict[str, None] = {}  # address prefixes of channels gone for good, oldest first (channels_dead)
         self.downed: dict[str, set[str]] = {}  # channel -> the consumer tags ConsumersDown removed
         self._next_probe_ms = 0
 
@@ -357,6 +361,8 @@ class QueueFront:
                 self.machine_effect(effect)
             if self.gone:
                 self._down_gone()
+            if self.dead:
+                self._down_dead()
         resyncs, self._resyncs = self._resyncs, []
         for channel, msg in resyncs:
             self._resync(channel, msg)
@@ -483,6 +489,24 @@ class QueueFront:
         if self.view.caught_up():
             self._down_gone()
 
+    def channels_dead(self, prefix: str) -> None:
+        """Every channel under `prefix` is gone for good (its host restarted: a new process, whose
+        channels have other names): the leader proposes a ChannelDown for each one the state
+        knows, consumers and publishers alike, so their unacked messages come back and their
+        publisher sequences go (rabbit_fifo's enqueuer 'DOWN'). Every member remembers the last
+        DEAD_REMEMBERED prefixes, so a leader elected later does the same."""
+        self.dead[prefix] = None
+        while len(self.dead) > DEAD_REMEMBERED:
+            del self.dead[next(iter(self.dead))]
+        if self.view.caught_up():
+            self._down_dead()
+
+    def _down_dead(self) -> None:
+        dead = tuple(self.dead)
+        for channel in channels(self.view.state()):
+            if channel.startswith(dead):
+                self.proposals.append((c.encode(c.ChannelDown(self.now_ms, channel)), None))
+
     def channels_back(self, prefix: str) -> None:
         """The node whose channels' addresses start with `prefix` is seen again: its channels are no
         longer suspect; the leader tells those whose consumers it removed, and probes the rest."""
@@ -513,6 +537,10 @@ class QueueFront:
                 if tags:
                     self.downed.setdefault(channel, set()).update(tags)
                     self.proposals.append((c.encode(c.ConsumersDown(self.now_ms, channel)), None))
+
+    def needs_ticks(self) -> bool:
+        """Whether `probe` has channels to ask about (a leader's consumers holding deliveries)."""
+        return self.view.is_leader() and any(con.checked for con in self.view.state().consumers.values())
 
     def probe(self) -> None:
         """Every PROBE_MS, a leader's QueueLeader to each channel holding unacked deliveries: a

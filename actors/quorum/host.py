@@ -9,27 +9,41 @@ Members come and go at run time: the manager actor (`members`, actors/quorum/nam
 `StartMember` and `DeleteMember` (actors/messages/quorum.py) and answers each with a `Reply` once it
 is durable; `MemberStatus` with a member's status; `KeepMembers` (from the node once it serves)
 deletes the members of queues its metadata no longer has; a `ChannelsGone` sent to it reaches every member on the node (no answer). Which members exist is the host's member table (actors/quorum/member_table.py),
-rewritten atomically BEFORE a member is started and BEFORE a deleted member's files go, so a crash
+made durable BEFORE a member is started and BEFORE a deleted member's files go, so a crash
 at any point leaves either the old or the new set, never files without a row or a row whose files
-were half deleted. Start-up (also after kill -9): load the table, recover the WAL keeping only its
+were half deleted. The starts and deletes of one loop turn are one batch: one append to the table
+and one sync, then the members start (or go) and each request is answered. Start-up (also after
+kill -9): load the table, recover the WAL keeping only its
 members (snapshot + segments + WAL replay, torn tails cut and logged; a deleted member's leftover
 WAL records are skipped), then start every member from what was recovered.
 
+A new queue's first leader. The member on the node the leader locator chose (`StartMember.leader`)
+stands for election as soon as it starts (as RabbitMQ triggers an election on a new quorum queue's
+first member), not at an election timeout: the node that declares the queue starts it after the
+others, so they are there to vote. Its `StartMember` is answered once a leader serves (this member,
+once it has applied an entry of its term, or another that won), or after the longest election
+timeout, so the declaring node asks a leader for the queue's declare-ok without polling an
+election.
+
 A member whose `receive` raised is removed by the runtime (actors/runtime/mailbox.py), yet the
 host still holds it, ticks it and hands it WAL notices: a member half there, deaf to its peers and
-channels, for good. The host checks at every tick and, finding one, exits (as a host whose loop
-crashed does): its supervisor starts it again and every member recovers from the WAL, the one
-recovery path that kill -9 exercises.
+channels, for good. The host checks the members it ticks (a member that received anything is
+awake) and, finding one, exits (as a host whose loop crashed does): its supervisor starts it again
+and every member recovers from the WAL, the one recovery path that kill -9 exercises.
 
-Time: one ticker per host calls every member's `tick` each `tick_ms`. The defaults are slow on
-purpose: a node holds hundreds of members and every leader heartbeats its followers; a 250 ms tick
-with heartbeats every 2 ticks (500 ms) and elections after 8-16 ticks (2-4 s) keeps 1,000 idle
-members cheap and still replaces a dead leader within seconds (tests use faster settings).
+Time: one ticker per host calls the `tick` of every member that is awake each `tick_ms`: a
+member whose group is quiet (raft/quiescence.py) and which waits for nothing sleeps, and its next
+input wakes it (actors/quorum/member.py), so idle queues cost no CPU however many there are. A
+node that goes down wakes the members with a peer on it, and those it led stand for election
+(liveness instead of the heartbeats a quiet group does not send). A 250 ms tick with heartbeats
+every 2 ticks (500 ms) and elections after 8-16 ticks (2-4 s) for the groups that are busy, and
+a dead leader replaced within seconds (tests use faster settings).
 
 Config (HostSpec.config): node, data_dir, and optionally tick_ms, sync_method,
 wal_max_size_bytes (512 MiB), segment_max_entries (4096), settings (RaftSettings fields), node_address
-(where x-expires deletions go), gc_threshold. Control ops: "status" (args: queue or uid, optional)
--> per member role/term/leader/indexes/counts; "members"; "disk" -> per member segment files and
+(where x-expires deletions go), gc_threshold, machine_version (the newest quorum queue machine
+version its members run, 1 unless set: actors/quorum/machine.py). Control ops: "status" (args:
+queue or uid, optional) -> per member role/term/leader/indexes/counts/machine version; "members"; "disk" -> per member segment files and
 bytes, and the WAL files; "wal_stats"; "start_members" (a list of the StartMember fields, for tests
 and tools; "leader": the node to lead first) / "delete_member" (uid); "pid"; "profile" (as the raft
 host's).
@@ -47,20 +61,20 @@ import structlog
 
 from actors.messages.calls import Reply
 from actors.messages.quorum import ChannelsGone, DeleteMember, HostChannelsGone, KeepMembers, MemberStatus, StartMember
-from actors.quorum import member_table
-from actors.quorum.dead_letter_shell import DEAD_LETTERS_NAME, DeadLetterActor
+from actors.stats.deltas import Changes
+from actors.quorum.dead_letter_shell import DeadLetterActor
 from actors.quorum.config import queue_config
 from actors.placement import node_of
 from actors.quorum.front import QueueFront, RaftView, channels
 from actors.quorum.machine import QuorumMachine
 from actors.quorum.flow_links import flow_links
 from actors.quorum.member import QuorumMember, monotonic_ms
-from actors.quorum.member_table import MemberSpec
+from actors.quorum.member_table import MemberSpec, MemberTable
 from actors.quorum.names import MANAGER_NAME, channel_incarnation, member_id, member_name
 from actors.raft.hosts import Profiler, gc_threshold
 from actors.raft.wal import WalActor
 from actors.runtime.address import Address
-from persist.disk import Disk, RealDisk, write_atomic
+from persist.disk import Disk, RealDisk
 from persist.wal.writer import SEGMENT_MAX_ENTRIES, WAL_MAX_SIZE_BYTES, WalWriter
 from raft.config import ClusterConfig, RaftSettings
 from raft.core import RaftCore
@@ -71,137 +85,204 @@ TABLE_PATH = "members.table"
 tick_ms_default = 250
 settings_default = {"election_ticks": 8, "heartbeat_ticks": 2, "max_inflight": 4,
                     "max_batch_entries": 1024, "max_batch_bytes": 1 << 20, "append_per_turn": True,
-                    "snapshot_interval": 0}
-
-
-def load_table(disk: Disk) -> list[MemberSpec]:
-    if not disk.exists(TABLE_PATH):
-        return []
-    return member_table.decode(disk.read_file(TABLE_PATH))
+                    "snapshot_interval": 0, "quiesce": True}
 
 
 class QuorumHost:
     """The node's quorum members, their WAL, their ticker; the manager actor is this object."""
 
     def __init__(self, runtime: Any, disk: Disk, loop: asyncio.AbstractEventLoop, cfg: dict,
-                 registry: Any = None) -> None:
+                 registry: Any = None, incarnation: int = 0) -> None:
         self.runtime = runtime
         self.node = cfg["node"]
         self.disk = disk
         self.settings = RaftSettings(**{**settings_default, **cfg.get("settings", {})})
+        self.machine_version = cfg.get("machine_version", 1)
         node_address = cfg.get("node_address")
         self.node_address = Address.parse(node_address) if node_address else None
-        self.table = load_table(disk)
-        keys = {member_name(spec.uid) for spec in self.table}
+        self._loop = loop
+        self.table = MemberTable(disk, TABLE_PATH)
+        specs = self.table.load()
+        keys = {member_name(spec.uid) for spec in specs}
         self.writer = WalWriter(disk, cfg.get("wal_max_size_bytes", WAL_MAX_SIZE_BYTES),
                                 cfg.get("segment_max_entries", SEGMENT_MAX_ENTRIES))
         self.writer.recover(keep=keys.__contains__)
         self.wal = WalActor(self.writer, loop, runtime.send_queued)
         self.members: dict[str, QuorumMember] = {}
         self.by_id: dict[str, QuorumMember] = {}  # by member id (where dead-letter settlements go)
+        self.awake: dict[str, QuorumMember] = {}  # by actor name: the members the ticker ticks
+        self.by_queue: dict[tuple[str, str], QuorumMember] = {}  # by (vhost, name)
+        self.changes = Changes(os.urandom(6).hex())  # the members that had inputs (actors/stats/deltas.py)
         # without a registry (the quorum-only test launchers) dead-lettered messages are dropped
-        self.dead_letters = None if registry is None else DeadLetterActor(runtime, registry, self._settled)
+        self.dead_letters = None if registry is None else DeadLetterActor(runtime, registry, self._settled, incarnation)
         if self.dead_letters is not None:
-            runtime.spawn(DEAD_LETTERS_NAME, self.dead_letters)
-        for spec in self.table:
+            runtime.spawn(self.dead_letters.name, self.dead_letters)
+        self._batch: list[tuple[Address, Any]] = []  # StartMember and DeleteMember taken this turn
+        self._until_led: dict[str, tuple[int, list[tuple[Address, int]]]] = {}  # uid -> (deadline tick, waiting)
+        self._ticks = 0
+        for spec in specs:
             self._start(spec)
         log.info("quorum.host_started", host=runtime.host, members=len(self.members))
 
     # -- the manager's messages ----------------------------------------------------------------
     def receive(self, sender: Address, msg: Any) -> None:
-        if type(msg) is StartMember:
-            self.start_members([MemberSpec(msg.uid, msg.vhost, msg.name, tuple(msg.nodes),
-                                           dict(msg.arguments), msg.created_ms)], msg.leader)
-        elif type(msg) is DeleteMember:
-            self.delete_member(msg.uid)
-        elif type(msg) is MemberStatus:  # uid "": every member's, by uid
+        kind = type(msg)
+        if kind is StartMember or kind is DeleteMember:
+            if not self._batch:
+                self._loop.call_soon(self._run_batch)
+            self._batch.append((sender, msg))
+        elif kind is MemberStatus:  # uid "": every member's, by uid
             member = self.members.get(msg.uid)
             status = self.status() if not msg.uid else member.status() if member is not None else None
-            self.runtime.send(sender, Reply(msg.rid, status), sender=Address(self.runtime.host, MANAGER_NAME))
-            return
-        elif type(msg) is KeepMembers:
+            self._reply(sender, msg.rid, status)
+        elif kind is KeepMembers:
             self.keep_members(set(msg.uids))
-            return
-        elif type(msg) is ChannelsGone:  # every member here gives back what those channels held
+        elif kind is ChannelsGone:  # every member here gives back what those channels held
             for member in self.members.values():
                 member.channels_gone(msg.prefix)
-            return
-        elif type(msg) is HostChannelsGone:
+        elif kind is HostChannelsGone:
             current = f"{msg.host}/ch:{msg.current}."
-            self._gone(lambda ch: Address.parse(ch).host == msg.host and not ch.startswith(current))
-            return
+            self._gone(lambda ch: Address.parse(ch).host == msg.host and not ch.startswith(current), dead=True)
         else:
-            log.warning("quorum.manager_unexpected", kind=type(msg).__name__, sender=str(sender))
-            return
-        self.runtime.send(sender, Reply(msg.rid), sender=Address(self.runtime.host, MANAGER_NAME))
+            log.warning("quorum.manager_unexpected", kind=kind.__name__, sender=str(sender))
 
-    def start_members(self, specs: list[MemberSpec], leader: str = "") -> None:
+    def _reply(self, to: Address, rid: int, value: Any = None) -> None:
+        self.runtime.send(to, Reply(rid, value), sender=Address(self.runtime.host, MANAGER_NAME))
+
+    def _run_batch(self) -> None:
+        """This turn's starts and deletes, in arrival order, each run of one kind as one table
+        write (see the module docstring), then their answers."""
+        batch, self._batch = self._batch, []
+        i = 0
+        while i < len(batch):
+            kind, j = type(batch[i][1]), i + 1
+            while j < len(batch) and type(batch[j][1]) is kind:
+                j += 1
+            if kind is StartMember:
+                self._start_batch(batch[i:j])
+            else:
+                self.delete_members([msg.uid for _, msg in batch[i:j]])
+                for sender, msg in batch[i:j]:
+                    self._reply(sender, msg.rid)
+            i = j
+
+    def _start_batch(self, requests: list[tuple[Address, StartMember]]) -> None:
+        specs = [MemberSpec(m.uid, m.vhost, m.name, tuple(m.nodes), dict(m.arguments), m.created_ms)
+                 for _, m in requests]
+        leading = {m.uid for _, m in requests if m.leader == self.node}
+        campaigning = set(self.start_members(specs, leading))
+        for sender, msg in requests:
+            member = self.members.get(msg.uid)
+            if msg.uid in campaigning and msg.rid and member is not None and member.core.leader_id is None:
+                deadline = self._ticks + 2 * self.settings.election_ticks  # the longest election timeout
+                self._until_led.setdefault(msg.uid, (deadline, []))[1].append((sender, msg.rid))
+            else:
+                self._reply(sender, msg.rid)
+
+    def start_members(self, specs: list[MemberSpec], leading: set[str] = frozenset()) -> list[str]:
         """Durably add the members to the table (one write), then start them (idempotent by uid);
-        on the `leader` node a new member asks for votes at its first tick."""
-        new = [spec for spec in specs if spec.uid not in self.members]
+        a new member of a queue in `leading` stands for election at once. The uids that did."""
+        new = list({spec.uid: spec for spec in specs if spec.uid not in self.members}.values())
         if not new:
-            return
-        self._save(self.table + new)
+            return []
+        self.table.add(new)
+        campaigning = []
         for spec in new:
             member = self._start(spec)
-            if leader == self.node and member.core.log.last_index_term()[0] == 0:
-                member.core.campaign_soon()
+            if spec.uid in leading and member.core.log.last_index_term()[0] == 0:
+                member.campaign_now()
+                campaigning.append(spec.uid)
+        return campaigning
+
+    def _led(self, uid: str, leader: str) -> None:
+        """A member's group has a leader that serves: a declare waiting for it goes on."""
+        self._release(uid)
+
+    def _release(self, uid: str) -> None:
+        for to, rid in self._until_led.pop(uid, (0, []))[1]:
+            self._reply(to, rid)
 
     def delete_member(self, uid: str) -> None:
-        """Stop the member, durably drop it from the table, then delete its files."""
-        member = self.members.pop(uid, None)
-        if member is not None:
-            self.by_id.pop(str(member.me), None)
-            if self.dead_letters is not None:
-                self.dead_letters.worker.forget(str(member.me))
-            member.stop()
-            self.runtime.remove(member.me.name)
-        if any(spec.uid == uid for spec in self.table):
-            self._save([spec for spec in self.table if spec.uid != uid])
-        self.writer.forget(member_name(uid))
-        log.info("quorum.member_deleted", uid=uid)
+        self.delete_members([uid])
+
+    def delete_members(self, uids: list[str]) -> None:
+        """Stop the members, durably drop them from the table (one write), then delete their files."""
+        for uid in uids:
+            member = self.members.pop(uid, None)
+            if member is not None:
+                self.by_id.pop(str(member.me), None)
+                if self.dead_letters is not None:
+                    self.dead_letters.worker.forget(str(member.me))
+                member.stop()
+                self.awake.pop(member.me.name, None)
+                key = (member.core.state.config.vhost, member.core.state.config.name)
+                if self.by_queue.get(key) is member:
+                    del self.by_queue[key]
+                    self.changes.drop(key)
+                self.runtime.remove(member.me.name)
+            self._release(uid)  # a declare still waiting for it is answered (its queue is gone)
+        listed = list(dict.fromkeys(uid for uid in uids if uid in self.table.rows))
+        if listed:
+            self.table.remove(listed)
+        for uid in uids:
+            self.writer.forget(member_name(uid))
+            log.info("quorum.member_deleted", uid=uid)
 
     def keep_members(self, uids: set[str]) -> None:
         """Delete every member of a queue not in `uids` (the node's metadata: a queue deleted
         while this node was down leaves its member here)."""
-        for spec in list(self.table):
-            if spec.uid not in uids:
-                log.info("quorum.orphan_member", uid=spec.uid, vhost=spec.vhost, queue=spec.name)
-                self.delete_member(spec.uid)
-
-    def _save(self, table: list[MemberSpec]) -> None:
-        write_atomic(self.disk, TABLE_PATH, member_table.encode(table))
-        self.table = table
+        orphans = [spec for spec in self.table.rows.values() if spec.uid not in uids]
+        for spec in orphans:
+            log.info("quorum.orphan_member", uid=spec.uid, vhost=spec.vhost, queue=spec.name)
+        if orphans:
+            self.delete_members([spec.uid for spec in orphans])
 
     def _start(self, spec: MemberSpec) -> QuorumMember:
         name = member_name(spec.uid)
         me = Address(self.runtime.host, name)
         config = ClusterConfig(frozenset(member_id(node, spec.uid) for node in spec.nodes))
         machine = QuorumMachine(queue_config(spec.name, spec.vhost, spec.arguments,
-                                             created_ms=spec.created_ms))
+                                             created_ms=spec.created_ms), self.machine_version)
         core = RaftCore(str(me), config, self.writer.member(name), machine, random.Random(), self.settings)
         front = QueueFront(RaftView(core), machine, spec.arguments, node=self.node_address)
         dead_letters = self.dead_letters
         dead_letter = None if dead_letters is None else (
             lambda e: dead_letters.from_member(str(me), spec.vhost, spec.name, e))
-        member = QuorumMember(self.runtime, me, core, self.wal, front, name, dead_letter=dead_letter)
+        member = QuorumMember(self.runtime, me, core, self.wal, front, name, dead_letter=dead_letter,
+                              on_leader=lambda leader: self._led(spec.uid, leader))
+        member.on_wake = self._wake
+        key, changes = (spec.vhost, spec.name), self.changes
+        member.on_input = lambda: changes.touch(key, monotonic_ms())
+        member.on_input()
+        self.by_queue[key] = member
         self.members[spec.uid] = member
         self.by_id[str(me)] = member
+        self.awake[name] = member
         self.runtime.spawn(name, member)
         return member
+
+    def _wake(self, member: QuorumMember) -> None:
+        self.awake[member.me.name] = member
 
     def nodes_down(self, nodes: set[str]) -> None:
         """The channels of nodes that went down are gone: every member gives back what they held.
         Each is named by its connection host's incarnation, so a restarted node's new channels
-        are not taken for gone ones."""
+        are not taken for gone ones. Every member with a peer on those nodes wakes, and one whose
+        leader was there stands for election (the module docstring)."""
         self._gone(lambda ch: node_of(Address.parse(ch).host) in nodes)
+        for member in list(self.members.values()):
+            core = member.core
+            if any(node_of(Address.parse(m).host) in nodes for m in core.config.members() if m != core.id):
+                member.peers_down(core.leader_id is not None and node_of(Address.parse(core.leader_id).host) in nodes)
 
-    def _gone(self, is_gone: Callable[[str], bool]) -> None:
+    def _gone(self, is_gone: Callable[[str], bool], dead: bool = False) -> None:
         """Every member gives back what the channels `is_gone` says are gone held, each channel
-        named by its connection host incarnation's prefix (actors/quorum/names.py)."""
+        named by its connection host incarnation's prefix (actors/quorum/names.py). `dead`: they
+        are gone for good (their host restarted), publishers' sequences too; else only out of
+        reach, maybe (their node was seen down)."""
         for member in list(self.members.values()):
             for prefix in sorted({channel_incarnation(ch) for ch in channels(member.core.state) if is_gone(ch)}):
-                member.channels_gone(prefix)
+                member.channels_gone(prefix, dead)
 
     def _settled(self, member_id: str, msg_ids: list[int]) -> None:
         member = self.by_id.get(member_id)
@@ -218,12 +299,18 @@ class QuorumHost:
     # -- time and inspection ---------------------------------------------------------------------
     def tick(self) -> None:
         actor = self.runtime.actor
-        for member in list(self.members.values()):
-            if actor(member.me.name) is not member:
+        self._ticks += 1
+        for name, member in list(self.awake.items()):
+            if actor(name) is not member:
                 self._member_crashed(member)
             member.tick()
+            if member.sleepy():
+                member.asleep = True
+                del self.awake[name]
         if self.dead_letters is not None:
             self.dead_letters.tick()
+        for uid in [uid for uid, (deadline, _) in self._until_led.items() if deadline <= self._ticks]:
+            self._release(uid)  # no leader yet: the declaring node polls for one (quorum_queues.py)
 
     def _member_crashed(self, member: QuorumMember) -> None:
         log.error("quorum.member_crashed", member=str(member.me), queue=member.core.state.config.name,
@@ -244,13 +331,14 @@ class QuorumHost:
         return out
 
 
-def quorum_host(runtime: Any, spec: Any, registry: Any = None) -> QuorumHost:
-    """`registry`: a registry replica's, which dead-lettered messages are routed with."""
+def quorum_host(runtime: Any, spec: Any, registry: Any = None, incarnation: int = 0) -> QuorumHost:
+    """`registry`: a registry replica's, which dead-lettered messages are routed with; `incarnation`:
+    that replica's (this process's), which names the dead-letter worker."""
     cfg = spec.config
     gc.set_threshold(*cfg.get("gc_threshold", gc_threshold))
     loop = asyncio.get_running_loop()
     disk = RealDisk(str(Path(cfg["data_dir"]) / "quorum"), cfg.get("sync_method", "fdatasync"))
-    host = QuorumHost(runtime, disk, loop, cfg, registry)
+    host = QuorumHost(runtime, disk, loop, cfg, registry, incarnation)
     runtime.spawn(MANAGER_NAME, host)
     tick_s = cfg.get("tick_ms", tick_ms_default) / 1000
     profiler = Profiler()
@@ -264,7 +352,7 @@ def quorum_host(runtime: Any, spec: Any, registry: Any = None) -> QuorumHost:
         if op == "status":
             return host.status(args.get("queue"), args.get("uid"))
         if op == "members":
-            return [[s.uid, s.vhost, s.name, list(s.nodes)] for s in host.table]
+            return [[s.uid, s.vhost, s.name, list(s.nodes)] for s in host.table.rows.values()]
         if op == "disk":
             return host.disk_usage()
         if op == "wal_stats":
@@ -274,7 +362,8 @@ def quorum_host(runtime: Any, spec: Any, registry: Any = None) -> QuorumHost:
         if op == "start_members":  # [{uid, name, nodes, vhost?, arguments?, created_ms?}, ...]
             host.start_members([MemberSpec(m["uid"], m.get("vhost", "/"), m["name"], tuple(m["nodes"]),
                                            dict(m.get("arguments", {})), m.get("created_ms", 0))
-                                for m in args["members"]], args.get("leader", ""))
+                                for m in args["members"]],
+                               {m["uid"] for m in args["members"]} if args.get("leader") == host.node else set())
             return "ok"
         if op == "pid":
             return os.getpid()

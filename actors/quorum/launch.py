@@ -33,6 +33,11 @@ class QuorumCluster(NodeCluster):
     def host_of(self, node: str) -> str:
         return host_name(node)
 
+    def node_host_config(self, node: str) -> dict:
+        """These nodes have no cluster view, from which a quiet group's followers learn that their
+        leader's node is down (actors/quorum/host.py): their groups do not quiesce unless asked."""
+        return {"settings": {"quiesce": False, **self.host_config.get("settings", {})}}
+
     def declare(self, name: str, *, nodes: tuple[str, ...] | None = None, arguments: dict | None = None,
                 created_ms: int = 0, leader: str = "") -> QueueRef:
         """Start a quorum queue's members on `nodes` (default: every node), durably; `leader`'s

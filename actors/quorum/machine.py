@@ -32,6 +32,21 @@ Choices, against the 4.0 guide and rabbit_fifo (4.1 sources):
   A channel finds deliveries it missed (after a leader change) by `Deliver.delivered_before`.
 - A consumer re-consuming its tag after a cancel, while it still has unacked messages, keeps them
   (rabbit_fifo merges the same way, but lets a single active consumer taking over overwrite them).
+Versions (raft/versions.py; rabbit_fifo's version/0 and which_module/1): the log says which
+version each entry is applied by (`meta.machine_version`), and `_BY_VERSION` holds each version's
+handlers, so a member applies an entry by the rules of the version the log runs there, whatever
+its code's newest. A member runs the versions up to `runs` (its node's
+`quorum_queue.machine_version`, at most `MACHINE_VERSION`); the group switches once every member
+runs the new one.
+- Version 1: the machine as RabbitMQ 4.0 behaves (the default).
+- Version 2: the delivery limit dead-letters a message only when a consumer gives it back (a
+  reject or nack with requeue), never because its consumer's channel went down (ChannelDown,
+  ConsumersDown): that message comes back to the queue whatever its count, a channel closing
+  with unacked deliveries not being a failure of those deliveries (RabbitMQ 4.3 likewise stops
+  counting such returns against the limit). The count still goes up on every return, so the
+  redelivered flag and x-delivery-count say what happened in both versions; the next give-back
+  past the limit dead-letters it. The state is the same in both versions: the switch converts
+  nothing.
 Left out: rabbit_fifo's suspected-down handling of consumers on a disconnected node (a channel is
 either up or reported down), AMQP 1.0 credit/modify semantics, consumer timeouts (the channel's).
 """
@@ -46,13 +61,14 @@ from actors.quorum.consumers import (CANCELLED, CREDIT_UNLIMITED, QUIESCING, UP,
 from actors.quorum.deadletter import DeadLetterHold
 from actors.quorum.effects import (DELIVERY_LIMIT, EXPIRE_MSGS, EXPIRED, MAXLEN, QUEUE_EXPIRY,
                                    REJECTED, ConsumerInfo, DeadLetter, DeadLetterDeliver, Deliver,
-                                   Delivered, DeleteQueue, GetOk, OutOfSequence, Purged, Release, Reply,
+                                   DeleteQueue, GetOk, OutOfSequence, Purged, Release, Reply,
                                    StartDeadLetterWorker, StopDeadLetterWorker, Timer)
 from actors.quorum.ready import NO_EXPIRY, Entry
 from actors.quorum.state import QueueState
 from actors.quorum.traits import traits
 from wire.errors import RESOURCE_LOCKED, AmqpError
 
+MACHINE_VERSION = 2  # the newest version this code runs
 SOFT_LIMIT_RATIO = 0.8  # reject-publish unblocks below this share of each limit
 RELEASE_INTERVAL_ENTRIES = 4096  # how often a busy queue recomputes its release cursor
 BASIC_GET = (60, 70)    # class and method id of basic.get, for its channel error
@@ -61,6 +77,7 @@ BASIC_GET = (60, 70)    # class and method id of basic.get, for its channel erro
 class Meta(Protocol):
     index: int
     term: int
+    machine_version: int
 
 
 def _expire_head(s: QueueState) -> list[Entry]:
@@ -279,15 +296,16 @@ def _activate_next(s: QueueState) -> None:
     _add_waiting(s, active_key, active_con)
 
 
-def _return_one(s: QueueState, con: Consumer, entry: Entry, dead: list[Entry]) -> None:
-    """A checked-out message comes back (already removed from `con.checked`)."""
+def _return_one(s: QueueState, con: Consumer, entry: Entry, dead: list[Entry], limited: bool = True) -> None:
+    """A checked-out message comes back (already removed from `con.checked`); `limited`: the
+    delivery limit applies to it (version 2 exempts a channel going down)."""
     index, size, expiry, count = entry
     s.unacked -= 1
     s.unacked_bytes -= size
     con.refill(1)
     entry = (index, size, expiry, count + 1)
     limit = s.config.settings.delivery_limit
-    if limit is not None and count + 1 > limit:
+    if limited and limit is not None and count + 1 > limit:
         dead.append(entry)
     else:
         s.ready.give_back(entry)
@@ -370,7 +388,7 @@ def _cancel(index: int, cmd: c.Cancel, s: QueueState) -> Result:
     return s, Reply.OK, _finish(index, s, [])
 
 
-def _holders(s: QueueState, channel: str, tag: str,
+def holders(s: QueueState, channel: str, tag: str,
              msg_ids: tuple[int, ...]) -> list[tuple[Key, Consumer, tuple[int, ...]]]:
     """The consumers a settlement names, each with its msg ids. An empty `tag` means whichever
     consumer of `channel` holds each id (msg ids are unique over the queue's life): the classic
@@ -398,7 +416,7 @@ def _after_settlements(index: int, s: QueueState, held: list[tuple[Key, Consumer
 
 
 def _settle(index: int, cmd: c.Settle, s: QueueState) -> Result:
-    held = _holders(s, cmd.channel, cmd.tag, cmd.msg_ids)
+    held = holders(s, cmd.channel, cmd.tag, cmd.msg_ids)
     if not held:
         return s, Reply.OK, []
     tracked = s.tracked
@@ -422,7 +440,7 @@ def _take_checked(con: Consumer, msg_ids: tuple[int, ...]) -> list[Entry]:
 
 
 def _return(index: int, cmd: c.Return, s: QueueState) -> Result:
-    held = _holders(s, cmd.channel, cmd.tag, cmd.msg_ids)
+    held = holders(s, cmd.channel, cmd.tag, cmd.msg_ids)
     if not held:
         return s, Reply.OK, []
     dead: list[Entry] = []
@@ -435,7 +453,7 @@ def _return(index: int, cmd: c.Return, s: QueueState) -> Result:
 
 
 def _discard(index: int, cmd: c.Discard, s: QueueState) -> Result:
-    held = _holders(s, cmd.channel, cmd.tag, cmd.msg_ids)
+    held = holders(s, cmd.channel, cmd.tag, cmd.msg_ids)
     if not held:
         return s, Reply.OK, []
     taken: list[Entry] = []
@@ -451,7 +469,7 @@ def _discard(index: int, cmd: c.Discard, s: QueueState) -> Result:
 
 
 def _requeue(index: int, cmd: c.Requeue, s: QueueState) -> Result:
-    held = _holders(s, cmd.channel, cmd.tag, (cmd.msg_id,))
+    held = holders(s, cmd.channel, cmd.tag, (cmd.msg_id,))
     entry = held[0][1].checked.get(cmd.msg_id) if held else None
     if entry is None or entry[0] != cmd.index:
         return s, Reply.OK, []  # settled, returned or its channel went down meanwhile
@@ -466,19 +484,20 @@ def _requeue(index: int, cmd: c.Requeue, s: QueueState) -> Result:
     return s, Reply.OK, _after_consumer_change(index, s, key, con, [])
 
 
-def _channel_down(index: int, cmd: c.ChannelDown, s: QueueState) -> Result:
+def _channel_down(index: int, cmd: c.ChannelDown, s: QueueState, limited: bool = True) -> Result:
     s.enqueuers.pop(cmd.channel, None)
-    return _consumers_down(index, cmd, s)
+    return _consumers_down(index, cmd, s, limited)
 
 
-def _consumers_down(index: int, cmd: c.ConsumersDown | c.ChannelDown, s: QueueState) -> Result:
+def _consumers_down(index: int, cmd: c.ConsumersDown | c.ChannelDown, s: QueueState,
+                    limited: bool = True) -> Result:
     channel = cmd.channel
     s.waiting = [item for item in s.waiting if item[0][0] != channel]
     dead: list[Entry] = []
     for key in [k for k in s.consumers if k[0] == channel]:
         con = s.consumers.pop(key)
         for msg_id in sorted(con.checked):
-            _return_one(s, con, con.checked[msg_id], dead)
+            _return_one(s, con, con.checked[msg_id], dead, limited)
         con.checked.clear()
         s.last_active = s.now_ms
     out: list = []
@@ -569,13 +588,25 @@ _HANDLERS: dict[type, Callable[[int, Any, QueueState], Result]] = {
     c.Tick: _tick, c.DeadLetterCheckout: _dead_letter_checkout,
     c.DeadLetterSettle: _dead_letter_settle, c.ConsumersDown: _consumers_down,
 }
+_BY_VERSION: dict[int, dict[type, Callable[[int, Any, QueueState], Result]]] = {
+    1: _HANDLERS,
+    2: {**_HANDLERS,  # a consumer's channel going down is not a failed delivery
+        c.ChannelDown: lambda index, cmd, s: _channel_down(index, cmd, s, limited=False),
+        c.ConsumersDown: lambda index, cmd, s: _consumers_down(index, cmd, s, limited=False)},
+}
+assert sorted(_BY_VERSION) == list(range(1, MACHINE_VERSION + 1))
 
 
 class QuorumMachine:
     """The Raft machine of one quorum queue (persist/raft/machine.py's Machine protocol)."""
 
-    def __init__(self, config: QueueConfig) -> None:
+    def __init__(self, config: QueueConfig, runs: int = 1) -> None:
+        assert 1 <= runs <= MACHINE_VERSION, runs
         self.config = config
+        self.runs = runs  # the newest version this member may run (its node's configuration)
+
+    def version(self) -> int:
+        return self.runs
 
     def init(self) -> QueueState:
         return QueueState(self.config)
@@ -589,7 +620,7 @@ class QuorumMachine:
             return state, Reply.INVALID, []
         if cmd.now_ms > state.now_ms:
             state.now_ms = cmd.now_ms
-        return _HANDLERS[type(cmd)](meta.index, cmd, state)
+        return _BY_VERSION[meta.machine_version][type(cmd)](meta.index, cmd, state)
 
     def snapshot(self, state: QueueState) -> dict[str, Any]:
         return state.to_value()
@@ -623,66 +654,10 @@ class QuorumMachine:
         return out
 
 
-# -- queries (the shell's reads of the state; they change nothing) ---------------------------------
+# -- queries the machine makes itself (the shell's are in queries.py) -------------------------------
 
 def lowest_live_index(state: QueueState) -> int | None:
     """min(live_indexes(state)) without walking the columns."""
     candidates = [i for i in (state.ready.lowest_index(), min(state.tracked, default=None))
                   if i is not None]
     return min(candidates) if candidates else None
-
-
-def requeue_plan(state: QueueState, channel: str, tag: str,
-                 msg_ids: tuple[int, ...]) -> tuple[tuple[int, int], ...] | None:
-    """How to requeue these deliveries: None means propose `Return` (a delivery limit is set:
-    back near the head); otherwise (msg_id, raft index) of those still unacked, for the shell to
-    read and propose as `Requeue`s (unlimited: to the back). An empty `tag` means any consumer
-    of `channel` (as in `Settle`)."""
-    if state.config.settings.delivery_limit is not None:
-        return None
-    index = {i: con.checked[i][0] for _key, con, ids in _holders(state, channel, tag, msg_ids)
-             for i in ids if i in con.checked}
-    return tuple((i, index[i]) for i in msg_ids if i in index)
-
-
-def checked_out(state: QueueState, channel: str, tag: str) -> tuple[Delivered, ...]:
-    """A consumer's unacked deliveries, (msg_id, index, delivery count) by msg_id: what a channel
-    that missed a Deliver (Deliver.delivered_before) re-reads."""
-    con = state.consumers.get((channel, tag))
-    if con is None:
-        return ()
-    return tuple((i, e[0], e[3]) for i, e in sorted(con.checked.items()))
-
-
-def stats(state: QueueState) -> dict[str, int]:
-    """Counts for list_queues and management; `messages` counts held dead-letters too."""
-    ready, dlx = state.ready, state.dlx
-    return {
-        "messages_ready": len(ready),
-        "messages_unacknowledged": state.unacked,
-        "messages_dead_lettered": len(dlx),
-        "messages": len(ready) + state.unacked + len(dlx),
-        "message_bytes_ready": ready.bytes,
-        "message_bytes_unacknowledged": state.unacked_bytes,
-        "message_bytes_dead_lettered": dlx.bytes,
-        "consumers": sum(1 for con in state.consumers.values() if not con.once) + len(state.waiting),
-        "publishers": len(state.enqueuers),
-        # what the publishers the state still knows enqueued (their next sequence numbers less one)
-        "published": sum(state.enqueuers.values()) - len(state.enqueuers),
-    }
-
-
-def consumer_list(state: QueueState) -> list[dict[str, Any]]:
-    """One row per consumer (basic.get's one-message consumers and cancelled ones left out), with
-    RabbitMQ's activity status: up (competing), single_active or waiting."""
-    single = state.config.single_active
-    rows = []
-    for key, con, active in ([(k, v, True) for k, v in state.consumers.items()]
-                             + [(k, v, False) for k, v in state.waiting]):
-        if con.once:
-            continue
-        rows.append({"channel": key[0], "tag": key[1], "active": active,
-                     "activity_status": ("single_active" if active else "waiting") if single else "up",
-                     "ack_required": con.ack, "prefetch": con.prefetch, "priority": con.priority,
-                     "exclusive": con.exclusive, "unacked": len(con.checked)})
-    return rows

@@ -7,7 +7,10 @@ Inputs and what they become:
                                                  transfer_leadership (actors/quorum/member_changes.py)
     a channel's or the node's message         -> front.handle; what it asks is proposed at the
                                                  end of the turn, with everything else of the turn
-    tick() from the host's ticker             -> core.tick(); an idle drained queue snapshots
+    tick() from the host's ticker             -> core.tick(); an idle drained queue snapshots; then
+                                                 `sleepy()` tells the host whether it may stop
+                                                 ticking it until an input arrives
+    peers_down(leader) from the host          -> core.peer_down: a peer's node is down
     written(upto) from the WalActor           -> driver.written(upto): commits, applies, replies
     a machine timer (effects.Timer) firing    -> front.timer: the leader proposes a Tick
     end of the loop turn                      -> the turn's proposals as one batch, then
@@ -20,9 +23,16 @@ Interpreter. An idle tick or a heartbeat that changed nothing skips it (`_busy`)
 hundreds of members, and most of them are idle most of the time.
 
 The Raft effects go to raft/driver.py, which keeps the ordering rules (hard state synced before
-the sends after it, snapshots only of what the WAL has written); this actor is its ports: a reply
-goes to the front as `committed`, NotLeader as `not_leader`, LeaderChanged as `leader_changed`,
-machine effects as `machine_effect`, after_flush/kick to the WalActor.
+the sends after it, snapshots only of what the WAL has written); this actor is its ports, where
+Raft's effects (raft/effects.py) become the broker's: a reply goes to the front as `committed`,
+NotLeader as `not_leader`, LeaderChanged as `leader_changed`, machine effects as
+`machine_effect`, a version switch and a halted machine (raft/versions.py) to the log,
+after_flush/kick to the WalActor.
+
+Sleep: a member whose Raft core is quiet (raft/quiescence.py: an idle group sends nothing) and
+which waits for nothing that needs a tick (a membership change, a probe of channels holding its
+deliveries, a snapshot an idle tick would take) asks for no ticks; its next input wakes it
+(`on_wake`), so the host ticks only the members that have work (as Ra hibernates idle members).
 
 Flow: after every input a leader records what its commit waits on (flow/commit_wait.py: its WAL
 write, followers' acks), which `warrenctl flow` shows (actors/quorum/flow_links.py).
@@ -50,7 +60,7 @@ from actors.messages.channel_queue import Deliver, Publish
 from actors.messages.quorum import ChangeQueueMembers, NotQueueLeader, TransferQueueLeader
 from actors.quorum.front import DeadLetterHanded, DeadLettered, DeadLetterWorkerStopped, QueueFront
 from actors.quorum.member_changes import MemberChanges, is_change
-from actors.quorum.machine import stats
+from actors.quorum.queries import stats
 from actors.quorum.release import QueueView, ReleaseCursor
 from actors.raft.wal import WalActor
 from actors.runtime.address import Address
@@ -75,7 +85,8 @@ PEER_MESSAGES = (peer.PreVote, peer.PreVoteReply, peer.RequestVote, peer.Request
 
 class QuorumMember:
     def __init__(self, runtime: Any, me: Address, core: RaftCore, wal: WalActor, front: QueueFront,
-                 wal_key: str, *, dead_letter: Callable[[Any], None] | None = None) -> None:
+                 wal_key: str, *, dead_letter: Callable[[Any], None] | None = None,
+                 on_leader: Callable[[str | None], None] = lambda leader: None) -> None:
         self.runtime = runtime
         self.me = me
         self.core = core
@@ -83,6 +94,14 @@ class QuorumMember:
         self.front = front
         self.wal_key = wal_key
         self.dead_letter = dead_letter
+        # the host hears of a leader that serves: another member that took the lead, or this one
+        # once it has applied an entry of its term (a new queue's first leader, host.py)
+        self.on_leader = on_leader
+        self._serving_unannounced = False
+        self.asleep = False  # the host does not tick it until an input wakes it
+        self.on_wake: Callable[[QuorumMember], None] = lambda member: None
+        self.on_input: Callable[[], None] = lambda: None  # the host hears of every input (its stats rows)
+        self._tick_applied = -1  # the applied index the last tick saw
         self.release = ReleaseCursor(core.snapshot_index)
         self.commit_wait = CommitWait(monotonic_ms())
         self.recovered = core.log.last_index_term()[0]
@@ -107,7 +126,14 @@ class QuorumMember:
         self.driver = RaftDriver(core, self)
 
     # -- inputs --------------------------------------------------------------------------------
+    def _awaken(self) -> None:
+        self.on_input()
+        if self.asleep:
+            self.asleep = False
+            self.on_wake(self)
+
     def receive(self, sender: Address, msg: Any) -> None:
+        self._awaken()
         if isinstance(msg, PEER_MESSAGES):
             self.run(self.core.step(msg))
             if self._busy():
@@ -148,7 +174,29 @@ class QuorumMember:
         if self._busy():
             self._end_input()
 
+    def sleepy(self) -> bool:
+        """After a tick: whether this member needs no more ticks until an input (see the module
+        docstring). A tick that saw something newly applied is not the last: the release
+        cursor's idle tick comes after it."""
+        core = self.core
+        idle, self._tick_applied = core.applied == self._tick_applied, core.applied
+        return (idle and core.quiet and not core.snapshot_pending and not self.changes.pending
+                and not self.front.needs_ticks())
+
+    def peers_down(self, leader: bool) -> None:
+        """A node holding a peer of this member went down (`leader`: its leader's)."""
+        self._awaken()
+        self.run(self.core.peer_down(leader))
+        self._end_input()
+
+    def campaign_now(self) -> None:
+        """Stand for election at once (a new queue's first member: host.py)."""
+        self._awaken()
+        self.run(self.core.campaign_now())
+        self._end_input()
+
     def written(self, upto: int) -> None:
+        self._awaken()
         self.front.now_ms = now_ms()
         self.driver.written(upto)
         self._end_input()
@@ -156,6 +204,7 @@ class QuorumMember:
     def _timer(self, name: str) -> None:
         if self.stopped:
             return
+        self._awaken()
         self.front.now_ms = now_ms()
         self.front.timer(name)
         self._end_input()
@@ -183,22 +232,29 @@ class QuorumMember:
         for to, msg in out:
             self.send(to, msg)
 
-    def channels_gone(self, prefix: str) -> None:
-        """The host heard that channels under `prefix` are gone (actors/messages/quorum.py)."""
+    def channels_gone(self, prefix: str, dead: bool = False) -> None:
+        """The host heard that channels under `prefix` are gone (actors/messages/quorum.py); `dead`:
+        for good (QuorumFront.channels_dead)."""
+        self._awaken()
         self.front.now_ms = now_ms()
-        self.front.channels_gone(prefix)
+        if dead:
+            self.front.channels_dead(prefix)
+        else:
+            self.front.channels_gone(prefix)
         self._end_input()
 
     def dead_letters_settled(self, msg_ids: list[int]) -> None:
         """Every target queue confirmed these at-least-once dead-lettered messages (the worker)."""
         if self.stopped:
             return
+        self._awaken()
         self.front.now_ms = now_ms()
         self.front.dead_letters_settled(msg_ids)
         self._end_input()
 
     def channels_back(self, prefix: str) -> None:
         """The host saw the node of the channels under `prefix` again."""
+        self._awaken()
         self.front.now_ms = now_ms()
         self.front.channels_back(prefix)
         self._end_input()
@@ -234,6 +290,9 @@ class QuorumMember:
 
     def _finish_input(self) -> None:
         front = self.front
+        if self._serving_unannounced and front.view.caught_up():
+            self._serving_unannounced = False
+            self.on_leader(self.core.id)
         if self.core.applied != self._applied_seen:
             self._measure_commit_latency()
         self._applied_seen = self.core.applied
@@ -325,9 +384,23 @@ class QuorumMember:
             self.leader_since = time.monotonic()
         log.info("quorum.leader_changed", member=self.core.id, leader=leader, term=self.core.term)
         self.front.leader_changed(leader)
+        self._serving_unannounced = leader == self.core.id
+        if leader is not None and leader != self.core.id:
+            self.on_leader(leader)
 
     def machine_effect(self, effect: Any) -> None:
         self.front.machine_effect(effect)
+
+    def version_switched(self, index: int, old: int, new: int) -> None:
+        config = self.core.state.config
+        log.info("quorum.machine_version_switched", member=self.core.id, vhost=config.vhost, queue=config.name,
+                 index=index, old=old, new=new)
+
+    def machine_halted(self, index: int, reason: str) -> None:
+        config = self.core.state.config
+        log.error("quorum.machine_halted", member=self.core.id, vhost=config.vhost, queue=config.name,
+                  index=index, reason=reason,
+                  action="this member applies nothing more; upgrade this node and restart it")
 
     def after_flush(self, callback: Callable[[], None]) -> None:
         self.wal.after_flush(callback)
@@ -360,6 +433,8 @@ class QuorumMember:
                 "applied": core.applied, "last": last, "first": core.log.first_index(),
                 "written": core.log.written_index(), "snapshot_index": core.snapshot_index,
                 "recovered": self.recovered, "leader_since": self.leader_since,
+                "quiet": core.quiet, "asleep": self.asleep, "machine_version": core.machine_version,
+                "machine_versions": [index for index, _ in core.versions[1:]], "halted": core.halted,
                 "members": sorted(core.config.voters), "learners": sorted(core.config.learners),
                 "match": {m: pr.match for m, pr in core.progress.items()} if core.role == LEADER else {},
                 **stats(core.state)}

@@ -17,7 +17,10 @@ becomes valid first; while they are all waiting no new one is taken). A queue th
 snapshots at most every `drained_min_entries` entries on its own, and the member's ticks take the
 rest once it is idle (`on_tick`: nothing applied since the tick before), so a queue that empties
 after every message does not pay for a snapshot per message, nor one per tick while it is busy,
-while a queue left empty is always compacted. `drained_min_entries` is Ra's snapshot interval: Ra
+while a queue left empty is compacted once its log holds `idle_min_entries` since the last
+snapshot: below that the entries cost a few bytes of the WAL (and of a segment after a rollover),
+less than a snapshot's four syncs, which a new queue's no-op alone would otherwise cost each of
+thousands of queues declared together. `drained_min_entries` is Ra's snapshot interval: Ra
 writes a release cursor as a snapshot only once it is that far past the last snapshot (or frees
 segments), and a snapshot here is several fsyncs on the member's loop, which every message of the
 host waits behind (at 1,000 msg/s through a queue that a consumer keeps empty, a snapshot every 64
@@ -36,6 +39,7 @@ Snapshot = tuple[int, int, bytes]  # (index, term, data) as RaftCore.capture_sna
 
 INTERVAL_MIN_ENTRIES = 4096  # Ra's default snapshot interval
 DRAINED_MIN_ENTRIES = 4096   # Ra's snapshot interval (see above)
+IDLE_MIN_ENTRIES = 16        # an idle drained queue's log worth a snapshot (see above)
 STASH_MAX = 2
 
 
@@ -51,9 +55,11 @@ class QueueView:
 
 class ReleaseCursor:
     def __init__(self, snapshot_index: int = 0, interval_min_entries: int = INTERVAL_MIN_ENTRIES,
-                 drained_min_entries: int = DRAINED_MIN_ENTRIES, stash_max: int = STASH_MAX) -> None:
+                 drained_min_entries: int = DRAINED_MIN_ENTRIES, stash_max: int = STASH_MAX,
+                 idle_min_entries: int = IDLE_MIN_ENTRIES) -> None:
         self.interval_min_entries = interval_min_entries
         self.drained_min_entries = drained_min_entries
+        self.idle_min_entries = idle_min_entries
         self.stash_max = stash_max
         self.snapshot_index = snapshot_index  # the last snapshot asked for (or recovered)
         self.stashes: deque[Snapshot] = deque()
@@ -79,9 +85,9 @@ class ReleaseCursor:
 
     def on_tick(self, view: QueueView, capture: Callable[[], Snapshot]) -> Snapshot | None:
         """A tick: once nothing was applied since the tick before, a drained queue's log goes,
-        however little it holds."""
+        once it holds `idle_min_entries`."""
         idle, self._tick_applied = view.applied == self._tick_applied, view.applied
-        if idle and view.drained and view.applied > self.snapshot_index:
+        if idle and view.drained and view.applied - self.snapshot_index >= self.idle_min_entries:
             return self._take(capture())
         return None
 

@@ -181,8 +181,8 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     structlog.configure(logger_factory=structlog.stdlib.LoggerFactory())
     spec = HostSpec(config["host_name"], config["entry"], config["host"])
-    run_node(config["node"], [spec], config["directory"], config["admin_port"],
-             Path(config["data_dir"]))
+    sys.exit(run_node(config["node"], [spec], config["directory"], config["admin_port"],
+                      Path(config["data_dir"])))
 
 
 if __name__ == "__main__":

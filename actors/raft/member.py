@@ -17,6 +17,7 @@ This actor is the driver's ports:
                       run to one client leave as ONE CommittedBatch
     NotLeader      -> NotLeaderReply(corr, leader id or None)
     ChangeRefused  -> ChangeRefusedReply(corr, reason)
+    VersionSwitched, MachineHalted -> the log (raft.machine_version_switched, raft.machine_halted)
     after_flush / kick -> the WalActor's hooks (a hard state is a record in its next group commit)
 Log appends are not effects: the core writes into its MemberLog, and every input ends with a
 `kick` so the WalActor flushes once this loop turn; acks and commits wait for its `written`.
@@ -126,6 +127,13 @@ class MemberActor:
     def machine_effect(self, effect: Any) -> None:
         """The test machine returns none; a machine with effects has a member shell of its own."""
 
+    def version_switched(self, index: int, old: int, new: int) -> None:
+        log.info("raft.machine_version_switched", member=self.core.id, index=index, old=old, new=new)
+
+    def machine_halted(self, index: int, reason: str) -> None:
+        log.error("raft.machine_halted", member=self.core.id, index=index, reason=reason,
+                  action="this member applies nothing more; upgrade this node and restart it")
+
     def after_flush(self, callback: Any) -> None:
         self.wal.after_flush(callback)
 
@@ -144,4 +152,5 @@ class MemberActor:
         return {"id": core.id, "role": core.role, "term": core.term, "leader": core.leader_id,
                 "commit": core.commit, "applied": core.applied, "last": last,
                 "written": core.log.written_index(), "recovered": self.recovered,
-                "leader_since": self.leader_since, "state": core.machine.snapshot(core.state)}
+                "leader_since": self.leader_since, "machine_version": core.machine_version, "halted": core.halted,
+                "state": core.machine.snapshot(core.state)}

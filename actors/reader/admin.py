@@ -3,7 +3,10 @@ warrenctl, and the actor that closes connections when told (vhost deleted, close
 
 A shell helper: it reads the readers' state (`ctx.readers`, each reader's `.channels`, each channel's
 `.core`) and never changes it except to force a close, which goes through the connection core like
-any connection error: connection.close with the given code, then the socket closes on close-ok.
+any connection error: connection.close with the given code, then the socket closes on close-ok
+(a vhost or a user deleted: "vhost 'v' is deleted", "user 'u' is deleted", 320 as RabbitMQ's
+rabbit_connection_tracking closes them). The same actor hears the other connection hosts'
+connection and channel counts (`TrackedCounts`, tracking.py).
 """
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from actors.messages.node import CloseConnections
+from actors.messages.node import CloseConnections, TrackedCounts
 from actors.channel.core import OPEN
 from actors.reader.core import CLOSED, CLOSING, OPEN_WAIT, START, START_OK, TUNE_OK
 from wire.errors import AmqpError
@@ -114,13 +117,17 @@ def _queue_name(queue: Any, vhost: str) -> str:
     return name[len(prefix):] if name.startswith(prefix) else name
 
 
-def close_connections(ctx: Any, vhost: str | None, owner: str | None, code: int, detail: str) -> int:
-    """Close every connection on `vhost` (or the one named `owner`) with connection.close `code`."""
+def close_connections(ctx: Any, vhost: str | None, owner: str | None, code: int, detail: str,
+                      user: str | None = None) -> int:
+    """Close every connection on `vhost` (or the one named `owner`, or every one of `user`) with
+    connection.close `code`."""
     closed = 0
     for r in list(ctx.readers):
         if r.closed or r.core is None:
             continue
         if (owner is not None and r.owner != owner) or (vhost is not None and (r.opened is None or r.opened.vhost != vhost)):
+            continue
+        if user is not None and (r.opened is None or r.opened.user != user):
             continue
         r.channel_error(AmqpError(code, detail, connection=True))
         r.flush_all()
@@ -130,10 +137,16 @@ def close_connections(ctx: Any, vhost: str | None, owner: str | None, code: int,
 
 
 class ConnectionAdmin:
-    """The actor that takes `CloseConnections` from the node."""
+    """The actor that takes `CloseConnections` from the node and `TrackedCounts` from the other
+    connection hosts (given to `tracking`, a TrackingShell)."""
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Any, tracking: Any = None) -> None:
         self.ctx = ctx
+        self.tracking = tracking
 
-    def receive(self, sender: Any, msg: CloseConnections) -> None:
-        close_connections(self.ctx, msg.vhost, msg.owner, msg.code, msg.text)
+    def receive(self, sender: Any, msg: CloseConnections | TrackedCounts) -> None:
+        if type(msg) is TrackedCounts:
+            if self.tracking is not None:
+                self.tracking.receive(msg)
+            return
+        close_connections(self.ctx, msg.vhost, msg.owner, msg.code, msg.text, msg.user)

@@ -25,12 +25,17 @@ sent for H/2 seconds and drops the connection when nothing at all was received f
 while the socket was being read (a connection blocked by credit or by an alarm is not read, so the
 client's silence is not its fault: RabbitMQ pauses its heartbeat monitor the same way).
 
-Users and vhost access: a `Gatekeeper` (backed by the host's registry replica, which holds users and
-permissions as password hashes) answers the login and, at connection.open, whether the user has
-permissions on the vhost (530 "access to vhost 'v' refused for user 'u'", as RabbitMQ 3.10). A user in
-`loopback_users` that connects from elsewhere is refused like a wrong password (RabbitMQ sends the
-same "Login was refused..." text and logs the reason). A plain `check_login` callable (no vhost
-check) is still accepted, for tests and for shells that predate the Gatekeeper.
+Who may connect (login.py): the `Gatekeeper`, backed by the host's registry replica, answers which
+mechanisms connection.start offers (PLAIN, AMQPLAIN, and EXTERNAL on a TLS connection when
+configured), the login (the core reports every decided attempt as `LoginAttempt`, which the shell
+counts and, for a refusal, logs with RabbitMQ's text), and at connection.open the limits and the
+permissions (530, as RabbitMQ 3.10: the vhost's max-connections, the user's, then "access to vhost
+'v' refused for user 'u'"); at channel.open the user's max-channels (a 530 connection error). A
+refused login is reported with connection.close 403 only when the client announced
+`authentication_failure_close`; the text is RabbitMQ's safe one, whatever the reason. A
+mechanism that is not registered or not offered, or a malformed response, closes the socket (a
+handshake error in RabbitMQ). The user's tags at login travel in `Opened` (the channels'
+impersonator check reads them, as rabbit_channel reads the connection's #user record).
 
 Deliberately left to others: what a channel does (actors/channel/core.py), resource alarms and
 connection.blocked (flow/blocking.py, run by the reader shell).
@@ -38,11 +43,11 @@ connection.blocked (flow/blocking.py, run by the reader shell).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable
 
-from effects import ChannelsDown, CloseSocket, Opened, OpenChannel, SetFrameMax, ToChannel, Write
+from actors.reader.login import Gatekeeper, Login, Malformed, PasswordOnly, Peer, parse_credentials
+from effects import ChannelsDown, CloseSocket, LoginAttempt, Opened, OpenChannel, SetFrameMax, ToChannel, Write
 from wire import methods as m
-from wire.codec import DecodeError, decode_table
 from wire.errors import (
     ACCESS_REFUSED, CHANNEL_ERROR, COMMAND_INVALID, FRAME_ERROR, NOT_ALLOWED, UNEXPECTED_FRAME, AmqpError,
 )
@@ -65,19 +70,6 @@ class Settings:
     cluster_name: str = "warren"
 
 
-@dataclass(frozen=True, slots=True)
-class Gatekeeper:
-    """What the core asks about who may connect. Callable as a plain `check_login` too, so a shell
-    that passes it as `check_login=` gets the vhost and loopback checks without changing its call."""
-
-    check_login: Callable[[str, str], bool]
-    vhost_access_error: Callable[[str, str], Optional[AmqpError]]
-    loopback_users: frozenset[str] = frozenset({"guest"})
-
-    def __call__(self, user: str, password: str) -> bool:
-        return self.check_login(user, password)
-
-
 START, START_OK, TUNE_OK, OPEN_WAIT, OPEN, CLOSING, CLOSED = (
     "start", "start_ok", "tune_ok", "open_wait", "open", "closing", "closed")
 HANDSHAKE = frozenset({START, START_OK, TUNE_OK, OPEN_WAIT})
@@ -93,42 +85,20 @@ CAPABILITIES = {
 }
 
 
-def parse_credentials(mechanism: str, response: bytes) -> tuple[str, str] | None:
-    """(user, password) from a PLAIN or AMQPLAIN response, None if malformed."""
-    if mechanism == "PLAIN":
-        parts = response.split(b"\x00")
-        if len(parts) != 3:
-            return None
-        return parts[1].decode("utf-8", "replace"), parts[2].decode("utf-8", "replace")
-    if mechanism == "AMQPLAIN":
-        # an AMQPLAIN response is a field table without its leading length
-        try:
-            fields, _ = decode_table(len(response).to_bytes(4, "big") + response, 0)
-        except DecodeError:
-            return None
-        login, password = fields.get("LOGIN"), fields.get("PASSWORD")
-        if login is None or password is None:
-            return None
-        as_text = (lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
-        return as_text(login), as_text(password)
-    return None
-
-
 class ConnectionCore:
-    def __init__(self, settings: Settings, *, check_login: Callable[[str, str], bool],
+    def __init__(self, settings: Settings, *, check_login: Callable[[str, str], bool] | Gatekeeper,
                  peer_is_loopback: bool, vhost_exists: Callable[[str], bool],
-                 loopback_users: frozenset[str] = frozenset({"guest"}),
-                 gatekeeper: Gatekeeper | None = None) -> None:
-        if gatekeeper is None and isinstance(check_login, Gatekeeper):
-            gatekeeper = check_login
+                 loopback_users: frozenset[str] = frozenset({"guest"}), peer: Peer | None = None) -> None:
+        """`check_login`: the host's Gatekeeper, or a bare (user, password) check (no permissions,
+        limits or EXTERNAL); `peer`: the connection's facts beyond loopback (TLS, certificate)."""
         self.settings = settings
-        self.check_login = check_login
-        self.gatekeeper = gatekeeper
-        self.peer_is_loopback = peer_is_loopback
+        self.gatekeeper: Any = (check_login if isinstance(check_login, Gatekeeper)
+                                else PasswordOnly(check_login, loopback_users))
+        self.peer = peer if peer is not None else Peer(peer_is_loopback)
         self.vhost_exists = vhost_exists
-        self.loopback_users = gatekeeper.loopback_users if gatekeeper is not None else loopback_users
         self.state = START
         self.user = ""
+        self.tags: tuple[str, ...] = ()
         self.vhost = ""
         self.client_properties: dict = {}
         self.capabilities: dict = {}
@@ -147,9 +117,10 @@ class ConnectionCore:
         if isinstance(event, Command):
             return self._command(event)
         if isinstance(event, ProtocolHeaderOk):
+            mechanisms = " ".join(self.gatekeeper.offered(self.peer)).encode()
             return self._send(m.ConnectionStart(
                 version_major=0, version_minor=9, server_properties=self._server_properties(),
-                mechanisms=b"PLAIN AMQPLAIN", locales=b"en_US")) + self._to(START_OK)
+                mechanisms=mechanisms, locales=b"en_US")) + self._to(START_OK)
         if isinstance(event, BadProtocolHeader):
             self.state = CLOSED
             return [Write([PROTOCOL_HEADER]), CloseSocket("bad protocol header")]
@@ -198,17 +169,17 @@ class ConnectionCore:
         return self._connection_error(error)
 
     def resume(self, user: str, vhost: str, frame_max: int, channel_max: int, heartbeat: int,
-               client_properties: dict, channels: Iterable[int]) -> list:
+               client_properties: dict, channels: Iterable[int], tags: tuple[str, ...] = ()) -> list:
         """Take over an open connection another host negotiated (actors/reader/handover.py): the
         effects that set the shell up as connection.open did, without a frame to the client."""
-        self.user, self.vhost = user, vhost
+        self.user, self.vhost, self.tags = user, vhost, tuple(tags)
         self.frame_max, self.channel_max, self.heartbeat = frame_max, channel_max, heartbeat
         self.client_properties = client_properties
         caps = client_properties.get("capabilities")
         self.capabilities = dict(caps) if isinstance(caps, dict) else {}
         self.channels = set(channels)
         self.state = OPEN
-        return [SetFrameMax(frame_max), Opened(vhost, user, frame_max, self.capabilities)]
+        return [SetFrameMax(frame_max), Opened(vhost, user, frame_max, self.capabilities, self.tags)]
 
     # ------------------------------------------------------------------ internals
     def _to(self, state: str) -> list:
@@ -262,6 +233,9 @@ class ConnectionCore:
             if cmd.channel > self.channel_max:
                 return self._connection_error(AmqpError(
                     NOT_ALLOWED, f"channel_max of {self.channel_max} exceeded by channel {cmd.channel}", 20, 10))
+            refused = self.gatekeeper.channel_refusal(self.user)  # the user's max-channels
+            if refused is not None:
+                return self._connection_error(refused)
             self.channels.add(cmd.channel)
             return [OpenChannel(cmd.channel), *self._send(m.ChannelOpenOk(), cmd.channel)]
         if cmd.channel not in self.channels:
@@ -299,27 +273,28 @@ class ConnectionCore:
         self.client_properties = dict(x.client_properties)
         caps = self.client_properties.get("capabilities")
         self.capabilities = dict(caps) if isinstance(caps, dict) else {}
-        if x.mechanism not in ("PLAIN", "AMQPLAIN"):
+        mechanism = x.mechanism
+        if mechanism not in self.gatekeeper.offered(self.peer):
             self.state = CLOSED
-            return [CloseSocket(f"unknown authentication mechanism '{x.mechanism}'")]
-        creds = parse_credentials(x.mechanism, bytes(x.response))
-        ok = creds is not None and self.check_login(*creds)
-        reason = "invalid credentials"  # for the log only: the client gets RabbitMQ's safe text
-        if ok and creds[0] in self.loopback_users and not self.peer_is_loopback:
-            ok, reason = False, f"user '{creds[0]}' can only connect via localhost"
-        if not ok:
+            known = mechanism in ("PLAIN", "AMQPLAIN", "EXTERNAL")
+            return [CloseSocket(f"{'invalid' if known else 'unknown'} authentication mechanism '{mechanism}'")]
+        outcome = self.gatekeeper.login(mechanism, bytes(x.response), self.peer)
+        if isinstance(outcome, Malformed):
             self.state = CLOSED
-            text = (f"Login was refused using authentication mechanism {x.mechanism}. "
-                    "For details see the broker logfile.")
+            return [LoginAttempt("", False, outcome.reason), CloseSocket(outcome.reason)]
+        if not isinstance(outcome, Login):
+            self.state = CLOSED
+            refused = [LoginAttempt(outcome.user, False, outcome.reason)]
             if self.capabilities.get("authentication_failure_close"):
+                text = (f"Login was refused using authentication mechanism {mechanism}. "
+                        "For details see the broker logfile.")
                 err = AmqpError(ACCESS_REFUSED, text)
-                return [*self._send(m.ConnectionClose(reply_code=err.code, reply_text=err.text)),
-                        CloseSocket(f"{x.mechanism} login refused: {reason}")]
-            return [CloseSocket(f"{x.mechanism} login refused: {reason}")]
-        self.user = creds[0]
+                refused += self._send(m.ConnectionClose(reply_code=err.code, reply_text=err.text))
+            return [*refused, CloseSocket(outcome.reason)]
+        self.user, self.tags = outcome.user, outcome.tags
         s = self.settings
-        return self._send(m.ConnectionTune(channel_max=s.channel_max, frame_max=s.frame_max,
-                                           heartbeat=s.heartbeat)) + self._to(TUNE_OK)
+        return [LoginAttempt(self.user, True), *self._send(m.ConnectionTune(
+            channel_max=s.channel_max, frame_max=s.frame_max, heartbeat=s.heartbeat)), *self._to(TUNE_OK)]
 
     def _tune_ok(self, x: m.ConnectionTuneOk) -> list:
         s = self.settings
@@ -341,13 +316,14 @@ class ConnectionCore:
         if not self.vhost_exists(x.virtual_host):
             self.state = OPEN  # RabbitMQ reports this one with connection.close 530
             return self._connection_error(AmqpError(NOT_ALLOWED, f"vhost {x.virtual_host} not found", 10, 40))
-        refused = self.gatekeeper.vhost_access_error(self.user, x.virtual_host) if self.gatekeeper else None
+        refused = self.gatekeeper.open_refusal(self.user, x.virtual_host)  # limits, then permissions
         if refused is not None:
             self.state = OPEN  # reported with connection.close 530 too
             return self._connection_error(refused)
         self.vhost = x.virtual_host
         self.state = OPEN
-        return [Opened(self.vhost, self.user, self.frame_max, self.capabilities), *self._send(m.ConnectionOpenOk())]
+        return [Opened(self.vhost, self.user, self.frame_max, self.capabilities, self.tags),
+                *self._send(m.ConnectionOpenOk())]
 
 
-__all__ = ["ConnectionCore", "Gatekeeper", "Settings"]
+__all__ = ["ConnectionCore", "Gatekeeper", "Peer", "Settings", "parse_credentials"]

@@ -5,8 +5,8 @@ this record (actors/reader/acceptor.py), so the client sees nothing: no byte is 
 twice. What the old host had read and not yet acted on travels as bytes (`leftover`): the frames of
 the commands it stopped at, encoded again, then what its parser held (a publish part-way in, as
 its frames so far, and the part-frame the last read cut short); the new host feeds them to its
-parser before it reads the socket. Beside them: the negotiated connection (user,
-vhost, frame_max, channel_max, heartbeat, the client's properties, whose capabilities say how to
+parser before it reads the socket. Beside them: the negotiated connection (user and its tags
+at login, vhost, frame_max, channel_max, heartbeat, the client's properties, whose capabilities say how to
 block it) and each channel's `ChannelHandover` (actors/channel/handover.py).
 """
 from __future__ import annotations
@@ -36,19 +36,20 @@ class MovedConnection:
     connected_at: int  # ms since the epoch, when the first host accepted it
     channels: tuple[ChannelHandover, ...]
     leftover: bytes
+    tags: tuple[str, ...] = ()  # the user's tags when it logged in
 
     def pack(self) -> bytes:
         return MOVED + msgpack.packb([
             self.was, self.user, self.vhost, self.frame_max, self.channel_max, self.heartbeat,
             encode_table(self.client_properties), self.connected_at,
-            [c.as_list() for c in self.channels], self.leftover], use_bin_type=True)
+            [c.as_list() for c in self.channels], self.leftover, list(self.tags)], use_bin_type=True)
 
     @classmethod
     def unpack(cls, data: bytes) -> MovedConnection:
         (was, user, vhost, frame_max, channel_max, heartbeat, properties, connected_at, channels,
-         leftover) = msgpack.unpackb(data[len(MOVED):], raw=False)
+         leftover, tags) = msgpack.unpackb(data[len(MOVED):], raw=False)
         return cls(was, user, vhost, frame_max, channel_max, heartbeat, decode_table(properties, 0)[0],
-                   connected_at, tuple(ChannelHandover(*c) for c in channels), leftover)
+                   connected_at, tuple(ChannelHandover(*c) for c in channels), leftover, tuple(tags))
 
 
 def encodable(events: Iterable[Event]) -> bool:

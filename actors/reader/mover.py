@@ -213,7 +213,8 @@ class Mover:
             return False
         moved = MovedConnection(reader.owner, core.user, core.vhost, core.frame_max, core.channel_max, core.heartbeat,
                                 core.client_properties, reader.connected_at,
-                                tuple(handover.take(ch.core) for _, ch in sorted(reader.channels.items())), leftover)
+                                tuple(handover.take(ch.core) for _, ch in sorted(reader.channels.items())), leftover,
+                                core.tags)
         waiting = reader.held
         reader.hold(True)  # out of this loop's selector before another process reads the socket
         if not self._acceptor.send_running(reader.transport.get_extra_info("socket").fileno(), moved, target):

@@ -26,6 +26,12 @@ the reader stops reading for it, `hold`, and lets its channels go once it is gon
 A reader made with `moved` takes such a connection over: no handshake, its channels as they were,
 then what the old host had read and not acted on.
 
+Access: the connection core decides logins and opens with the host's Gatekeeper (login.py); the
+shell brings it the facts (the peer's address, the TLS session's verified certificate), counts the
+login attempts RabbitMQ's Prometheus endpoint counts (`LoginAttempt`) and logs each refusal at
+error level with RabbitMQ's text, and keeps the host's connection and channel counts that the
+limits are checked against (tracking.py) as connections open, close and move.
+
 Fairness between the connections of one host: the reader is a BufferedProtocol, so each read's size
 is this connection's share of the host (`flow/read_share.py`): 32 KiB while other connections are
 sending too; alone, about 128 of the commands it sends (1 KiB publishes: ~135 KiB), at most 256 KiB.
@@ -46,17 +52,20 @@ from actors.channel.core import CLOSED, ChannelCore, consumer_timeout_default_ms
 from actors.channel.publish_checks import MAX_MESSAGE_SIZE_DEFAULT, effective_max_message_size
 from actors.channel.shell import ChannelActor
 from actors.messages.node import ConnectionClosed, QueueHostRestarted, QueuesGone
-from actors.mgmt.counters import add_exchange_counts, add_into
+from actors.stats.counters import add_exchange_counts, add_into
 from actors.reader.core import ConnectionCore, Settings
 from actors.reader.handover import MovedConnection
+from actors.reader.login import Peer
+from actors.reader.tracking import Tracking
 from actors.reader.mover import Motion, Mover
 from actors.runtime.address import Address
-from effects import (ChannelsDown, CloseSocket, Opened, OpenChannel, PauseReading, ResumeReading, SetFrameMax,
-                     ToChannel, Write)
+from effects import (ChannelsDown, CloseSocket, LoginAttempt, Opened, OpenChannel, PauseReading, ResumeReading,
+                     SetFrameMax, ToChannel, Write)
 from effects.interpreter import Interpreter
 from flow.blocking import ConnectionThrottle
 from flow.read_share import ReadBudget, ReadShare
 from flow.state import FlowState
+from metadata.access import may_impersonate
 from wire.errors import INTERNAL_ERROR, AmqpError
 from wire import methods as m
 from wire.inbound import Command, InboundParser
@@ -99,20 +108,24 @@ class Reader(asyncio.BufferedProtocol):
         self.reading = True  # what the transport was last told
         self.flow = FlowState(FLOW_TICKS_PER_SECOND, changed_at=host.flow_now())
         self.closed = False
+        self.tracked = False  # counted among the host's open connections (tracking.py)
         self.connected_at = 0  # ms since the epoch, as the management API reports it
         self._apply = Interpreter({
             ToChannel: self._to_channel, Write: self.write, OpenChannel: self._open_channel,
             ChannelsDown: lambda _: self._channels_down(), CloseSocket: self._close_socket, Opened: self._opened,
             SetFrameMax: self._set_frame_max, PauseReading: lambda _: self._alarm_blocked(True),
-            ResumeReading: lambda _: self._alarm_blocked(False)})
+            ResumeReading: lambda _: self._alarm_blocked(False), LoginAttempt: self._login_attempt})
 
     # ------------------------------------------------------------------ asyncio callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self.connected_at = time.time_ns() // 1_000_000
         peer = transport.get_extra_info("peername")
+        tls = transport.get_extra_info("ssl_object")  # a TLS session, its handshake done
         self.core = ConnectionCore(self.host.settings, check_login=self.host.check_login,
-                                   peer_is_loopback=is_loopback(peer), vhost_exists=self.host.vhost_exists)
+                                   peer_is_loopback=is_loopback(peer), vhost_exists=self.host.vhost_exists,
+                                   peer=Peer(is_loopback(peer), tls is not None,
+                                             tls.getpeercert(binary_form=True) if tls is not None else None))
         self.host.readers.add(self)
         if self._moved is None:
             log.info("connection.accepted", owner=self.owner, peer=str(peer))
@@ -127,7 +140,7 @@ class Reader(asyncio.BufferedProtocol):
         self.motion = Motion(self.host.settings.ticks_per_second, moved=True)
         self.parser.resume()
         self._apply(self.core.resume(moved.user, moved.vhost, moved.frame_max, moved.channel_max, moved.heartbeat,
-                                     moved.client_properties, [c.number for c in moved.channels]))
+                                     moved.client_properties, [c.number for c in moved.channels], moved.tags))
         for c in moved.channels:
             self._open_channel(OpenChannel(c.number))
             handover.resume(self.channels[c.number].core, c)
@@ -223,7 +236,20 @@ class Reader(asyncio.BufferedProtocol):
     def _opened(self, e: Opened) -> None:
         self.opened = e
         self.throttle = ConnectionThrottle.for_client(frozenset(self.host.resources), e.capabilities)
+        self.tracked = True
+        self.host.tracking.opened(e.vhost, e.user)
+        self.host.counts_changed()
         log.info("connection.opened", owner=self.owner, user=e.user, vhost=e.vhost)
+
+    def _login_attempt(self, e: LoginAttempt) -> None:
+        """Counted as rabbit_core_metrics counts auth attempts; a refusal logged as rabbit_reader
+        logs it ("Error on AMQP connection ... state: starting" and the reason)."""
+        self.host.login_attempts["succeeded" if e.succeeded else "failed"] += 1
+        if not e.succeeded:
+            peer = self.transport.get_extra_info("peername") if self.transport is not None else None
+            local = self.transport.get_extra_info("sockname") if self.transport is not None else None
+            log.error("connection.login_refused", owner=self.owner, user=e.user, state="starting",
+                      connection=f"{_endpoint(peer)} -> {_endpoint(local)}", reason=e.reason)
 
     def _set_frame_max(self, e: SetFrameMax) -> None:
         self.parser.frame_max = e.frame_max
@@ -243,7 +269,9 @@ class Reader(asyncio.BufferedProtocol):
                            capabilities=o.capabilities, rng=host.rng, user=o.user, address=address,
                            parse_address=Address.parse, consumer_timeout_ms=host.consumer_timeout_ms,
                            ticks_per_second=host.settings.ticks_per_second,
-                           max_message_size=host.max_message_size)
+                           max_message_size=host.max_message_size, impersonator=may_impersonate(o.tags))
+        host.tracking.channel_opened(o.user)
+        host.counts_changed()
         core.nodes_down(host.down_nodes)
         actor = ChannelActor(self, core, address, host.runtime)
         self.host.runtime.spawn(name, actor)
@@ -252,6 +280,8 @@ class Reader(asyncio.BufferedProtocol):
     def forget_channel(self, ch: ChannelActor) -> None:
         if self.channels.get(ch.core.number) is ch:
             del self.channels[ch.core.number]
+            self.host.tracking.channel_closed(ch.core.user)
+            self.host.counts_changed()
             self.core.channel_finished(ch.core.number)
             add_into(self.host.retired, ch.core.message_stats())  # node-wide totals never go back
             add_exchange_counts(self.host.retired_exchanges, ch.core.vhost, ch.core.exchange_counts)
@@ -302,8 +332,15 @@ class Reader(asyncio.BufferedProtocol):
         """The connection went to another host with its socket: let its channels go as a closed
         connection's would, tell nobody else, and drop this host's copy of the descriptor."""
         self._channels_down()
+        self._untrack()
         self.closed = True
         self.transport.abort()
+
+    def _untrack(self) -> None:
+        if self.tracked:
+            self.tracked = False
+            self.host.tracking.closed(self.opened.vhost, self.opened.user)
+            self.host.counts_changed()
 
     def _update_reading(self) -> None:
         """Read the socket while neither credit nor an alarm holds this connection, nor a move."""
@@ -331,6 +368,7 @@ class Reader(asyncio.BufferedProtocol):
         if self.closed:
             return
         self._channels_down()
+        self._untrack()
         self.closed = True
         if self.transport is not None:
             self.transport.close()
@@ -345,7 +383,8 @@ class ConnectionHostContext:
                  check_login: Callable[[str, str], bool], vhost_exists: Callable[[str], bool],
                  router_address: Address, node: Address, seed: int | None = None,
                  consumer_timeout_ms: int | None = consumer_timeout_default_ms,
-                 max_message_size: int = MAX_MESSAGE_SIZE_DEFAULT, incarnation: int | None = None) -> None:
+                 max_message_size: int = MAX_MESSAGE_SIZE_DEFAULT, incarnation: int | None = None,
+                 tracking: Tracking | None = None) -> None:
         self.runtime = runtime
         self.node = node  # this node's node core
         self.down_nodes: frozenset[str] = frozenset()  # the nodes the cluster sees down, for new channels
@@ -366,6 +405,10 @@ class ConnectionHostContext:
         self.clock = time.monotonic  # what the event loop's clock reads too
         self.resources: set[str] = set()  # what the cluster is short of (resource alarms in force)
         self.mover: Mover | None = None  # set by the host when connections may move between hosts
+        # the cluster's connections and channels, for the limits (the Gatekeeper reads it)
+        self.tracking = tracking if tracking is not None else Tracking(runtime.host)
+        self.counts_changed: Callable[[], None] = lambda: None  # the host tells the others (tracking.py)
+        self.login_attempts = {"succeeded": 0, "failed": 0}  # rabbit_core_metrics' auth attempts
         self._owners = 0
         self._channels = 0
         # names connections and channels; the node's replica subscribes with it, so the node can tell
@@ -408,6 +451,10 @@ class ConnectionHostContext:
             yield from list(reader.channels.values())
 
 
+def _endpoint(address: Any) -> str:
+    return f"{address[0]}:{address[1]}" if address else "?"
+
+
 def tell_channels_host_restarted(ctx: ConnectionHostContext) -> Callable[[Address, str], None]:
     """The replica's on_host_restarted: every channel learns that a queue host lost its state."""
     def on_host_restarted(sender: Address, host: str) -> None:
@@ -417,11 +464,10 @@ def tell_channels_host_restarted(ctx: ConnectionHostContext) -> Callable[[Addres
 
 
 def tell_channels(ctx: ConnectionHostContext) -> Callable[[Address, list, list[Address]], None]:
-    """The replica's on_change for a connection host: channels drop cached permissions and learn of
-    deleted queues (their pending confirms for those queues are settled)."""
+    """The replica's on_change for a connection host: channels learn of deleted queues (their
+    pending confirms for those queues are settled). Their permission caches stand, as
+    rabbit_channel's do (actors/channel/permissions.py)."""
     def on_change(sender: Address, changes: list, gone: list[Address]) -> None:
-        for ch in ctx.channels():
-            ch.core.metadata_changed()
         if gone:
             for ch in ctx.channels():
                 ch.receive(sender, QueuesGone(gone))

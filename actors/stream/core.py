@@ -1,0 +1,299 @@
+"""The stream queue core: an append-only log that every consumer reads from an offset of its own.
+
+Theory of operation. A stream never removes a message because it was consumed: a publish batch
+is appended to the log (persist/stream/log.py) as one chunk, each message stamped with its offset
+(header.py), and every consumer has a reader of its own (its own file cursor) and its own credit.
+A consumer starts where its x-stream-offset says (metadata/stream.py: first, last = the first
+offset of the newest chunk, next, an offset, a timestamp) and is handed entries while it has
+credit; a delivery's msg_id is its offset. Acks only give credit back, and that is the channel's
+business (flow/qos.py sends `Grant`): a `Settle` changes nothing here. Consumers never wait for
+each other: a consumer that falls behind reads older chunks from disk through its own reader, at
+most its credit per call, while the others go on at the tail.
+
+THE ORDERING RULE: confirms and deliveries both wait for the sync. `publish` appends into the OS
+and records the highest confirm seq per channel; the shell flushes the log and calls
+`sync_started()` (the confirms held so far are the ones that sync covers), and calls `synced()`
+only after the fdatasync returned and `log.commit` moved; only then do those confirms leave and
+readers (bounded by `log.committed`) see the new entries. So nothing is delivered that a crash
+could take back, as Osiris delivers only committed chunks.
+
+Retention runs after every sync that rolled a segment over and on the shell's retention timer
+(`on_timer`, which also drops the log's decoded newest chunks while nobody consumes), with the limits of the arguments met with the policy (metadata/stream.py's
+`retention`). Counters: `messages` is what the log holds (first to next offset), as RabbitMQ's
+list_queues reports a stream; queue.declare-ok reports 0 messages, as 3.10 does.
+
+Left out here: replication (a single-node stream; the log is its only copy), single active
+consumer and consumer priorities on streams, x-stream-filter (3.13).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Sequence
+
+from actors.messages.calls import Reply
+from actors.messages.channel_queue import (
+    Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, Grant, Publish, Published, Purge, Settle,
+)
+from actors.messages.node import ApplyPolicy, Dispose, QueueCounts, QueueStats, StreamStatus
+from actors.messages.runtime import Undelivered
+from actors.stats.counters import MessageCounters
+from actors.stream.header import OFFSET, split
+from effects import Send, StartTimer
+from metadata import stream as spec
+from persist.classic.message import Message
+from persist.stream.chunk import Entry
+from persist.stream.log import Reader, StreamLog
+from wire.errors import NOT_ALLOWED, AmqpError
+
+Effect = Any
+RETENTION_TIMER = "retention"
+RETENTION_CHECK_MS = 60_000  # how often the age limit is looked at without a roll-over
+READ_BATCH_MAX = 1000  # entries one consumer is handed per call, whatever its credit
+
+
+@dataclass(slots=True)
+class StreamConsumer:
+    channel: Hashable
+    tag: str
+    reader: Reader
+    credit: int
+
+
+class StreamQueue:
+    def __init__(self, vhost: str, name: str, log: StreamLog, arguments: dict[str, Any],
+                 now_ms: int = 0) -> None:
+        self.vhost = vhost
+        self.name = name
+        self.log = log
+        self.arguments = arguments
+        self.retention = spec.retention(arguments)
+        log.segment_bytes = self.retention.segment_bytes
+        self._now = now_ms
+        self._consumers: dict[tuple[Hashable, str], StreamConsumer] = {}
+        self._held: dict[Hashable, int] = {}  # channel -> highest confirm seq appended, not yet syncing
+        self._syncing: dict[Hashable, int] = {}  # what the sync in flight covers
+        self.unsynced = False  # appended since the last sync: the shell owes one
+        self._rolled = False  # a segment rolled over since the last sync: retention is due
+        self.deleted = False
+        self.counters = MessageCounters()  # message_stats (actors/stats/counters.py), once per batch
+
+    # -- counters -------------------------------------------------------------------------------
+
+    @property
+    def consumer_count(self) -> int:
+        return len(self._consumers)
+
+    def stats(self) -> dict[str, Any]:
+        log = self.log
+        return {"name": self.name, "vhost": self.vhost, "type": spec.TYPE, "messages": log.entries,
+                "messages_ready": log.entries, "messages_unacknowledged": 0, "consumers": len(self._consumers),
+                "memory": log.recent_bytes, "message_bytes": log.bytes, "message_bytes_ready": log.bytes,
+                "message_bytes_unacknowledged": 0, "exclusive_consumer_pid": None, "exclusive_consumer_tag": None,
+                "first_offset": log.first_offset, "committed_offset": log.committed - 1,
+                "segments": len(log.segments), "readers": [
+                    {"consumer_tag": c.tag, "channel": str(c.channel), "offset": c.reader.next_offset,
+                     "lag": log.committed - c.reader.next_offset, "credit": c.credit}
+                    for c in self._consumers.values()]}
+
+    # -- inputs ---------------------------------------------------------------------------------
+
+    def start(self, *, now_ms: int = 0) -> list[Effect]:
+        self._now = max(self._now, now_ms)
+        self._retain()
+        return [StartTimer(RETENTION_TIMER, RETENTION_CHECK_MS)]
+
+    def handle(self, sender: Hashable, msg: Any, *, now_ms: int = 0) -> list[Effect]:
+        if now_ms > self._now:
+            self._now = now_ms
+        return _HANDLERS[type(msg)](self, sender, msg)
+
+    def on_timer(self, name: str, *, now_ms: int = 0) -> list[Effect]:
+        self._now = max(self._now, now_ms)
+        assert name == RETENTION_TIMER, name
+        if not self._consumers:  # nobody at the tail: an idle stream keeps no bodies in RAM
+            self.log.forget_recent()
+        self._retain()
+        return [StartTimer(RETENTION_TIMER, RETENTION_CHECK_MS)]
+
+    def publish(self, channel: Hashable, messages: Sequence[Published]) -> list[Effect]:
+        if not messages:
+            return []
+        log = self.log
+        first = log.next_offset
+        segments = len(log.segments)
+        splits: dict[bytes, tuple[bytes, bytes]] = {}  # a batch's messages mostly share one header
+        entries = []
+        pack = OFFSET.pack
+        for i, p in enumerate(messages):
+            parts = splits.get(p.header)
+            if parts is None:
+                parts = splits[p.header] = split(p.header)
+            entries.append(Entry(p.exchange, p.routing_key, parts[0] + pack(first + i) + parts[1], p.body))
+        log.append(entries, self._now)
+        self.counters.publish += len(messages)
+        self.unsynced = True
+        self._rolled = self._rolled or len(log.segments) != segments
+        seq = messages[-1].seq
+        if seq and seq > self._held.get(channel, 0):
+            self._held[channel] = seq
+        return []
+
+    def sync_started(self) -> None:
+        """The shell flushed the log for a sync: the confirms held so far are what it covers;
+        later publishes wait for the next one."""
+        self.unsynced = False
+        syncing = self._syncing
+        for channel, upto in self._held.items():
+            if upto > syncing.get(channel, 0):
+                syncing[channel] = upto
+        self._held = {}
+
+    def synced(self) -> list[Effect]:
+        """The sync begun at `sync_started` is done (`log.commit` moved): confirm what it covered,
+        hand the new entries out, and apply retention if a segment rolled over."""
+        if self.unsynced:  # a sync made whole at once (Dispose): it covers everything
+            self.sync_started()
+        syncing, self._syncing = self._syncing, {}
+        effects: list[Effect] = [Send(channel, Confirm(upto)) for channel, upto in syncing.items()]
+        for consumer in self._consumers.values():
+            effects.extend(self._deliver(consumer))
+        if self._rolled:
+            self._rolled = False
+            self._retain()
+        return effects
+
+    # -- consumers ------------------------------------------------------------------------------
+
+    def consume(self, channel: Hashable, msg: Consume) -> list[Effect]:
+        # no_ack and a missing prefetch are refused by the channel, which knows the queue's type
+        where = spec.offset_spec(msg.arguments, self._now, self.name, self.vhost)
+        if isinstance(where, AmqpError):
+            return [Send(channel, Reply(msg.rid, error=where))]
+        key = (channel, msg.consumer_tag)
+        if key in self._consumers:
+            return [Send(channel, Reply(msg.rid, error=AmqpError(
+                NOT_ALLOWED, f"attempt to reuse consumer tag '{msg.consumer_tag}'")))]
+        consumer = StreamConsumer(channel, msg.consumer_tag, self.log.reader(self._start_offset(where)), msg.credit)
+        self._consumers[key] = consumer
+        return [Send(channel, Reply(msg.rid, spec.TYPE)), *self._deliver(consumer)]
+
+    def _start_offset(self, where: spec.Offset) -> int:
+        log = self.log
+        if where.kind == spec.FIRST:
+            return log.first_offset
+        if where.kind == spec.LAST:
+            return log.last_chunk if log.last_chunk >= log.first_offset else log.next_offset
+        if where.kind == spec.NEXT:
+            return log.next_offset
+        if where.kind == "timestamp":
+            return log.offset_at_time(where.value)
+        return max(where.value, log.first_offset)
+
+    def grant(self, channel: Hashable, msg: Grant) -> list[Effect]:
+        consumer = self._consumers.get((channel, msg.consumer_tag))
+        if consumer is None:
+            return []
+        consumer.credit += msg.credit
+        return self._deliver(consumer)
+
+    def _deliver(self, consumer: StreamConsumer) -> list[Effect]:
+        if consumer.credit <= 0 or consumer.reader.next_offset >= self.log.committed:
+            return []
+        read = consumer.reader.read(min(consumer.credit, READ_BATCH_MAX))
+        if not read:
+            return []
+        consumer.credit -= len(read)
+        self.counters.deliver += len(read)
+        return [Send(consumer.channel, Deliver(consumer.tag, [
+            Message(offset, False, e.exchange, e.routing_key, e.header, e.body) for offset, e in read]))]
+
+    def more_to_read(self) -> bool:
+        """A consumer with credit is behind the log's end (READ_BATCH_MAX cut its last call)."""
+        committed = self.log.committed
+        return any(c.credit > 0 and c.reader.next_offset < committed for c in self._consumers.values())
+
+    def read_more(self) -> list[Effect]:
+        effects: list[Effect] = []
+        for consumer in self._consumers.values():
+            effects.extend(self._deliver(consumer))
+        return effects
+
+    def cancel(self, channel: Hashable, tag: str) -> None:
+        consumer = self._consumers.pop((channel, tag), None)
+        if consumer is not None:
+            consumer.reader.close()
+
+    def channels(self) -> set[Hashable]:
+        return {c.channel for c in self._consumers.values()}
+
+    def channel_down(self, channel: Hashable) -> None:
+        for key in [k for k in self._consumers if k[0] == channel]:
+            self.cancel(*key)
+        self._held.pop(channel, None)
+        self._syncing.pop(channel, None)
+
+    def delete(self) -> list[Effect]:
+        """Dispose: consumers are told, the log's files go (the shell syncs first: confirms owed leave)."""
+        effects: list[Effect] = [Send(c.channel, ConsumerCancelled(c.tag)) for c in self._consumers.values()]
+        for c in self._consumers.values():
+            c.reader.close()
+        self._consumers.clear()
+        self.deleted = True
+        return effects
+
+    # -- retention ------------------------------------------------------------------------------
+
+    def apply_policy(self, settings: dict[str, Any]) -> list[Effect]:
+        self.retention = spec.retention(self.arguments, settings)
+        self.log.segment_bytes = self.retention.segment_bytes
+        self._retain()
+        return []
+
+    def _retain(self) -> None:
+        r = self.retention
+        if r.max_bytes is not None or r.max_age_ms is not None:
+            self.log.retain(r.max_bytes, r.max_age_ms, self._now)
+
+
+def _settle(q: StreamQueue, sender: Hashable, msg: Settle) -> list[Effect]:
+    return []  # acks give credit back through the channel's Grant; nothing is removed
+
+
+def _cancel(q: StreamQueue, sender: Hashable, msg: Cancel) -> list[Effect]:
+    q.cancel(sender, msg.consumer_tag)
+    return [Send(sender, Reply(msg.rid))]
+
+
+def _channel_down(q: StreamQueue, sender: Hashable, msg: Any) -> list[Effect]:
+    q.channel_down(sender)
+    return []
+
+
+def _refused(error: Callable[[str, str], AmqpError]) -> Callable[[StreamQueue, Hashable, Any], list[Effect]]:
+    """Get and Purge reach a stream only past the channel's check (a stale record): the same refusal."""
+    return lambda q, sender, msg: [Send(sender, Reply(msg.rid, error=error(q.name, q.vhost)))]
+
+
+def _stats(q: StreamQueue, sender: Hashable, msg: QueueStats) -> list[Effect]:
+    return [Send(sender, Reply(msg.rid, QueueCounts(0, q.consumer_count)))]  # 3.10 reports 0 messages
+
+
+def _status(q: StreamQueue, sender: Hashable, msg: StreamStatus) -> list[Effect]:
+    log = q.log
+    return [Send(sender, Reply(msg.rid, {"offset": log.next_offset - 1, "committed_offset": log.committed - 1,
+                                         "first_offset": log.first_offset, "readers": q.consumer_count,
+                                         "segments": len(log.segments)}))]
+
+
+def _dispose(q: StreamQueue, sender: Hashable, msg: Dispose) -> list[Effect]:
+    # the shell synced the whole log first: every confirm held or in flight is covered
+    return [*q.synced(), *q.delete(), Send(sender, Reply(msg.rid, 0))]
+
+
+_HANDLERS: dict[type, Callable[[StreamQueue, Hashable, Any], list[Effect]]] = {
+    Publish: lambda q, s, m: q.publish(s, m.messages), Settle: _settle, Grant: lambda q, s, m: q.grant(s, m),
+    Consume: lambda q, s, m: q.consume(s, m), Cancel: _cancel, ChannelDown: _channel_down,
+    Undelivered: _channel_down, Get: _refused(spec.get_refused), Purge: _refused(spec.purge_refused),
+    QueueStats: _stats, StreamStatus: _status, ApplyPolicy: lambda q, s, m: q.apply_policy(m.settings),
+    Dispose: _dispose,
+}
