@@ -3,8 +3,8 @@
 A core never performs IO. Its inputs return a list of these frozen records and a shell (an actor in
 a host process, or the deterministic simulator) carries them out IN LIST ORDER with one
 `Interpreter` (effects/interpreter.py): a core that must persist before it sends puts the persist
-first. Where an ordering rule needs more than list order (a Raft send held until the hard state
-before it is synced), the rule is written down at the effect that carries it.
+first. Where an ordering rule needs more than list order, the rule is written down at the effect
+that carries it (as Raft's are at its own effects: raft/core.py, raft/driver.py).
 
 Addresses are opaque to cores: a core receives them in messages and hands them back in `Send.to`.
 Messages are the typed records of actors/messages (one module per protocol); a core builds them,
@@ -20,14 +20,12 @@ The vocabulary, by who returns it:
   the cluster's view of them and each connection's throttle (flow/blocking.py)
   `ConserveResources`, `PauseReading`, `ResumeReading`;
 - cluster membership (actors/cluster/membership.py): `SaveClusterFile`;
-- the Raft core: `Send` (to a member id) and `PersistHardState`, `ClientReply`, `NotLeader`,
-  `ChangeRefused`, `MachineEffect`, `WriteSnapshot`, `LeaderChanged` (raft/core.py documents
-  their ordering rules, etcd's `Ready` contract). `MachineEffect` carries an effect of the
-  replicated state machine itself, in that machine's own vocabulary, as rabbit_fifo's effects
-  belong to rabbit_fifo: for quorum queues, actors/quorum/effects.py; the member shell runs them
-  through an Interpreter of its own;
-- the node core (actors/node/core.py): `ProposeCommand`, `AnswerAdmin`.
-This package imports nothing: every layer may use it.
+- the node core (actors/node/core.py): `ProposeCommand`, `AnswerAdmin`;
+- the supervisor's restart policy (actors/runtime/restarts.py): `SpawnHost`, `KillHost`, `StopHost`,
+  `OpenListeners`, `NodeServes`, `GiveUp`, `AllStopped`.
+The Raft core is not here: raft/ declares its own effects (raft/effects.py), as Ra does, and the
+shells that run Raft groups translate them (raft/driver.py's ports). This package imports nothing:
+every layer but raft/ may use it.
 """
 from __future__ import annotations
 
@@ -117,6 +115,17 @@ class Opened:
     user: str
     frame_max: int
     capabilities: dict = field(default_factory=dict, hash=False)
+    tags: tuple[str, ...] = ()  # the user's tags when it logged in (the channels' impersonator check)
+
+
+@dataclass(frozen=True, slots=True)
+class LoginAttempt:
+    """A login was decided (rabbit_core_metrics' auth attempt): counted, and a refusal logged with
+    RabbitMQ's text (`reason`, e.g. "PLAIN login refused: user 'bob' - invalid credentials")."""
+
+    user: str
+    succeeded: bool
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,58 +217,6 @@ class SaveClusterFile:
     data: bytes
 
 
-# -- the Raft core -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PersistHardState:
-    term: int
-    voted_for: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ClientReply:
-    """The command proposed with `corr` is committed and applied; `reply` is the machine's."""
-
-    corr: Hashable
-    reply: Any
-
-
-@dataclass(frozen=True, slots=True)
-class NotLeader:
-    """This member cannot take the command; try `leader` (None: unknown)."""
-
-    corr: Hashable
-    leader: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ChangeRefused:
-    """A membership change the leader refused; `reason` is a short stable token."""
-
-    corr: Hashable
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class MachineEffect:
-    """An effect the replicated state machine returned from apply (leader only, as Ra's default)."""
-
-    effect: Any
-
-
-@dataclass(frozen=True, slots=True)
-class WriteSnapshot:
-    index: int
-    term: int
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderChanged:
-    leader: str | None
-
-
 # -- the node core ------------------------------------------------------------------------------
 
 
@@ -283,8 +240,61 @@ class AnswerAdmin:
     value: Any
 
 
+# -- the supervisor's restart policy (actors/runtime/restarts.py) --------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnHost:
+    """Fork a new process for `host` and tell it to start; the shell reports the pid (`forked`)."""
+
+    host: str
+
+
+@dataclass(frozen=True, slots=True)
+class KillHost:
+    """SIGKILL process `pid` of `host` (it failed, or did not stop in time); its exit is reported
+    as any other."""
+
+    host: str
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class StopHost:
+    """Ask process `pid` of `host` to stop cleanly (the node stops)."""
+
+    host: str
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class OpenListeners:
+    """Tell process `pid` of `host` to open its client listeners; the shell reports `opened`."""
+
+    host: str
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeServes:
+    """Every host serves, each listener is open: the node is ready (said once per supervisor)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GiveUp:
+    """A host went past the restart intensity: the node must stop, naming `host` and `reason`."""
+
+    host: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AllStopped:
+    """The node is stopping and no host process is left."""
+
+
 Effect = (Send | StartTimer | CancelTimer | Log | Write | CloseSocket | SetFrameMax | OpenChannel | ToChannel
           | ChannelsDown | Opened | CloseConnection | ChannelFinished | CutRamTargets | LiftRamTargets | TrimHeap
           | AlarmSet | AlarmCleared | ConserveResources | PauseReading | ResumeReading | SaveClusterFile
-          | PersistHardState | ClientReply | NotLeader | ChangeRefused | MachineEffect | WriteSnapshot | LeaderChanged
-          | ProposeCommand | AnswerAdmin)
+          | ProposeCommand | AnswerAdmin | SpawnHost | KillHost | StopHost | OpenListeners | NodeServes | GiveUp
+          | AllStopped)

@@ -29,8 +29,10 @@ class ConsumerFailed(RuntimeError):
 
 
 class QueueConsumer:
-    def __init__(self, url: str, queue: str, prefetch: int, on_delivery: Delivery) -> None:
+    def __init__(self, url: str, queue: str, prefetch: int, on_delivery: Delivery,
+                 arguments: dict[str, Any] | None = None) -> None:
         self.url, self.queue, self.prefetch = url, queue, prefetch
+        self.arguments = arguments  # basic.consume's (a stream's x-stream-offset)
         self._on_delivery = on_delivery
         self._connection: pika.BlockingConnection | None = None
         self._channel: Any = None
@@ -82,7 +84,7 @@ class QueueConsumer:
             self._connection = pika.BlockingConnection(pika.URLParameters(self.url))
             self._channel = self._connection.channel()
             self._channel.basic_qos(prefetch_count=self.prefetch)
-            self._channel.basic_consume(self.queue, self._deliver)
+            self._channel.basic_consume(self.queue, self._deliver, arguments=self.arguments)
             log.info("pipeline.consuming", queue=self.queue, prefetch=self.prefetch)
             self._consuming.set()
             while not self._stopping:

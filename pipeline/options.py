@@ -57,21 +57,28 @@ class SourceOptions:
     most), prefetch (basic.qos, at most 65535; default twice maxMessagesPerBatch, since a committed
     batch is acked only when the next one is planned), numPartitions (tasks a batch is split into), and
     availableNowIdleSeconds (with Trigger.AvailableNow, how long to wait for a message the queue
-    announced before ending the run without it, e.g. because another consumer took it)."""
+    announced before ending the run without it, e.g. because another consumer took it); and for a
+    stream queue streamOffset, where its consumer starts (x-stream-offset: first, last, next, an
+    offset, or an interval such as 30m); with it, Trigger.AvailableNow reads until nothing came for
+    availableNowIdleSeconds (a stream reports no ready count to aim at)."""
     url: str
     queue: str
     batch_max: int
     prefetch: int
     partitions: int
     idle_s: float
+    stream_offset: str | int | None = None
 
     @staticmethod
     def parse(options: Mapping[str, str]) -> "SourceOptions":
         batch_max = _int(options, "maxMessagesPerBatch", batch_max_default)
+        offset: str | int | None = options.get("streamOffset")
+        if offset is not None and str(offset).lstrip("-").isdigit():
+            offset = int(offset)
         return SourceOptions(_required(options, "url"), _required(options, "queue"), batch_max,
                              _int(options, "prefetch", min(2 * batch_max, prefetch_max), low=0, high=prefetch_max),
                              _int(options, "numPartitions", partitions_default),
-                             _float(options, "availableNowIdleSeconds", idle_s_default))
+                             _float(options, "availableNowIdleSeconds", idle_s_default), offset)
 
 
 @dataclass(frozen=True)

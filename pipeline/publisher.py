@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator
 import pika
 from pika.spec import Basic
 
-from bench.perf.confirms import ConfirmTracker
+from wire.confirm_tracker import ConfirmTracker
 from pipeline.rows import Outgoing
 
 timeout_check_s = 1.0

@@ -14,7 +14,11 @@ executors inside its input partitions. Acknowledgement follows Spark's commit:
   was not acked when the connection drops; a restarted query reads it again, with `redelivered`
   set (at-least-once).
 Trigger.AvailableNow reads the queue's ready count when the query starts and ends once that many
-messages went through (or none came for `availableNowIdleSeconds`).
+messages went through (or none came for `availableNowIdleSeconds`). A stream queue (option
+streamOffset, where its consumer starts) is read from that offset; under AvailableNow until
+nothing came for `availableNowIdleSeconds`, since a stream keeps every message and reports no
+ready count. Its acks only give credit back, so a restarted query starts at streamOffset again
+(the rows carry each message's x-stream-offset header, to pick up from).
 
 Writers publish every row of a task with confirms (pipeline.publisher); a nack, a mandatory
 return or a lost connection fails the task, which Spark may retry (at-least-once).
@@ -36,6 +40,9 @@ from pipeline.ledger import Ledger, Offset
 from pipeline.options import SinkOptions, SourceOptions
 from pipeline.publisher import publish_all
 from pipeline.rows import SCHEMA_DDL, delivery_row, outgoing
+
+
+STREAM_UNBOUNDED = 1 << 62  # Trigger.AvailableNow's target on a stream: end when nothing more comes
 
 
 class AmqpDataSource(DataSource):
@@ -80,7 +87,9 @@ class _Live:
         self.ledger = Ledger(uuid.uuid4().hex)
         self.target: int | None = None  # Trigger.AvailableNow: the seq that ends the run
         self.started = False
-        self.consumer = QueueConsumer(options.url, options.queue, options.prefetch, self._deliver)
+        offset = options.stream_offset
+        self.consumer = QueueConsumer(options.url, options.queue, options.prefetch, self._deliver,
+                                      None if offset is None else {"x-stream-offset": offset})
 
     def _deliver(self, method: Any, props: pika.BasicProperties, body: bytes) -> None:
         row = delivery_row(method, props, body)
@@ -118,7 +127,9 @@ class AmqpStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         live = self._state()
-        ready = queue_depth(self.options.url, self.options.queue)
+        # a stream keeps what it delivered and reports no ready count: read until it goes quiet
+        ready = STREAM_UNBOUNDED if self.options.stream_offset is not None else queue_depth(
+            self.options.url, self.options.queue)
         with live.changed:  # the consumer starts after the count, so what it gets first is what was counted
             live.target = live.ledger.received + ready
         self._consuming()
