@@ -36,7 +36,7 @@ from bench.compare_brokers import PY, ROOT, Broker, Rabbit, Warren, add_broker_o
 from bench.compare_charts import durable_chart
 from bench.compare_progress import Progress
 from bench.perf import framing
-from bench.perf.confirms import ConfirmTracker
+from wire.confirm_tracker import ConfirmTracker
 from bench.perf.connection import connect, parse_uri
 
 rss_sample_s = 0.2

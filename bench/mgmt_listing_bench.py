@@ -1,6 +1,6 @@
 """CPU per `/api/queues` answer in the node host, without its HTTP: the registry of N queues joined
 with a sample, shaped and encoded, every row made afresh (as before the memo) or kept by the memo
-(actors/mgmt/memo.py). Prints the least CPU time of a few runs per case; not a test.
+(mgmt/memo.py). Prints the least CPU time of a few runs per case; not a test.
 
     .venv/bin/python -m bench.mgmt_listing_bench [--queues 10000] [--runs 5]
 
@@ -17,11 +17,11 @@ import random
 import time
 from collections.abc import Callable
 
-from actors.mgmt import auth, reads, rows
-from actors.mgmt.memo import RowMemo
-from actors.mgmt.rates import Rates
-from actors.mgmt.sample import Sample, rate_values
-from actors.mgmt.shapes import View
+from mgmt import auth, reads, rows
+from mgmt.memo import RowMemo
+from actors.stats.rates import Rates
+from actors.stats.sample import Sample, rate_values
+from mgmt.shapes import View
 from metadata.passwords import hash_password
 from metadata.registry import Registry
 

@@ -22,7 +22,7 @@ from actors.runtime.client import control
 
 IDLE_FRAMES = ("select (selectors.py", "GarbageCollectorThread.run", "thespian/", "_bootstrap", "threading.py",
                "wait (threading", "run_forever", "_run_once",
-               "_exit_when_orphaned (")  # every host's parent-watch thread, asleep between looks
+               "lifeline.py")  # every process's lifeline thread, blocked on its pipe
 busy_share_min = 0.05  # hosts using less CPU than this share of the run are not sampled
 
 

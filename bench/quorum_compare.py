@@ -84,12 +84,26 @@ class WarrenCluster:
         self.cluster.stop()
 
 
-def perf(uri: str, queue: str, out: Path, *extra: str, time_s: float, size: int) -> dict:
-    subprocess.run([PY, "-m", "bench.perf", "--uri", uri, "--queue", queue, "--queue-args", QUORUM, "--durable",
+def perf(uri: str, queue: str, out: Path, *extra: str, time_s: float, size: int, queue_args: str = QUORUM) -> dict:
+    """One bench.perf run (a durable queue of `queue_args`, persistent bodies, confirms 1000,
+    prefetch 300): its summary."""
+    subprocess.run([PY, "-m", "bench.perf", "--uri", uri, "--queue", queue, "--queue-args", queue_args, "--durable",
                     "--persistent", "--size", str(size), "--confirm", "1000", "--prefetch", "300",
                     "--time", str(time_s), "--json", str(out), *extra],
                    cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())["summary"]
+
+
+def alternate_rounds(repeat: int, only: str | None, measure_one: Callable[[str, type, int], dict]) -> dict[str, list[dict]]:
+    """`repeat` rounds of warren then RabbitMQ (or `only` one): measure_one(name, cluster class,
+    round) per broker and round; the rows by broker."""
+    rounds: dict[str, list[dict]] = {}
+    for round_ in range(repeat):
+        for name, make in (("warren", WarrenCluster), ("rabbitmq", RabbitCluster)):
+            if only in (None, name):
+                print(f"== round {round_ + 1}/{repeat}: {name}", file=sys.stderr, flush=True)
+                rounds.setdefault(name, []).append(measure_one(name, make, round_))
+    return rounds
 
 
 def measure(make: Callable[[Path, int], WarrenCluster | RabbitCluster], root: Path, nodes: int, name: str,
@@ -123,12 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dir", type=Path)
     a = p.parse_args(argv)
     root = a.dir or Path(tempfile.mkdtemp(prefix="quorum-compare-"))
-    rounds: dict[str, list[dict]] = {}
-    for round_ in range(a.repeat):
-        for name, make in (("warren", WarrenCluster), ("rabbitmq", RabbitCluster)):
-            if a.only in (None, name):
-                print(f"== round {round_ + 1}/{a.repeat}: {name}", file=sys.stderr, flush=True)
-                rounds.setdefault(name, []).append(measure(make, root / f"r{round_}", a.nodes, name, a.time, a.size))
+    rounds = alternate_rounds(a.repeat, a.only, lambda name, make, round_: measure(
+        make, root / f"r{round_}", a.nodes, name, a.time, a.size))
     keys = list(next(iter(rounds.values()))[0])
     print(f"quorum queue, {a.nodes} node(s), {a.size} B persistent, confirms 1000, prefetch 300, {a.time:.0f} s, "
           f"median of {a.repeat} round(s)" + (" (min-max)" if a.repeat > 1 else ""))

@@ -24,7 +24,8 @@ from typing import Callable, NamedTuple
 
 from actors.quorum import commands as c
 from actors.quorum.config import queue_config
-from actors.quorum.machine import QuorumMachine, stats
+from actors.quorum.machine import QuorumMachine
+from actors.quorum.queries import stats
 from actors.quorum.state import QueueState
 from wire.properties import BasicProperties, encode_content_header
 
@@ -34,6 +35,7 @@ CHUNK = 50_000  # commands encoded ahead of timing at a time (bounded memory)
 class Meta(NamedTuple):
     index: int
     term: int
+    machine_version: int = 1
 
 
 class Member:

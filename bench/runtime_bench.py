@@ -1,5 +1,6 @@
 """Runtime micro-benchmarks: envelope cost per message and per MB (typed messages: a channel's
-Publish batch of Published records, the common case), and a round through two Runtimes over a Unix socket.
+Publish batch of Published records, the common case), and a stream between two Runtimes over
+ZeroMQ ipc:// (both in this process).
 Prints figures; it is not a test.  python -m bench.runtime_bench"""
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def envelope_costs() -> None:
 
 async def ipc_round(messages: int = 200_000, per_iteration: int = 100, body: bytes = b"x" * 100) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        d = {"a": f"unix://{tmp}/a", "b": f"unix://{tmp}/b"}
+        d = {"a": f"ipc://{tmp}/a", "b": f"ipc://{tmp}/b"}
         a, b = Runtime("a", d), Runtime("b", d)
         await a.start()
         await b.start()
@@ -69,7 +70,7 @@ async def ipc_round(messages: int = 200_000, per_iteration: int = 100, body: byt
             await asyncio.sleep(0)
         await done
         took = time.perf_counter() - start
-        print(f"unix a->b with credit, {per_iteration}/iteration, {len(body)} B: {messages / took:,.0f} msg/s,"
+        print(f"ipc a->b with credit, {per_iteration}/iteration, {len(body)} B: {messages / took:,.0f} msg/s,"
               f" {took / messages * 1e6:.2f} us/msg, {a.frames_sent} frames")
         await a.close()
         await b.close()

@@ -20,6 +20,7 @@ class Config:
     multi_ack: int = 1
     queue: str = ""
     queue_args: dict = field(default_factory=dict)
+    consumer_args: dict = field(default_factory=dict)
     durable: bool = False
     rate: float = 0.0
     rates: tuple[tuple[float, float], ...] = ()  # (msg/s, seconds) phases; the last one lasts
@@ -56,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--multi-ack", "-A", type=int, default=1, help="ack every N messages with multiple=true")
     a("--queue", "-u", default="", help="queue name (default: server-named, deleted at the end)")
     a("--queue-args", default="{}", help='JSON table, e.g. \'{"x-queue-type":"quorum"}\'')
+    a("--consumer-args", default="{}",
+      help='JSON table for basic.consume, e.g. \'{"x-stream-offset":"first"}\'')
     a("--durable", action="store_true", help="declare the queue (and exchange) durable")
     a("--rate", "-r", type=float, default=0.0, help="msg/s per producer (0 = flat out)")
     a("--rates", default="",
@@ -83,6 +86,12 @@ def parse_args(argv: list[str] | None = None) -> Config:
         parser.error(f"--queue-args is not JSON: {exc}")
     if not isinstance(queue_args, dict):
         parser.error("--queue-args must be a JSON object")
+    try:
+        consumer_args = json.loads(ns.consumer_args)
+    except json.JSONDecodeError as exc:
+        parser.error(f"--consumer-args is not JSON: {exc}")
+    if not isinstance(consumer_args, dict):
+        parser.error("--consumer-args must be a JSON object")
     for name in ("producers", "consumers", "size", "confirm", "prefetch"):
         if getattr(ns, name) < 0:
             parser.error(f"--{name} must be >= 0")
@@ -100,7 +109,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
     return Config(uri=ns.uri, producers=ns.producers, consumers=ns.consumers, size=ns.size,
                   persistent=ns.persistent, confirm=ns.confirm, prefetch=ns.prefetch,
                   auto_ack=ns.auto_ack, multi_ack=ns.multi_ack, queue=ns.queue,
-                  queue_args=queue_args, durable=ns.durable, rate=ns.rate, rates=rates, time_s=ns.time,
+                  queue_args=queue_args, consumer_args=consumer_args, durable=ns.durable, rate=ns.rate, rates=rates, time_s=ns.time,
                   json_path=ns.json, predeclared=ns.predeclared, exchange=ns.exchange,
                   routing_key=ns.routing_key, mandatory=ns.mandatory, warmup_s=ns.warmup,
                   drain_s=ns.drain, heartbeat_s=ns.heartbeat)

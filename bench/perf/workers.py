@@ -26,7 +26,7 @@ from pika import spec
 
 from bench.perf import framing, pacing
 from bench.perf.config import Config
-from bench.perf.confirms import ConfirmTracker
+from wire.confirm_tracker import ConfirmTracker
 from bench.perf.connection import AmqpProtocol, BrokerClosed, connect, parse_uri
 from bench.perf.histogram import Histogram
 from bench.perf.stats import COUNTERS, GAUGES
@@ -222,7 +222,8 @@ class Consumer(Worker):
     async def prepare(self) -> None:
         if self.cfg.prefetch:
             await self.proto.call(spec.Basic.Qos(prefetch_count=self.cfg.prefetch))
-        await self.proto.call(spec.Basic.Consume(queue=self.queue, no_ack=self.cfg.auto_ack))
+        await self.proto.call(spec.Basic.Consume(queue=self.queue, no_ack=self.cfg.auto_ack,
+                                                    arguments=self.cfg.consumer_args or None))
 
     def on_deliver(self, delivery_tag: int, timestamp_ns: int | None, now_ns: int) -> None:
         self.counters["consumed"] += 1
