@@ -3,7 +3,12 @@
 Packages are layered (docs/DESIGN.md §2-3); a module may import its own layer and the layers below,
 never one above:
 
-    effects -> wire -> flow -> raft -> metadata -> persist -> actors -> scripts, bench, pipeline
+    raft -> effects -> wire -> flow -> metadata -> persist -> actors -> mgmt -> scripts, pipeline -> bench
+
+raft/ (the algorithm) is the lowest: it declares its own effects and messages (raft/effects.py,
+raft/messages.py), as Ra does, and imports nothing of the broker; the shells that run Raft groups
+translate its effects into the broker's (effects/). bench/ (benchmarks, comparison runs) is on
+top: no product package imports it.
 
 Inside `actors` the runtime's vocabulary (address, messages) comes first, the cores next, the
 shells last: a core never imports a shell, the runtime's machinery (mailbox, host, supervisor)
@@ -22,8 +27,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = [("effects",), ("wire",), ("flow",), ("raft",), ("metadata",), ("persist",), ("actors",),
-          ("scripts", "bench", "pipeline")]
+LAYERS = [("raft",), ("effects",), ("wire",), ("flow",), ("metadata",), ("persist",), ("actors",), ("mgmt",),
+          ("scripts", "pipeline"), ("bench",)]
 LAYER = {pkg: i for i, pkgs in enumerate(LAYERS) for pkg in pkgs}
 FORBIDDEN = {"zmq", "socket", "os", "time", "random", "threading", "asyncio", "select", "subprocess"}
 # Whole packages that are pure; persist/classic does its IO through an injected Disk.
@@ -36,12 +41,14 @@ CORE_MODULES = [
         "publish_checks", "lazy_headers", "confirm_mode", "confirms", "transactions", "consuming", "basic_get",
         "settling", "acks", "direct_reply", "reply_to", "generated_names", "lost_queues")),
     "actors/reader/core.py", "actors/reader/balance.py", "actors/queue/core.py", "actors/queue/priority.py", "actors/queue/group_commit.py",
-    "actors/queue/consumers.py", "persist/wal/core.py", "persist/wal/records.py",
-    "actors/cluster/membership.py", "actors/mgmt/counters.py", "actors/mgmt/rates.py", "actors/mgmt/sample.py",
-    "actors/mgmt/auth.py", "actors/mgmt/paths.py", "actors/mgmt/shapes.py", "actors/mgmt/changes.py",
-    "actors/mgmt/reads.py", "actors/mgmt/peek.py", "actors/mgmt/metrics.py", "actors/mgmt/listing.py",
-    "actors/mgmt/memo.py", "actors/mgmt/rows.py", "actors/monitor/relay.py",
-    "actors/node/quorum_membership.py", "actors/node/steps.py",
+    "actors/queue/consumers.py", "actors/queue/handlers.py", "persist/wal/core.py", "persist/wal/records.py",
+    "actors/cluster/membership.py", "actors/stats/counters.py", "actors/stats/rates.py", "actors/stats/sample.py",
+    "mgmt/auth.py", "mgmt/paths.py", "mgmt/shapes.py", "mgmt/changes.py",
+    "mgmt/reads.py", "mgmt/peek.py", "mgmt/metrics.py", "mgmt/listing.py",
+    "mgmt/memo.py", "mgmt/rows.py", "actors/monitor/relay.py",
+    "actors/node/quorum_membership.py", "actors/node/steps.py", "actors/runtime/restarts.py",
+    "actors/node/operations.py", "actors/stats/deltas.py", "actors/node/core.py", "actors/node/admin.py",
+    "actors/node/access_admin.py",
 ]
 # Shells inside a pure package: actors/quorum's member actor, host entry and test launchers.
 SHELLS_IN_CORE_PACKAGES = ["actors/quorum/member.py", "actors/quorum/host.py", "actors/quorum/launch.py",
@@ -114,6 +121,16 @@ def test_nothing_imports_upward() -> None:
     assert not upward, "imports against the layer order:\n" + "\n".join(upward)
 
 
+def test_raft_imports_nothing_of_the_broker() -> None:
+    """raft/ runs on its own vocabulary: the broker's effects (or anything else of it) would be upward."""
+    tree = ast.parse("from effects import Send\n")
+    assert [n for n in imported(tree, "raft.core") if n in modules()] == ["effects"]
+    assert layer_of("effects") > layer_of("raft.core")
+    outside = sorted(f"{src} -> {dst}" for src, dsts in graph().items() if src.startswith("raft")
+                     for dst in dsts if not dst.startswith("raft"))
+    assert not outside, "raft/ imports the broker:\n" + "\n".join(outside)
+
+
 def test_no_import_circles() -> None:
     edges = graph()
     index: dict[str, int] = {}
@@ -176,3 +193,20 @@ def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
     tree = ast.parse("from actors.runtime.ports import free_port\n")
     assert [n for n in imported(tree, "persist.wal.core") if n in modules()] == ["actors.runtime.ports"]
     assert layer_of("actors.runtime.ports") > layer_of("persist.wal.core")
+
+
+def test_no_product_package_sits_above_bench() -> None:
+    """bench/ may import everything; nothing imports it (pipeline/ once did, for a confirm tracker)."""
+    assert all(layer_of("bench.perf.workers") > layer_of(pkg) for pkgs in LAYERS[:-1] for pkg in pkgs)
+
+
+MODULE_LINES_MAX = 700  # STYLE.md: a module holds one idea, a few hundred lines
+
+
+def test_hand_written_modules_stay_small() -> None:
+    """No hand-written module of the product reaches MODULE_LINES_MAX lines; a generated one
+    (its first line says GENERATED, and a test regenerates it) is exempt."""
+    big = sorted(f"{path.relative_to(ROOT)}: {n} lines" for path in modules().values()
+                 if (n := len(path.read_text().splitlines())) > MODULE_LINES_MAX
+                 and not path.read_text().startswith("# GENERATED"))
+    assert not big, "modules to split by what their parts are about:\n" + "\n".join(big)

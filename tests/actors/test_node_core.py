@@ -1,4 +1,4 @@
-"""NodeCore, driven directly: its serial order, the effects' order, proposals to the metadata group,
+"""NodeCore, driven directly: the order it serves requests in, the effects' order, proposals to the metadata group,
 and its answers to queue hosts that restart, calls that cannot be delivered, nodes that go down and
 operations that fail. A `Group` plays the metadata Raft group: it applies what the core proposes,
 in order, to the core's registry and hands each entry back, as the node's member does."""
@@ -16,7 +16,8 @@ from actors.messages.node import (
 from actors.messages.quorum import HostChannelsGone
 from actors.messages.runtime import Undelivered
 from actors.node.core import NodeCore, Startup
-from actors.placement import QUEUE_ROUTER_NAME, ROUTER_NAME, host_of, queue_kind, queue_manager
+from actors.node.operations import CALL_TIMER_PREFIX
+from actors.placement import QUEUE_ROUTER_NAME, ROUTER_NAME, host_of, queue_kind, queue_manager, quorum_home
 from actors.runtime.address import Address
 from effects import AnswerAdmin, CancelTimer, Log, ProposeCommand, Send, StartTimer
 from metadata.admin_errors import EX_DATAERR
@@ -31,12 +32,14 @@ HOSTS = ("queue0", "queue1")
 
 
 class Group:
-    """The metadata group, seen from one node: applies the core's proposals in order (or holds them)."""
+    """The metadata group, seen from one node: applies the core's proposals in order (or holds them).
+    Every call's time-out timer is kept aside in `call_timers`, out of the effects the tests compare."""
 
     def __init__(self, core: NodeCore) -> None:
         self.core = core
         self.held: list[ProposeCommand] = []
         self.hold = False
+        self.call_timers: list[StartTimer] = []
 
     def run(self, effects: list) -> list:
         """`effects` with every proposal applied and what applying it returned spliced in."""
@@ -46,6 +49,8 @@ class Group:
                 out += self.apply(e)
             elif type(e) is ProposeCommand:
                 self.held.append(e)
+            elif type(e) is StartTimer and e.name.startswith(CALL_TIMER_PREFIX):
+                self.call_timers.append(e)
             else:
                 out.append(e)
         return out
@@ -133,6 +138,59 @@ def test_requests_are_served_one_at_a_time_in_arrival_order() -> None:
     assert [e.msg.rid for e in sends(out, Reply)] == [1, 2]
 
 
+OTHER_CHANNEL = Address(f"{ME}:conn1", "ch-1")
+
+
+def proposed(g: Group) -> list[str]:
+    return [f"{type(p.command).__name__} {getattr(p.command, 'name', '')}".strip() for p in g.held]
+
+
+def test_requests_of_different_channels_to_different_queues_are_proposed_together() -> None:
+    c, g = node()
+    g.hold = True
+    g.receive(CHANNEL, declare(1, "a"))
+    g.receive(OTHER_CHANNEL, declare(2, "b"))
+    # both wait for the group at once: the member appends both in one turn, one WAL write and sync
+    assert proposed(g) == ["PutQueue a", "PutQueue b"]
+    g.hold = False
+    second = g.apply(g.held.pop())  # the group may commit them in either order relative to the answers
+    out = create_reply(g, second)
+    assert out == [Send(OTHER_CHANNEL, Reply(2, QueueDeclared("b", 0, 0)))]
+    out = create_reply(g, g.apply(g.held.pop()))
+    assert out == [Send(CHANNEL, Reply(1, QueueDeclared("a", 0, 0)))]
+
+
+def test_requests_to_the_same_queue_keep_their_order_and_hold_back_later_ones_to_it() -> None:
+    c, g = node()
+    g.hold = True
+    g.receive(CHANNEL, declare(1, "a"))
+    assert g.receive(OTHER_CHANNEL, DeleteQueue(2, "/", "a", False, False, None)) == []
+    assert g.receive(Address(f"{ME}:conn1", "ch-2"), declare(3, "a")) == []  # behind the delete, not beside it
+    g.receive(Address(f"{ME}:conn1", "ch-3"), declare(4, "b"))  # another queue: at once
+    assert proposed(g) == ["PutQueue a", "PutQueue b"]
+    g.hold = False
+    out = create_reply(g, g.apply(g.held.pop(0)))  # a is declared: the delete goes on
+    assert sends(out, Reply) == [Send(CHANNEL, Reply(1, QueueDeclared("a", 0, 0)))]
+    dispose = only_send(out, Dispose)
+    out = g.receive(dispose.to, Reply(dispose.msg.rid, 0))
+    assert sends(out, Reply)[0] == Send(OTHER_CHANNEL, Reply(2, 0))
+    assert only_send(out, CreateQueue).msg.name == "a"  # then the third declares it again
+
+
+def test_an_admin_ask_waits_for_the_running_requests_and_holds_back_the_later_ones() -> None:
+    c, g = node()
+    g.hold = True
+    g.receive(CHANNEL, declare(1, "a"))
+    assert g.run(c.admin("ask-1", "add_vhost", {"name": "v"})) == []
+    assert g.receive(OTHER_CHANNEL, declare(2, "b")) == []  # behind the admin ask
+    assert proposed(g) == ["PutQueue a"]
+    g.hold = False
+    out = create_reply(g, g.apply(g.held.pop()))
+    assert sends(out, Reply) == [Send(CHANNEL, Reply(1, QueueDeclared("a", 0, 0)))]
+    assert c.registry.vhost_exists("v")  # the admin ask ran alone, then the declare of b
+    assert only_send(out, CreateQueue).msg.name == "b"
+
+
 def test_redeclare_asks_the_queue_for_its_counts() -> None:
     c, g = node()
     create_reply(g, g.receive(CHANNEL, declare(1, "q")))
@@ -151,6 +209,42 @@ def test_a_call_to_a_queue_whose_actor_is_gone_answers_404_and_the_node_goes_on(
     assert (reply.msg.error.code, reply.msg.error.detail) == (NOT_FOUND, "queue 'q' is down or inaccessible")
     out = g.receive(CHANNEL, DeclareExchange(3, "/", "x", "fanout", False, True, False, False, {}))
     assert sends(out, Reply)[-1].msg.rid == 3
+
+
+def node_with_a_quorum_queue(name: str) -> tuple[NodeCore, Group]:
+    """A node that has applied another node's declare of quorum queue `name` (members here and there)."""
+    c, g = node()
+    put = PutQueue("/", name, True, arguments={"x-queue-type": "quorum"}, home=quorum_home("u1"), members=(ME, OTHER))
+    result, changes = c.registry.apply_command(put)
+    g.run(c.applied(OTHER, (9, 1), put, result, changes))
+    return c, g
+
+
+def test_redeclaring_a_quorum_queue_with_no_leader_to_count_answers_zero_counts() -> None:
+    """rabbit_quorum_queue:stat answers {ok, 0, 0} when its leader does not (an election, a node
+    just gone): a redeclare is declare-ok, not the 404 that would stop a client such as Celery."""
+    c, g = node_with_a_quorum_queue("qq")
+    redeclare = DeclareQueue(2, "/", "qq", False, True, False, False, {"x-queue-type": "quorum"}, None)
+    stats = only_send(g.receive(CHANNEL, redeclare), QueueStats)
+    out = g.receive(Address("runtime", "runtime"), Undelivered(stats.msg))
+    assert sends(out, Reply) == [Send(CHANNEL, Reply(2, QueueDeclared("qq", 0, 0)))]
+
+
+def test_a_call_never_answered_times_out_and_frees_the_requests_behind_it() -> None:
+    """A stat lost on its way to a quorum queue's leader (a node restarted faster than its silence
+    was noticed) is answered 0, 0 when its call's timer fires, as rabbit_quorum_queue:stat's
+    time-out is; the declare behind it on the same queue, held by the claim, is served then."""
+    c, g = node_with_a_quorum_queue("qq")
+    redeclare = DeclareQueue(2, "/", "qq", False, True, False, False, {"x-queue-type": "quorum"}, None)
+    stats = only_send(g.receive(CHANNEL, redeclare), QueueStats)
+    (timer,) = g.call_timers
+    assert timer.ticks == 500
+    behind = g.receive(Address(f"{ME}:conn1", "ch-2"), DeclareQueue(3, "/", "qq", True, True, False, False, {}, None))
+    assert sends(behind) == []  # the same queue: it waits for the first
+    out = g.run(c.timer(timer.name))
+    assert sends(out, Reply)[0] == Send(CHANNEL, Reply(2, QueueDeclared("qq", 0, 0)))
+    assert only_send(out, QueueStats).msg.rid != stats.msg.rid  # the next one's own call
+    assert g.receive(stats.to, Reply(stats.msg.rid, QueueCounts(5, 1))) == []  # too late: ignored
 
 
 def test_delete_waits_for_the_queue_to_agree_and_keeps_the_record_if_it_refuses() -> None:
@@ -320,3 +414,19 @@ def test_a_restarted_connection_host_takes_its_connections_exclusive_queues_with
     # and quorum queues give back what its earlier channels held (its new ones are named by 8)
     assert only_send(out, HostChannelsGone).to == Address(f"{ME}:quorum", "members")
     assert only_send(out, HostChannelsGone).msg == HostChannelsGone(ROUTER.host, "8")
+
+
+def test_a_restarted_quorum_host_has_its_dead_letter_workers_earlier_names_forgotten() -> None:
+    """A quorum host subscribes only its qrouter replica, whose incarnation names its dead-letter
+    worker as a channel's: every quorum host hears that the earlier ones' are gone (so target
+    queues forget their publisher sequences); a connection host's qrouter, whose channels are
+    named by its router's incarnation, never says so."""
+    c, g = node()
+    quorum = Address(f"{ME}:quorum", QUEUE_ROUTER_NAME)
+    g.receive(quorum, Subscribe(0x11))
+    assert not sends(g.receive(quorum, Subscribe(0x11)), HostChannelsGone)  # the node host asked again
+    out = g.receive(quorum, Subscribe(0x12))
+    assert only_send(out, HostChannelsGone).msg == HostChannelsGone(quorum.host, "12")
+    conn_queues = Address(ROUTER.host, QUEUE_ROUTER_NAME)
+    g.receive(conn_queues, Subscribe(0x21))
+    assert not sends(g.receive(conn_queues, Subscribe(0x22)), HostChannelsGone)

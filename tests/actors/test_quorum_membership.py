@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from actors.messages.calls import Reply
-from actors.messages.node import ApplyPolicy, DeclareQueue, QueueStats, Sync
+from actors.messages.node import ApplyPolicy, DeclareQueue, QueueCounts, QueueDeclared, QueueStats, Sync
 from actors.messages.quorum import ChangeQueueMembers, MemberStatus, NotQueueLeader, StartMember
 from actors.node.core import NodeCore, Startup
 from actors.node import quorum_queues as qqueues
@@ -88,6 +88,24 @@ def test_add_member_starts_it_asks_the_leader_follows_a_redirect_then_records_it
     assert c.registry.queue("/", "q").members == (ME, OTHER, THIRD)
     [sync] = sends(out, Sync)
     assert g.receive(sync.to, Reply(sync.msg.rid)) == [AnswerAdmin("a", {"ok": True})]
+
+
+def test_a_new_queues_followers_start_together_then_its_leader_then_the_leader_answers_its_counts() -> None:
+    c, g = node()
+    c.nodes([ME, OTHER, THIRD], [])
+    out = g.receive(CHANNEL, DeclareQueue(1, "/", "q", False, True, False, False, ARGS, None))
+    followers = [e for e in sends(out) if type(e.msg) is StartMember]
+    assert sorted(e.to.host for e in followers) == sorted(qqueues.manager(n).host for n in (OTHER, THIRD))
+    leader = c.registry.queue("/", "q").members[0]
+    assert leader == ME  # client-local
+    assert g.receive(followers[0].to, Reply(followers[0].msg.rid)) == []  # every follower first
+    [start] = g.receive(followers[1].to, Reply(followers[1].msg.rid))
+    assert start.to == qqueues.manager(ME) and start.msg.leader == ME
+    [stats] = g.receive(start.to, Reply(start.msg.rid))  # answered once the member knows a leader
+    assert type(stats.msg) is QueueStats and stats.to == Address.parse(member_id(ME, qqueues.uid_of(
+        c.registry.queue("/", "q"))))
+    out = g.receive(stats.to, Reply(stats.msg.rid, QueueCounts(0, 0)))
+    assert sends(out)[-1] == Send(CHANNEL, Reply(1, QueueDeclared("q", 0, 0)))
 
 
 def test_a_redirect_to_a_leader_on_a_down_node_asks_the_same_member_again_until_it_knows_better() -> None:
@@ -246,7 +264,7 @@ def test_forgetting_a_node_removes_its_member_of_every_quorum_queue_through_a_li
     g.run(c.nodes([ME, OTHER, THIRD], []))
     c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1",
                                       members=(THIRD, ME, OTHER)))
-    c._leaders.saw(member_id(THIRD, "u1"))
+    c.leaders.saw(member_id(THIRD, "u1"))
     g.run(c.nodes([ME, OTHER], [THIRD]))  # stopped, then forgotten: the shell removed it from the group
     [ask] = sends(g.run(c.admin("f", "forget_node_queues", {"node": THIRD})), ChangeQueueMembers)
     assert ask == Send(Address.parse(member_id(ME, "u1")),

@@ -11,6 +11,7 @@ from actors.runtime import envelope
 from actors.runtime.address import Address
 from actors.runtime.mailbox import Runtime
 from tests.actors.messages import Note
+from tests.waiting import async_until
 
 deadline_s = 10.0
 
@@ -35,7 +36,7 @@ class Crasher:
 
 
 def directory(tmp_path: Path, *hosts: str) -> dict[str, str]:
-    return {h: f"unix://{tmp_path}/{h}" for h in hosts}
+    return {h: f"ipc://{tmp_path}/{h}" for h in hosts}
 
 
 async def pair(tmp_path: Path, **credit) -> tuple[Runtime, Runtime]:
@@ -271,8 +272,7 @@ def test_credit_blocks_sender_after_initial_and_unblocks_after_processed(tmp_pat
         assert a.flow_states()["src"]["state"] == "flow"
         assert a.flow_states()["src"]["blocked_on"] == ["b/sink"]
         # the receiver got everything but grants nothing until it says it processed
-        while len(sink.got) < 400:
-            await asyncio.sleep(0)
+        await async_until(lambda: len(sink.got) >= 400, "400 notes at the sink", deadline_s, every_s=0)
         await _settle()
         assert a.blocked(me) and not source.unblocked.done()
         b.processed(to, me, 199)
@@ -298,8 +298,7 @@ def test_processed_all_grants_everything_a_manual_actor_received_from_each_sende
             a.send(to, Note("m", i), sender=me, credit=1)
             a.send(to, Note("m", i), sender=me2, credit=1)
         assert a.blocked(me) and a.blocked(me2)
-        while len(sink.got) < 800:
-            await asyncio.sleep(0)
+        await async_until(lambda: len(sink.got) >= 800, "800 notes at the sink", deadline_s, every_s=0)
         b.processed_all(to)
         await source.unblocked
         await other.unblocked
@@ -389,8 +388,7 @@ def test_removing_an_actor_returns_the_credit_it_held(tmp_path: Path) -> None:
         source = Source()
         me = a.spawn("src", source)
         a.send(Address("b", "sink"), Note("m", 1), sender=me, credit=400)
-        while not sink.got:
-            await asyncio.sleep(0)
+        await async_until(lambda: sink.got, "a note at the sink", deadline_s, every_s=0)
         b.remove("sink")
         await source.unblocked
         assert not a.blocked(me)
@@ -485,3 +483,54 @@ def test_two_processes_exchange_batches_in_order(tmp_path: Path) -> None:
     finally:
         if proc.is_alive():
             proc.kill()
+
+
+def test_what_is_sent_to_a_host_not_known_yet_leaves_in_order_once_it_is_learned(tmp_path: Path) -> None:
+    async def main():
+        d = directory(tmp_path, "a", "b")
+        a, b = Runtime("a", {"a": d["a"]}), Runtime("b", d)  # a has not learned b yet
+        await a.start()
+        await b.start()
+        rec = Recorder(expect=60)
+        to = b.spawn("rec", rec)
+        me = Address("a", "src")
+        for i in range(60):
+            a.send(to, Note("m", i), sender=me)
+            if i % 20 == 19:
+                await asyncio.sleep(0)  # several flushes while b is unknown
+        a.add_hosts({"b": d["b"]})
+        await rec.done
+        assert [body for _, _, body in rec.got] == list(range(60))
+        await a.close()
+        await b.close()
+    run(main())
+
+
+class UndeliveredSource(Collector):
+    def __init__(self) -> None:
+        super().__init__(expect=1)
+        self.unblocked = asyncio.get_running_loop().create_future()
+
+    def on_unblocked(self) -> None:
+        if not self.unblocked.done():
+            self.unblocked.set_result(None)
+
+
+def test_what_waits_for_a_host_never_learned_comes_back_undelivered_with_its_credit(tmp_path, monkeypatch) -> None:
+    from actors.messages.runtime import Undelivered
+    from actors.runtime import mailbox
+    monkeypatch.setattr(mailbox, "PARK_S", 0.2)
+
+    async def main():
+        a = Runtime("a", directory(tmp_path, "a"))
+        await a.start()
+        source = UndeliveredSource()
+        me = a.spawn("src", source)
+        a.send(Address("ghost", "q"), Note("m", 7), sender=me, credit=400)
+        assert a.blocked(me)
+        await source.arrived
+        await source.unblocked
+        assert [(type(m), m.msg.body, m.gone) for m in source.got] == [(Undelivered, 7, False)]
+        assert not a.blocked(me)
+        await a.close()
+    run(main())

@@ -2,6 +2,7 @@
 SIGKILLed host, and no process left behind after SIGTERM or a kill -9 of the node."""
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -14,8 +15,9 @@ import psutil
 import pytest
 
 from actors.runtime.client import control
-from actors.runtime.host import _exit_when_orphaned, forked_by
-from actors.runtime.ports import stable_port
+from actors.runtime.lifeline import die_with_parent, forked_by
+from actors.runtime.logs import log_path
+from actors.runtime.ports import port_open, stable_port
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration
@@ -24,17 +26,37 @@ wait_s = 30.0
 
 
 class Node:
-    def __init__(self, data_dir: Path, hosts: list[str]) -> None:
+    def __init__(self, data_dir: Path, hosts: list[str], wait: bool = True) -> None:
+        """`hosts`: tests/actors/runtime_hosts.py's NAME[:KIND[:VALUE]]."""
         self.port = stable_port()
         self.data_dir = data_dir
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.actors.runtime_hosts", str(data_dir), str(self.port), *hosts],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        until(lambda: (data_dir / "ready").exists() or self.proc.poll() is not None, "node ready", wait_s)
-        assert self.proc.poll() is None, "node exited during startup"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with open(data_dir / "node.out", "wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.actors.runtime_hosts", str(data_dir), str(self.port), *hosts],
+                cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        if wait:
+            until(lambda: (data_dir / "ready").exists() or self.proc.poll() is not None, "node ready", wait_s)
+            assert self.proc.poll() is None, "node exited during startup"
+
+    def events(self) -> list[dict]:
+        return [json.loads(line) for line in log_path(self.data_dir).read_text().splitlines()]
+
+    def remaining(self) -> list[psutil.Process]:
+        """Processes still running this node's command line (none once it has stopped)."""
+        marker = str(self.data_dir)
+        return [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] and marker in p.info["cmdline"]
+                and p.pid != os.getpid()]
 
     def ask(self, host: str, op: str, args: dict | None = None, timeout: float = 10):
         return control(self.port, host, op, args or {}, timeout)
+
+    def answer(self, host: str, op: str) -> Any:
+        """The host's answer, None while it restarts (its backoff) or starts."""
+        try:
+            return self.ask(host, op, timeout=2)
+        except (RuntimeError, TimeoutError):
+            return None
 
     def processes(self, hosts: list[str]) -> list[psutil.Process]:
         """Every process of the node: main, hosts, and Thespian's admin/logger/supervisor."""
@@ -112,12 +134,53 @@ def test_hosts_killed_together_are_all_restarted(tmp_path: Path) -> None:
     node = Node(tmp_path, [*hosts, "d"])
     try:
         for round in range(1, 4):
-            for pid in [node.ask(host, "pid") for host in hosts]:
+            for pid in [until(lambda: node.answer(host, "pid"), f"{host} running", wait_s) for host in hosts]:
                 os.kill(pid, signal.SIGKILL)
             until(lambda: node.ask("$supervisor", "status")["restarts"] == round * len(hosts),
                   f"all three restarted (round {round})", wait_s)
-        for host in hosts:  # each one there, on the data path too
+        for host in hosts:  # each one there (after its backoff), on the data path too
+            until(lambda: node.answer(host, "pid"), f"{host} running", wait_s)
             assert node.ask("d", "send_echo", {"host": host}, timeout=wait_s) == [f"{host}/echo", "echo", [1, 2]]
+    finally:
+        node.stop()
+
+
+def test_a_host_whose_first_process_exits_before_it_started_is_restarted(tmp_path: Path) -> None:
+    """A host that died before its HostStarted reached the supervisor was in no record, and the
+    watch never looked at it again: the node served without it."""
+    node = Node(tmp_path, ["a:exits", "b"])
+    try:
+        assert node.ask("b", "send_echo", {"host": "a"}) == ["a/echo", "echo", [1, 2]]
+        assert node.ask("$supervisor", "status") == {"hosts": ["a", "b"], "restarts": 1}
+        exited = [e for e in node.events() if e["event"] == "supervisor.host_exited"]
+        assert [(e["host"], e["cause"]) for e in exited] == [("a", "exited with status 3")]
+    finally:
+        node.stop()
+
+
+def test_a_host_that_cannot_start_stops_the_node_with_an_error_naming_it(tmp_path: Path) -> None:
+    node = Node(tmp_path, ["a", "bad:fail"], wait=False)
+    assert node.proc.wait(60) == 1
+    reason = "host bad exited 6 times within 30 s; the last time: RuntimeError: bad cannot start: told to fail"
+    assert [e["reason"] for e in node.events() if e["event"] == "node.failed"] == [reason]
+    assert len([e for e in node.events() if e["event"] == "supervisor.host_start_failed"]) == 6
+    assert not (tmp_path / "ready").exists()
+    assert _gone(node.remaining()) == []
+
+
+def test_listeners_open_only_once_every_host_has_started(tmp_path: Path) -> None:
+    port = stable_port()
+    node = Node(tmp_path, [f"l:listen:{port}", "s:slow:1.5", "e"])
+    try:
+        assert port_open(port)
+        order = [(e["event"], e["host"]) for e in node.events()
+                 if e["event"] in ("host.started", "test.listener_opened")]
+        assert order.index(("test.listener_opened", "l")) > order.index(("host.started", "s"))
+        assert order.index(("test.listener_opened", "l")) > order.index(("host.started", "e"))
+        # once the node has served, a listening host that restarts opens as soon as it has started
+        os.kill(node.ask("l", "pid"), signal.SIGKILL)
+        until(lambda: len([e for e in node.events() if e["event"] == "test.listener_opened"]) == 2, "l reopened")
+        assert node.ask("$supervisor", "state")["not_serving"] in ([], ["l"])
     finally:
         node.stop()
 
@@ -157,7 +220,8 @@ def test_hosts_do_not_outlive_their_supervisor(tmp_path: Path) -> None:
 def _grandchild(started: Any, go: Any) -> None:
     started.set()
     go.wait(wait_s)  # the parent is gone by now: the child was adopted before it looked
-    _exit_when_orphaned(forked_by())  # returns never: it exits, or watches for ever
+    die_with_parent(forked_by())
+    go.wait(wait_s * 10)  # a host that missed its parent's death would live on
 
 
 def _child(started: Any, go: Any, pid_out: Any) -> None:
@@ -169,8 +233,8 @@ def _child(started: Any, go: Any, pid_out: Any) -> None:
 
 
 def test_a_host_whose_parent_died_before_its_watch_began_exits() -> None:
-    """The parent-watch compares the parent multiprocessing recorded at the fork, not the one
-    `getppid()` names when the watch starts (which is already the adopter)."""
+    """die_with_parent compares the parent multiprocessing recorded at the fork, not the one
+    `getppid()` names when it is called (which is already the adopter)."""
     ctx = multiprocessing.get_context("fork")
     started, go, pid_out = ctx.Event(), ctx.Event(), ctx.Value("i", 0)
     child = ctx.Process(target=_child, args=(started, go, pid_out))

@@ -8,7 +8,6 @@ from pika import frame, spec
 
 from bench.perf import framing, pacing
 from bench.perf.config import parse_args
-from bench.perf.confirms import ConfirmTracker
 from bench.perf.connection import parse_uri
 from bench.perf.histogram import SUB_BUCKET_COUNT, Histogram, bucket_index, bucket_value
 from bench.perf.stats import Aggregator, format_sample, format_summary
@@ -56,38 +55,6 @@ def test_negative_latency_counts_as_zero():
     hist = Histogram()
     hist.record(-50)
     assert hist.percentile(1.0) == 0
-
-
-# -- confirms -------------------------------------------------------------------------------
-def test_confirms_multiple_and_out_of_order():
-    t = ConfirmTracker()
-    t.publish(10)
-    assert t.settle(3, False) == 1
-    assert t.settle(5, False) == 1
-    assert t.outstanding == 8
-    assert t.settle(4, True) == 3          # 1, 2, 4 (3 was already settled)
-    assert t.low == 6                      # 5 settled earlier, so low moves past it
-    assert t.settle(5, False) == 0         # duplicate
-    assert t.settle(11, False) == 0        # never published
-    assert t.settle(10, True) == 5
-    assert t.outstanding == 0
-
-
-@FAST
-@given(st.integers(min_value=1, max_value=60), st.data())
-def test_confirm_tracker_matches_a_set_model(published, data):
-    t = ConfirmTracker()
-    t.publish(published)
-    unsettled = set(range(1, published + 1))
-    for _ in range(data.draw(st.integers(0, 40))):
-        tag = data.draw(st.integers(0, published + 2))
-        multiple = data.draw(st.booleans())
-        hit = {x for x in unsettled if x <= tag} if multiple else unsettled & {tag}
-        if tag > published:
-            hit = set()  # a tag never published is the broker's bug: ignored, not guessed at
-        assert t.settle(tag, multiple) == len(hit)
-        unsettled -= hit
-        assert t.outstanding == len(unsettled)
 
 
 # -- pacing ---------------------------------------------------------------------------------

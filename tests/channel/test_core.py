@@ -323,3 +323,18 @@ def test_a_restarted_queue_host_nacks_pending_publishes_cancels_consumers_and_or
                                    frame(m.BasicCancel(consumer_tag="c1", nowait=True))])]
     core.command(cmd(m.BasicAck(delivery_tag=1)))  # the orphaned delivery may still be acked, to nowhere
     assert core.flush() == []
+
+
+def test_a_call_to_a_queue_whose_host_restarted_fails_as_down():
+    """The basic.consume-ok would have come from the host that died: RabbitMQ's 404 "down or
+    inaccessible" instead of a channel that waits forever."""
+    from actors.runtime.address import Address
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg, place=lambda vhost, name: Address("queue0", f"q:{vhost}:{name}"))
+    core.command(cmd(m.BasicConsume(queue="q", consumer_tag="c1")))
+    core.flush()
+    core.receive(NODE, QueueHostRestarted("queue0"))
+    close = frame(m.ChannelClose(reply_code=404, reply_text="NOT_FOUND - queue 'q' in vhost '/' is down or "
+                                 "inaccessible", class_id=60, method_id=20))
+    assert Write([close]) in core.flush()

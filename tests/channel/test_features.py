@@ -73,17 +73,6 @@ def test_publish_needs_write_on_the_exchange_named_amq_default_for_the_default_o
     assert core.flush() == [Write([close_frame(403, REFUSED.format("exchange", "amq.default"), 60, 40)])]
 
 
-def test_publish_permission_is_cached_until_the_registry_changes():
-    reg = limited_registry()
-    core = make(reg, user="lim")
-    for _ in range(3):
-        core.command(publish("wrx", "k"))
-    assert reg.permission_checks == 1
-    core.metadata_changed()
-    core.command(publish("wrx", "k"))
-    assert reg.permission_checks == 2
-
-
 # ---------------------------------------------------------------- direct reply-to
 def reply_consumer(core, tag="rc"):
     core.command(cmd(m.BasicConsume(queue="amq.rabbitmq.reply-to", consumer_tag=tag, no_ack=True)))

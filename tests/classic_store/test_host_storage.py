@@ -1,6 +1,7 @@
 """The host storage (persist/classic/host_storage.py) over the simulated disk, through crashes: what a
-flush made durable comes back and nothing else, a deleted queue stays deleted, a crash in the
-middle of a declare leaves nothing recovery misreads, and the transient tree is wiped at start."""
+flush made durable comes back and nothing else, a deleted queue stays deleted, a declared queue
+writes nothing until its first commit, a crash in that commit leaves nothing recovery misreads,
+and the transient tree is wiped at start."""
 from __future__ import annotations
 
 import random
@@ -51,32 +52,59 @@ def test_a_deleted_queue_stays_deleted_and_one_gone_from_the_registry_is_deleted
         backing, _ = s.open_queue(*key, lazy=False)
         backing.publish(messages([0]))
         backing.flush()
+    syncs = disk.syncs + disk.dir_syncs
     s.delete_queue(*A)
-    disk.crash()
     assert disk.listdir("queues") == [queue_dir(*B).split("/")[1]]
+    assert disk.syncs + disk.dir_syncs == syncs  # the removal synced nothing
+    disk.crash()  # the removal was not synced: a's directory comes back, and no queue names it
+    s = storage(disk, [B])
+    assert disk.listdir("queues") == [queue_dir(*B).split("/")[1]] and ready_ids(s, B) == [0]
     s = storage(disk, [])  # b was deleted while the host was down
     assert disk.listdir("queues") == []
     disk.crash()
+    storage(disk, [])
     assert disk.listdir("queues") == []
 
 
-@pytest.mark.parametrize(("sync_points", "recovered"), [(0, set()), (1, set()), (2, {A}), (3, {A})])
-def test_a_crash_during_a_declare_leaves_no_queue_or_a_whole_one(sync_points, recovered):
-    """A declare's sync points: queue.name's content, its rename (the queue's directory), the queues
-    directory; the crash comes at one of them (or in the next declare's first): recovery finds no
-    queue, or the named, empty queue, once queue.name's rename was durable."""
+def test_declaring_a_queue_writes_nothing_until_it_holds_a_message():
     disk = SimDisk(random.Random(7))
     s = storage(disk, [A])
+    syncs = disk.syncs + disk.dir_syncs
+    backing, _ = s.open_queue(*A, lazy=False)
+    levels, _ = s.open_priority_queue(*B, 3, lazy=False)
+    assert disk.listdir("queues") == [] and disk.syncs + disk.dir_syncs == syncs
+    s.delete_queue(*A)
+    s.close()  # a clean stop of queues that never wrote leaves nothing either
+    assert disk.listdir("queues") == []
+
+
+# the syncs of a new queue's first commit: its queue.name, its directory, the queues directory,
+# its first segment, the segment's name in the directory; then those of the next queue's
+FIRST_COMMIT_SYNCS = 5
+
+
+@pytest.mark.parametrize("sync_points", range(FIRST_COMMIT_SYNCS + 2))
+def test_a_crash_in_a_new_queues_first_commit_leaves_no_queue_or_a_whole_one(sync_points):
+    """A crash at any sync of the commit that made a new queue's directory: recovery finds no
+    queue (its message was never confirmed) or the named queue; once the commit is done it holds
+    the message; and the queue can be declared and used again either way."""
+    disk = SimDisk(random.Random(7))
+    s = storage(disk, [A, B])
     disk.arm_crash(sync_points)
     with pytest.raises(SimCrash):
-        s.open_queue(*A, lazy=False)
-        s.open_queue(*B, lazy=False)
+        for key in (A, B):
+            backing, _ = s.open_queue(*key, lazy=False)
+            backing.publish(messages([0]))
+            backing.flush()
     disk.crash()
-    s = storage(disk, [A])
-    assert set(s._recovered) == recovered
-    assert ready_ids(s, A) == []
-    backing, _ = s.open_queue(*B, lazy=False)  # a declare after the crash works
-    assert backing.fetch(1) == []
+    s = storage(disk, [A, B])
+    ready = ready_ids(s, A)
+    assert ready == ([0] if sync_points >= FIRST_COMMIT_SYNCS else ready) and ready in ([], [0])
+    backing, next_id = s.open_queue(*B, lazy=False)  # declared again after the crash: it works
+    backing.publish(messages([next_id]))
+    assert backing.flush() == [next_id]
+    disk.crash()
+    assert next_id in ready_ids(storage(disk, [A, B]), B)
 
 
 def test_what_non_durable_queues_paged_out_is_wiped_at_the_next_start():

@@ -3,9 +3,11 @@
 Starts the cluster (in network namespaces when it can, else on loopback with the fault-injecting
 transport, and says which), declares the workload's durable queues (each on its own node: a classic
 queue's home, a quorum queue's first member and so its first leader; `--queue-type
-quorum,quorum,classic` gives each queue in turn the next type of the list), runs the publishers and consumers while the nemesis carries out the seeded
-schedule, then heals everything, stops the publishers, lets the consumers empty the queues, drains
-what is left with basic.get, and checks the history (tests/faults/checker.py). The run's directory
+quorum,quorum,classic` gives each queue in turn the next type of the list; `stream` too), runs the
+publishers and consumers while the nemesis carries out the seeded schedule, then heals
+everything, stops the publishers, lets the consumers empty the queues, drains what is left with
+basic.get (a stream, which keeps everything, is read back whole from "first" instead), and checks
+the history (tests/faults/checker.py). The run's directory
 (`--out`, default var/faults/<time>-seed<seed>) gets report.txt, confirms.png, schedule.json (replay
 it with `--schedule`) and, when the check fails or `--keep` is given, every node's data dir with its
 logs. The exit status is 0 when nothing confirmed was lost and nothing unexpected consumed.
@@ -33,9 +35,11 @@ from tests.faults.nemesis import Nemesis
 from tests.faults.network import netns_unavailable
 from tests.faults.schedule import NEMESES, Schedule, make_schedule
 from tests.faults.workload import History, Workload
+from tests.waiting import until
 
 settle_timeout_s = 120.0   # consumers emptying the queues once the publishers stopped
 drain_timeout_s = 120.0
+stream_idle_s = 2.0  # reading a stream back: no delivery for this long is its end
 poll_s = 0.5
 
 
@@ -108,8 +112,9 @@ def run(opts: Options, say: Callable[[str], None] = _say) -> Outcome:
         say(f"cluster of {opts.nodes} up ({cluster.mode}) in {time.monotonic() - began:.1f} s")
         declare(cluster, home, types)
         history = History()
+        streams = frozenset(q for q, t in types.items() if t == "stream")
         workload = Workload({n: cluster.url(n) for n in names}, queues, history, publishers=opts.publishers,
-                            consumers=opts.consumers, rate=opts.rate)
+                            consumers=opts.consumers, rate=opts.rate, streams=streams)
         nemesis = Nemesis(cluster, history, home, lambda q: queue_leader(cluster, q), say)
         workload.start()
         try:
@@ -120,12 +125,16 @@ def run(opts: Options, say: Callable[[str], None] = _say) -> Outcome:
                 failures.append(str(e))
             workload.stop_publishers()
             end_s = history.now()
-            failures += settle(cluster, queues)
+            failures += settle(cluster, [q for q in queues if q not in streams])
             workload.stop_consumers()
         finally:
             workload.close()
-        failures += drain(cluster, queues, history)
+        failures += drain(cluster, [q for q in queues if q not in streams], history)
         nemesis.event(f"drained: {len(history.drained)} messages by basic.get")
+        for queue in sorted(streams):
+            failures += read_stream(cluster, queue, history)
+        if streams:
+            nemesis.event(f"read back from first: {len(history.drained)} messages in all")
         notes += queue_states(cluster, types)
         result = check(history, ran, end_s)
         ok = result.ok and not failures
@@ -152,9 +161,9 @@ def queue_types(spec: str, queues: list[str]) -> dict[str, str]:
     """Each queue's type: `spec`'s comma-separated types taken in turn ("quorum,classic": q0 quorum,
     q1 classic, q2 quorum ...)."""
     types = [t for t in spec.split(",") if t]
-    unknown = set(types) - {"classic", "quorum"}
+    unknown = set(types) - {"classic", "quorum", "stream"}
     if not types or unknown:
-        raise ValueError(f"queue types are classic or quorum, not {spec!r}")
+        raise ValueError(f"queue types are classic, quorum or stream, not {spec!r}")
     return {q: types[k % len(types)] for k, q in enumerate(queues)}
 
 
@@ -210,14 +219,14 @@ def settle(cluster: FaultCluster, queues: list[str]) -> list[str]:
     """Let the consumers empty the queues (the drain by basic.get is one round trip a message); a
     queue they leave with messages ready is a failure: a consumer that believes it consumes and is
     given nothing (every consumer reconnects after an error or a cancel, so one that stays is stuck)."""
-    deadline = time.monotonic() + settle_timeout_s
-    counts = None
-    while time.monotonic() < deadline:
-        counts = _counts(cluster, queues)
-        if counts is not None and not any(counts.values()):
-            return []
-        time.sleep(poll_s)  # polling the queues' lengths, with a deadline
-    left = ", ".join(f"{q} {n}" for q, n in (counts or {}).items() if n) or "no node answered"
+    last: list[dict[str, int] | None] = [None]  # the counts of the last poll, for the failure
+
+    def emptied() -> bool:
+        last[0] = _counts(cluster, queues)
+        return last[0] is not None and not any(last[0].values())
+    if until(emptied, "the queues to empty", settle_timeout_s, every_s=poll_s, raises=False):
+        return []
+    left = ", ".join(f"{q} {n}" for q, n in (last[0] or {}).items() if n) or "no node answered"
     return [f"the consumers did not empty the queues within {settle_timeout_s:.0f} s (stuck consumers?): "
             f"ready {left}"]
 
@@ -252,6 +261,39 @@ def drain(cluster: FaultCluster, queues: list[str], history: History) -> list[st
             error = f"{name}: {type(e).__name__}: {e}"
             time.sleep(poll_s)  # a queue not back yet (its node recovering): ask again shortly
     return []
+
+
+def read_stream(cluster: FaultCluster, queue: str, history: History) -> list[str]:
+    """A stream keeps what it delivered: read it whole from "first" through some node, until no
+    delivery came for `stream_idle_s` (its end), into the drained ids; returns what went wrong."""
+    deadline = time.monotonic() + drain_timeout_s
+    attempt, error = 0, ""
+    while time.monotonic() < deadline:
+        name = cluster.names[attempt % len(cluster.names)]
+        attempt += 1
+        got: list[str] = []
+        try:
+            conn = pika.BlockingConnection(pika.URLParameters(cluster.url(name)))
+            try:
+                ch = conn.channel()
+                ch.basic_qos(prefetch_count=500)
+                ch.basic_consume(queue, lambda c, m, _p, body: (got.append(body.decode(errors="replace")),
+                                                                c.basic_ack(m.delivery_tag)),
+                                 arguments={"x-stream-offset": "first"})
+                seen, quiet_since = -1, time.monotonic()
+                while time.monotonic() - quiet_since < stream_idle_s:
+                    conn.process_data_events(poll_s)
+                    if len(got) != seen:
+                        seen, quiet_since = len(got), time.monotonic()
+            finally:
+                if conn.is_open:
+                    conn.close()
+            history.drained.extend(got)
+            return []
+        except pika.exceptions.AMQPError as e:
+            error = f"{name}: {type(e).__name__}: {e}"
+            time.sleep(poll_s)  # the stream's node recovering: ask again shortly
+    return [f"could not read stream {queue} within {drain_timeout_s:.0f} s; last error: {error or 'none'}"]
 
 
 def queue_states(cluster: FaultCluster, types: dict[str, str]) -> list[str]:
@@ -310,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fault", default="10:30", help="a fault window's length in seconds, MIN:MAX (default 10:30)")
     p.add_argument("--recovery", default="10:20", help="a recovery window's length, MIN:MAX (default 10:20)")
     p.add_argument("--queue-type", default="quorum,quorum,classic",
-                   help="classic, quorum, or a comma-separated list the queues take in turn (default "
+                   help="classic, quorum, stream, or a comma-separated list the queues take in turn (default "
                         "quorum,quorum,classic: two quorum queues and a durable classic one)")
     p.add_argument("--queues", type=int, default=3)
     p.add_argument("--publishers", type=int, default=4)

@@ -17,6 +17,7 @@ from tests.faults.checker import Ran
 from tests.faults.cluster import FaultCluster
 from tests.faults.schedule import Fault, Schedule, Window, grudge_of
 from tests.faults.workload import History
+from tests.waiting import until
 
 heal_timeout_s = 180.0
 LIFT_ORDER = {"partition": 0, "kill-host": 1, "pause": 2, "kill": 3}
@@ -112,11 +113,8 @@ class Nemesis:
                 c.resume(name)
             if not c.running(name):
                 self._restart(name)
-        deadline = time.monotonic() + heal_timeout_s
-        while not c.all_running():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the cluster did not heal within {heal_timeout_s:.0f} s")
-            time.sleep(poll_s)  # polling the cluster's own view, with a deadline
+        if not until(c.all_running, "the cluster to heal", heal_timeout_s, every_s=poll_s, raises=False):
+            raise TimeoutError(f"the cluster did not heal within {heal_timeout_s:.0f} s")
         self.event("healed: every node running and seeing every other")
 
     def _sleep_until(self, t: float) -> None:

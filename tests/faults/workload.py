@@ -9,7 +9,9 @@ it. A client that meets any error (connection or channel closed, consumer cancel
 a time-out, a refused connect) closes what it had and reconnects to the next node after a short
 back-off, as Jepsen's clients do. Publishers and consumers start on different nodes, so most
 messages cross the cluster. Everything runs on one asyncio loop in a thread of its own; the
-history's lists are only appended to, and read after the workload stopped.
+history's lists are only appended to, and read after the workload stopped. A stream's consumers
+read it from "first" each time they (re)connect, so they see its messages again (duplicates, which
+the checker allows).
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ class History:
 
     t0: float = field(default_factory=time.monotonic)
     published: dict[str, str] = field(default_factory=dict)       # id -> queue, for every attempt
+    sent: dict[str, float] = field(default_factory=dict)          # id -> when its publish left (latencies)
     confirmed: dict[str, float] = field(default_factory=dict)     # id -> when its ack came
     nacked: set[str] = field(default_factory=set)
     indeterminate: set[str] = field(default_factory=set)          # timed out or connection lost
@@ -49,7 +52,8 @@ class History:
 
 class Workload:
     def __init__(self, urls: dict[str, str], queues: list[str], history: History, *, publishers: int = 4,
-                 consumers: int = 4, rate: float = 100.0, queue_args: dict | None = None) -> None:
+                 consumers: int = 4, rate: float = 100.0, queue_args: dict | None = None,
+                 streams: frozenset[str] = frozenset()) -> None:
         self.urls = urls
         self.nodes = list(urls)
         self.queues = queues
@@ -58,6 +62,7 @@ class Workload:
         self.consumers = consumers
         self.interval_s = 1.0 / rate if rate > 0 else 0.0
         self.queue_args = queue_args or {}
+        self.streams = streams  # stream queues: their consumers read from "first" on every (re)connect
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="workload", daemon=True)
         self._tasks: dict[str, list[asyncio.Task]] = {"publish": [], "consume": []}
@@ -130,6 +135,7 @@ class Workload:
                 seq += 1
                 mid = f"{queue}/{client}/{seq}"
                 h.published[mid] = queue
+                h.sent[mid] = h.now()
                 message = aio_pika.Message(mid.encode(), delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
                 try:
                     result = await channel.default_exchange.publish(message, queue, timeout=publish_timeout_s)
@@ -161,7 +167,8 @@ class Workload:
             channel = await conn.channel()
             await channel.set_qos(prefetch_count=prefetch)
             queue = await channel.get_queue(queue_name, ensure=True)
-            tag = await queue.consume(on_message)
+            tag = await queue.consume(on_message, arguments={"x-stream-offset": "first"}
+                                      if queue_name in self.streams else None)
             underlay = await channel.get_underlay_channel()
             # a broker's basic.cancel (the queue's node went away) or a closed channel ends it
             while not stop.is_set() and not channel.is_closed and tag in underlay.consumers:

@@ -7,7 +7,9 @@ from actors.placement import queue_kind
 from actors.runtime.client import control
 from scripts.local_cluster import REPO, Node, start_node, wait_serving
 
-__all__ = ["REPO", "Node", "module_node", "queue_host", "start_node", "start_node_with_queue_host", "wait_serving"]
+__all__ = ["REPO", "Node", "module_node", "queue_host", "serving_processes", "start_node", "start_node_with_queue_host",
+           "wait_serving"]
+poll_ask_s = 2.0  # a control ask made while the node's control plane restarts may go unanswered
 
 
 def module_node(name: str):
@@ -26,6 +28,18 @@ def queue_host(node: Node, name: str, vhost: str = "/") -> str:
     with queue hosts), as the node places it (actors/placement.py)."""
     kinds = control(int((node.data_dir / "admin_port").read_text()), "node", "status", {})["queue_hosts"]
     return queue_kind(vhost, name, kinds)
+
+
+def serving_processes(node: Node) -> dict[str, dict] | None:
+    """`warrenctl status`'s processes by name (pid, restarts ...) while the node serves; None while
+    it does not, or cannot say (its control plane restarting)."""
+    try:
+        port = int((node.data_dir / "admin_port").read_text())
+        if not control(port, "$supervisor", "state", {}, poll_ask_s).get("serving"):
+            return None
+        return {p["name"]: p for p in control(port, "$supervisor", "node_status", {}, poll_ask_s)["processes"]}
+    except (OSError, ValueError, ConnectionError, RuntimeError, TimeoutError):
+        return None
 
 
 def start_node_with_queue_host(data_dir: Path) -> Node:

@@ -9,6 +9,8 @@ import pytest
 
 from tests.integration.admin_support import connect, ok, start_tls_node
 
+pytestmark = pytest.mark.integration  # starts real node processes
+
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     n = start_tls_node(tmp_path_factory.mktemp("admin"))

@@ -7,6 +7,8 @@ import pytest
 
 from tests.integration.nodes import start_node
 
+pytestmark = pytest.mark.integration  # starts real node processes
+
 consumer_timeout_ms = 500
 wait_s = 10.0  # upper bound for each wait on the broker; tests end as soon as the condition holds
 

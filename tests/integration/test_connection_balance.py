@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pytest
+
 from tests.integration.admin_support import connect, ok
 from tests.integration.nodes import module_node
 from tests.waiting import until
+
+pytestmark = pytest.mark.integration  # starts real node processes
 
 
 node = module_node("balance")

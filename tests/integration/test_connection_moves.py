@@ -4,12 +4,15 @@ with two connection hosts, real clients, the hosts named by the connections' nam
 from __future__ import annotations
 
 import pika
+import pytest
 
 from tests.integration.alarm_support import ask, status
 from tests.integration.nodes import module_node, queue_host
 from tests.integration.raw_client import RawClient
 from tests.waiting import until
 from wire import methods as m
+
+pytestmark = pytest.mark.integration  # starts real node processes
 
 
 node = module_node("moves")

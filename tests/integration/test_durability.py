@@ -29,6 +29,8 @@ from tests.integration.admin_support import ok
 from tests.integration.nodes import queue_host, start_node, start_node_with_queue_host
 from tests.waiting import poll_ask_s, until
 
+pytestmark = pytest.mark.integration  # starts real node processes
+
 load_seconds = float(os.environ.get("WARREN_DURABILITY_LOAD_S", "1.5"))  # soak: set it higher
 join_s = 5.0
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
@@ -268,8 +270,10 @@ def test_deleting_a_durable_queue_deletes_its_files(node) -> None:
     others = queue_dirs()  # the other tests' durable queues
     with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
         ch = conn.channel()
+        ch.confirm_delivery()
         ch.queue_declare("tmp", durable=True)
-        ch.basic_publish("", "tmp", b"0:", PERSISTENT)
+        assert queue_dirs() == others  # a queue's directory is made at its first write
+        ch.basic_publish("", "tmp", b"0:", PERSISTENT)  # confirmed: its commit made the directory
         assert len(queue_dirs() - others) == 1
         ch.queue_delete("tmp")
         assert queue_dirs() == others

@@ -17,6 +17,8 @@ from tests.integration.test_durability import kill_node
 from tests.integration.nodes import start_node
 from tests.waiting import until
 
+pytestmark = pytest.mark.integration  # starts real node processes
+
 TTL_MS = 1500
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
 TTL_Q, OWN_Q, DEAD_Q, BYTES_Q = "limits.ttl", "limits.own", "limits.dead", "limits.bytes"

@@ -11,11 +11,14 @@ import json
 from pathlib import Path
 
 import pika
+import pytest
 
 from tests.integration.admin_support import ok
 from tests.integration.test_durability import drain, kill_node
 from tests.integration.nodes import start_node
 from tests.waiting import until
+
+pytestmark = pytest.mark.integration  # starts real node processes
 
 BACKLOG = 400
 PRIOS = [None, 0, 1, 2, 3, 4, 5, 9]  # 9 counts as the maximum, 5; None as 0

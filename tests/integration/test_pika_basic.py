@@ -9,7 +9,7 @@ import pika
 import pika.exceptions as px
 import pytest
 
-from tests.waiting import until as wait_until
+from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 
@@ -303,31 +303,31 @@ def test_publish_and_ack_then_close_in_one_write_are_not_lost(node):
     p = InboundParser()
     p.receive_data(PROTOCOL_HEADER)
 
-    def until(cls):
+    def read_until(cls):  # the first frame of method `cls` the socket brings (its time-out: 10 s)
         while True:
             for ev in p.receive_data(s.recv(65536)):
                 if isinstance(ev.method, cls):
                     return ev
     s.sendall(PROTOCOL_HEADER)
-    until(m.ConnectionStart)
+    read_until(m.ConnectionStart)
     s.sendall(method_frame(0, m.ConnectionStartOk(client_properties={}, mechanism="PLAIN",
                                                   response=b"\0guest\0guest", locale="en_US")))
-    until(m.ConnectionTune)
+    read_until(m.ConnectionTune)
     s.sendall(method_frame(0, m.ConnectionTuneOk(channel_max=2047, frame_max=131072, heartbeat=0))
               + method_frame(0, m.ConnectionOpen(virtual_host="/")) + method_frame(1, m.ChannelOpen()))
-    until(m.ChannelOpenOk)
+    read_until(m.ChannelOpenOk)
     s.sendall(method_frame(1, m.BasicGet(queue=q)))
-    got = until(m.BasicGetOk)
+    got = read_until(m.BasicGetOk)
     header = encode_content_header(60, 3, BasicProperties())
     burst = b"".join(content_frames_bytes(1, m.BasicPublish(routing_key=q), header, b"new", 131072)
                      for _ in range(5))
     s.sendall(burst + method_frame(1, m.BasicAck(delivery_tag=got.method.delivery_tag))
               + method_frame(1, m.ChannelClose(reply_code=200, reply_text="bye")))
-    until(m.ChannelCloseOk)
+    read_until(m.ChannelCloseOk)
     s.close()
     # pika's connection may be on the other connection host, whose pipe to the queue host does not
     # order itself behind the raw connection's (README, differences): wait for the publishes to land
-    wait_until(lambda: ch.queue_declare(q, passive=True).method.message_count == 5, "the five publishes")
+    until(lambda: ch.queue_declare(q, passive=True).method.message_count == 5, "the five publishes")
     bodies = []
     while True:
         _, _, body = ch.basic_get(q, auto_ack=True)

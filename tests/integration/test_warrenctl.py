@@ -13,6 +13,8 @@ from tests.integration.admin_support import connect, ok, warrenctl, warrenctl_pr
 from scripts.local_cluster import HOST
 from tests.integration.nodes import REPO, queue_host, start_node
 
+pytestmark = pytest.mark.integration  # starts real node processes
+
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):

@@ -127,3 +127,13 @@ def test_deleting_a_vhost_takes_its_queues_permissions_and_policies():
     assert [q.name for q in gone] == ["q1"]
     assert changes == [PermissionCleared("bob", "v1"), PolicyCleared("v1", "p", False), VhostDeleted("v1")]
     assert not r.vhost_exists("v1") and r.policies("v1") == [] and r.permissions(vhost="v1") == []
+
+
+def test_a_missing_users_password_is_checked_as_an_existing_ones(monkeypatch):
+    """The same work either way (bench/login_timing.py measures it): one hash, one compare."""
+    r = registry_with_bob()
+    checked = []
+    real = passwords.check_password
+    monkeypatch.setattr(passwords, "check_password", lambda pw, stored: checked.append(stored) or real(pw, stored))
+    assert not r.check_login("bob", "wrong") and not r.check_login("nobody", "wrong")
+    assert len(checked) == 2 and len(checked[0]) == len(checked[1])

@@ -38,3 +38,16 @@ def test_valid_x_match():
     for kind in ("all", "any", "all-with-x", "any-with-x"):
         assert validate_binding({"x-match": kind}) is None
     assert validate_binding(None) is None
+
+
+def test_values_compare_as_erlangs_equality_over_the_typed_values():
+    from decimal import Decimal
+
+    from wire.field_types import Int8, Int64, Timestamp
+    assert HeadersPattern({"a": 1}).matches({"a": Int8(1)})  # top level: the values only
+    assert HeadersPattern({"a": 5}).matches({"a": Timestamp(5)})  # a timestamp is an integer
+    assert not HeadersPattern({"a": [1]}).matches({"a": [Int64(1)]})  # in an array {signedint,1} /= {long,1}
+    assert not HeadersPattern({"a": {"n": 1}}).matches({"a": {"n": Int8(1)}})
+    assert HeadersPattern({"a": [1, "x"]}).matches({"a": [1, b"x"]})  # longstr, as text or octets
+    assert not HeadersPattern({"a": Decimal("1.5")}).matches({"a": Decimal("1.50")})  # {1,15} /= {2,150}
+    assert not HeadersPattern({"a": Decimal("1")}).matches({"a": 1})

@@ -6,17 +6,17 @@ websocket client (aiohttp is installed anyway). Stopped by its PID.
 """
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+
+from tests.waiting import async_until, until
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 start_timeout_s = 30.0
@@ -31,13 +31,12 @@ class Browser:
              "--disable-component-update", "--disable-sync", "--no-first-run", "--remote-debugging-port=0",
              "--remote-debugging-address=127.0.0.1", f"--user-data-dir={self.profile}", "--window-size=1280,900",
              "about:blank"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + start_timeout_s
         port_file = self.profile / "DevToolsActivePort"
-        while not (port_file.exists() and port_file.read_text().strip()):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                raise RuntimeError("chromium did not start")
-            time.sleep(0.05)
+        started = until(lambda: self.proc.poll() is not None or (port_file.exists() and port_file.read_text().strip()),
+                        "chromium's DevTools port", start_timeout_s, raises=False)
+        if not started or self.proc.poll() is not None:
+            self.close()
+            raise RuntimeError("chromium did not start")
         self.port = int(port_file.read_text().split()[0])
 
     def close(self) -> None:
@@ -78,14 +77,8 @@ class Page:
         return result["result"].get("value")
 
     async def until(self, expression: str, what: str, timeout_s: float = 30.0) -> Any:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            value = await self.evaluate(expression)
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            await asyncio.sleep(0.1)
+        """The first truthy value of `expression` in the page (tests/waiting.py's async_until)."""
+        return await async_until(lambda: self.evaluate(expression), what, timeout_s, every_s=0.1)
 
     async def screenshot(self, path: Path) -> bytes:
         data = base64.b64decode((await self.call("Page.captureScreenshot", format="png"))["data"])

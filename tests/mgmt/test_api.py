@@ -17,7 +17,7 @@ from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 ORACLE = oracle()
-# what RabbitMQ takes from the Erlang VM or has and warren does not (see actors/mgmt/shapes.py)
+# what RabbitMQ takes from the Erlang VM or has and warren does not (see mgmt/shapes.py)
 ERLANG_ONLY = {"garbage_collection", "reductions", "reductions_details", "backing_queue_status", "open_files",
                "recv_cnt", "recv_oct", "recv_oct_details", "send_cnt", "send_oct", "send_oct_details", "send_pend",
                "channel_details.peer_host", "channel_details.peer_port", "channel_details.user"}

@@ -5,11 +5,11 @@ import base64
 import json
 import random
 
-from actors.mgmt import auth, changes, listing, metrics, paths, peek, rows
-from actors.mgmt.rates import Rates
-from actors.mgmt.rows import Row
-from actors.mgmt.sample import Sample
-from actors.mgmt.shapes import View, properties_key
+from mgmt import auth, changes, listing, metrics, paths, peek, rows
+from actors.stats.rates import Rates
+from mgmt.rows import Row
+from actors.stats.sample import Sample
+from mgmt.shapes import View, printable, properties_key
 from metadata.registry import Registry
 from metadata.passwords import hash_password
 
@@ -129,6 +129,20 @@ def test_properties_key():
     assert properties_key("a.#", {}) == "a.#"
     assert properties_key("", {}) == "~"
     assert properties_key("k", {"x": 1}).startswith("k~")
+
+
+def test_arguments_print_as_rabbitmq_mgmt_format_prints_them():
+    """rabbit_mgmt_format:amqp_value: a decimal {Scale, Value} as the float "Scale.Value", a
+    binary that is not UTF-8 as a base64 note, every integer width as a plain number."""
+    from decimal import Decimal
+
+    from wire.codec import ByteArray, Timestamp
+    from wire.field_types import Int8, Int64
+    table = {"d": Decimal("1.25"), "x": b"\xff\x00", "ok": ByteArray(b"hi"), "n": [Int8(-1), Int64(2**40)],
+             "t": Timestamp(5), "v": None}
+    assert printable(table) == {"d": 2.125, "x": "Not UTF-8, base64 is: /wA=", "ok": "hi", "n": [-1, 2**40],
+                                "t": 5, "v": None}
+    assert json.loads(json.dumps(printable(table))) == printable(table)
 
 
 def test_metric_families_aggregate_or_label_per_object():

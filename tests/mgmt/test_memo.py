@@ -1,4 +1,4 @@
-"""The kept rows of long listings (actors/mgmt/memo.py) against rows made afresh for every request:
+"""The kept rows of long listings (mgmt/memo.py) against rows made afresh for every request:
 whatever happens between requests -- samples with moving or still counts, queues and exchanges
 declared, deleted or declared again with other arguments, policies set and cleared -- the listing
 made through the memo is the listing made without it, byte for byte."""
@@ -9,11 +9,11 @@ import random
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule
 
-from actors.mgmt import auth, reads, rows
-from actors.mgmt.memo import RowMemo
-from actors.mgmt.rates import Rates
-from actors.mgmt.sample import Sample, rate_values
-from actors.mgmt.shapes import View
+from mgmt import auth, reads, rows
+from mgmt.memo import RowMemo
+from actors.stats.rates import Rates
+from actors.stats.sample import Sample, rate_values
+from mgmt.shapes import View
 from metadata.commands import ClearPolicy
 from metadata.passwords import hash_password
 from metadata.registry import Registry

@@ -98,3 +98,26 @@ def test_the_amqp_listener_is_a_port_or_an_address_and_a_port(tmp_path, text, ov
 def test_a_listener_that_is_not_a_port_is_refused(value):
     with pytest.raises(ConfigError, match="listeners.tcp.default must be PORT or IP:PORT"):
         parse(f"listeners.tcp.default = {value}\n")
+
+
+@pytest.mark.parametrize(("text", "overrides", "management", "prometheus"), [
+    ("", {}, 15672, 15692),  # RabbitMQ's defaults beside its default AMQP port
+    ("", {"listeners.tcp.default": 5711}, 15711, 15731),  # --port 5711: README's cluster recipe
+    ("listeners.tcp.default = 10.0.0.5:5800\n", {}, 15800, 15820),
+    ("management.tcp.port = 8080\n", {"listeners.tcp.default": 5711}, 8080, 15731),
+    ("management.tcp.port = 0\nprometheus.tcp.port = 0\n", {"listeners.tcp.default": 5711}, 0, 0),  # off
+    ("", {"listeners.tcp.default": 5711, "management.tcp.port": 9000, "prometheus.tcp.port": 0}, 9000, 0),  # flags
+])
+def test_the_http_ports_follow_the_amqp_port_unless_set(tmp_path, text, overrides, management, prometheus):
+    path = tmp_path / "warren.conf"
+    path.write_text(text)
+    conf = load(path, overrides, total_memory_bytes=RAM)
+    assert (conf["management.tcp.port"], conf["prometheus.tcp.port"]) == (management, prometheus)
+
+
+def test_an_http_port_the_rule_puts_out_of_range_is_refused_with_what_to_set():
+    with pytest.raises(ConfigError, match=r"prometheus.tcp.port \(the AMQP port \+ 10020\) would be 65540"):
+        load(None, {"listeners.tcp.default": 55520, "management.tcp.port": 0}, total_memory_bytes=RAM)
+    assert parse("management.tcp.port = 8080\n") == {"management.tcp.port": 8080}
+    with pytest.raises(ConfigError, match="management.tcp.port must be 0 or a positive integer"):
+        parse("management.tcp.port = http\n")

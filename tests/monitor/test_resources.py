@@ -9,8 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from actors.monitor.resources import ResourceMonitor, free_disk_bytes
 from actors.runtime.address import Address
 from effects import AlarmCleared, AlarmSet
 from flow.alarms import AbsoluteLimit, DiskAlarm, RelativeLimit
-from tests.waiting import poll_s
+from tests.waiting import async_until
 
 MIB = 1024 * 1024
 NODE = "warren@test"
@@ -40,16 +39,6 @@ print("ready", child, flush=True)
 sys.stdin.read()
 os.waitpid(child, 0)
 """
-
-
-async def until(condition: Callable[[], Any], what: str, timeout_s: float = 20.0) -> Any:
-    """tests/waiting.until for a test that must keep the event loop running while it waits."""
-    deadline = time.monotonic() + timeout_s
-    while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(poll_s)
-    return value
 
 
 def test_the_node_is_counted_once_across_processes_that_share_pages(tmp_path):
@@ -83,10 +72,10 @@ def test_a_memory_alarm_is_raised_by_memory_really_used_and_cleared_when_it_is_f
         try:
             assert alarms == [] and not monitor.memory.alarmed
             block = bytearray(b"\x01") * (256 * MIB)
-            await until(lambda: alarms, "the memory alarm")
+            await async_until(lambda: alarms, "the memory alarm", 20.0)
             assert alarms == [AlarmSet("memory", NODE)] and monitor.memory.used_bytes > baseline + 128 * MIB
             del block
-            await until(lambda: len(alarms) == 2, "the memory alarm to clear")
+            await async_until(lambda: len(alarms) == 2, "the memory alarm to clear", 20.0)
             assert alarms[1] == AlarmCleared("memory", NODE)
             assert monitor.status()["memory"]["alarm"] is False
         finally:
@@ -142,11 +131,11 @@ def test_a_disk_alarm_is_raised_by_filling_the_filesystem_and_cleared_by_emptyin
         try:
             assert alarms == []
             fill(data_dir / "filler", filler)
-            await until(lambda: alarms, "the disk alarm")
+            await async_until(lambda: alarms, "the disk alarm", 20.0)
             assert alarms == [AlarmSet("disk", NODE)]
             assert monitor.status()["disk"]["free"] < monitor.disk.limit_bytes
             (data_dir / "filler").unlink()
-            await until(lambda: len(alarms) == 2, "the disk alarm to clear")
+            await async_until(lambda: len(alarms) == 2, "the disk alarm to clear", 20.0)
             assert alarms[1] == AlarmCleared("disk", NODE)
         finally:
             monitor.stop()
@@ -184,7 +173,7 @@ def test_a_data_dir_that_cannot_be_read_keeps_the_alarm_as_it_was(tmp_path):
             assert alarms == [AlarmSet("disk", NODE)]
             shutil.rmtree(gone)
             with capture_logs() as logs:
-                await until(lambda: any("failed to retrieve" in e["event"] for e in logs), "a failed read")
+                await async_until(lambda: any("failed to retrieve" in e["event"] for e in logs), "a failed read", 20.0)
             assert monitor.status()["disk"] == {"limit": 10 ** 18, "free": None, "alarm": True}
             assert alarms == [AlarmSet("disk", NODE)]
         finally:
@@ -210,7 +199,7 @@ def test_a_watcher_hears_the_node_memory_now_after_every_check_and_when_the_limi
             monitor.receive(watcher, WatchMemory())
             assert told == [(watcher, MemoryUse(limit_bytes=1000, used_bytes=100))]
             used[0] = 300
-            await until(lambda: len(told) == 2, "the next memory check")
+            await async_until(lambda: len(told) == 2, "the next memory check", 20.0)
             assert told[1] == (watcher, MemoryUse(limit_bytes=1000, used_bytes=300))
             monitor.set_memory_limit(AbsoluteLimit(2000))
             assert told[2:] == [(watcher, MemoryUse(limit_bytes=2000, used_bytes=300))]

@@ -103,7 +103,9 @@ class MemberLogMachine(RuleBasedStateMachine):
 
     def _recover(self, candidates: list[Logs]):
         self.writer = WalWriter(self.disk, **self.config)
-        logs = self.writer.recover()
+        self.writer.recover()
+        # a member that wrote nothing has no files: its owner names it (the quorum host's table)
+        logs = {m: self.writer.member(m) for m in MEMBERS}
         got = {m: tuple(logs[m].entries(1, 10**9)) for m in MEMBERS}
         assert got in candidates, (got, candidates)
         for m in MEMBERS:

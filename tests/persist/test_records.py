@@ -1,13 +1,13 @@
 """Record encoding and the scanner: round trips, cut reasons, and fuzzed corruption."""
 from __future__ import annotations
 
-import zlib
-
 import pytest
+from crc32c import crc32c
 from hypothesis import given, settings, strategies as st
 
 from persist.wal.records import ENTRY, HEADER_BYTES, MEMBER_META, SNAPSHOT, TRUNCATE, decode_meta, \
-    decode_snapshot, encode, encode_meta, encode_snapshot, scan
+    decode_snapshot, encode, encode_meta, encode_run, encode_snapshot, scan
+from raft.log import Entry
 
 ROUND_TRIPS = [
     # (type, index, term, payload, member)
@@ -58,10 +58,18 @@ def test_scan_cuts_and_says_why(damage, reason, kept):
     assert result.cut.offset == result.valid_bytes and result.cut.size == len(buf) - result.valid_bytes
 
 
+def test_records_carry_crc32c_of_everything_after_it():
+    """The one checksum on disk (classic storage's framing too): CRC-32C, not zlib's CRC-32."""
+    rec = encode(ENTRY, 7, 3, b"payload", b"member")
+    assert rec[:4] == crc32c(rec[4:]).to_bytes(4, "little")
+    run = b"".join(encode_run([Entry(1, 1, b"a"), Entry(2, 1, b"bc")], b"m"))
+    assert run[:4] == crc32c(run[4:]).to_bytes(4, "little")
+
+
 def test_bad_type_with_good_crc_is_cut():
     rec = bytearray(encode(ENTRY, 1, 1, b"x"))
     rec[4] = 99
-    rec[:4] = zlib.crc32(bytes(rec[4:])).to_bytes(4, "little")
+    rec[:4] = crc32c(bytes(rec[4:])).to_bytes(4, "little")
     result = scan(bytes(rec))
     assert result.records == [] and result.cut.reason == "bad type"
 

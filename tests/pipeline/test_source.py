@@ -199,3 +199,11 @@ def test_a_running_query_reads_what_arrives_and_acks_each_batch_it_moved_past(sp
     assert sorted(ids) == list(range(50))
     # batches Spark moved past were acked; only the last one may still have been open at stop
     assert settled(node.url, queue) in (0, len(batches[-1]))
+
+
+def test_a_stream_queue_is_read_from_the_offset_asked_for(spark, node, tmp_path):
+    queue = unique("stream")
+    publish(node.url, queue, 30, durable=True, arguments={"x-queue-type": "stream"})
+    rows, _ = drain(spark, node.url, queue, tmp_path / "ck", streamOffset=10, availableNowIdleSeconds=1)
+    assert sorted(int(r.properties.headers["x-stream-offset"]) for r in rows) == list(range(10, 30))
+    assert sorted(int(r.properties.message_id) for r in rows) == list(range(10, 30))

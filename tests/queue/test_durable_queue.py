@@ -13,19 +13,22 @@ import pytest
 
 from actors.messages.alarms import MemoryUse
 from actors.queue.core import ClassicQueue
-from actors.queue.group_commit import GroupCommit
 from actors.queue.housekeeping import Housekeeping
 from actors.queue.manager import QueueManager
 from actors.queue.shell import QueueActor
+from actors.messages.queue_store import StoreWrite
 from actors.runtime.address import Address
+from actors.runtime.mailbox import Runtime
 from persist.classic.backed import BackedReady
 from persist.classic.host_storage import HostStorage, queue_dir
+from persist.classic.message import Message
 from persist.disk import RealDisk
 from wire.properties import BasicProperties, encode_content_header
 
 PERSISTENT = encode_content_header(60, 0, BasicProperties(delivery_mode=2))
 TRANSIENT = encode_content_header(60, 0, BasicProperties(delivery_mode=1))
 CH = Address("conn0", "ch1")
+STORE = Address("queue0", "msg_store")
 
 
 def published(seq: int, *, persistent: bool = True, size: int = 10) -> Published:
@@ -152,7 +155,9 @@ def test_drop_head_and_purge_reach_the_index(tmp_path):
 def test_recovery_deletes_directories_of_queues_that_are_gone(tmp_path):
     s = storage_at(str(tmp_path), keep=[("/", "a"), ("/", "b")])
     for name in ("a", "b"):
-        s.open_queue("/", name, lazy=False)
+        backing, _ = s.open_queue("/", name, lazy=False)
+        backing.publish([Message(0, False, "", name, PERSISTENT, b"m")])  # a queue's directory: its first write
+        backing.flush()
     s.close()
     s = storage_at(str(tmp_path), keep=[("/", "a")])
     assert os.path.isdir(tmp_path / queue_dir("/", "a"))
@@ -187,73 +192,87 @@ def test_lazy_policy_pages_everything_out(tmp_path):
     s = storage_at(str(tmp_path))
     backing, _ = s.open_queue("/", "q", lazy=False)
     core = ClassicQueue("/", "q", ready=BackedReady(backing))
-    commits: list = []
-    actor = QueueActor(SimpleNamespace(host="queue0", send=lambda *a, **k: None), core, lambda n: None, s, backing,
-                       GroupCommit(schedule=commits.append))
+    sent: list = []
+    runtime = SimpleNamespace(host="queue0", send=lambda to, msg, **k: sent.append((to, msg, k["credit"])))
+    actor = QueueActor(runtime, core, lambda n: None, s, backing, STORE)
     core.publish(CH, [published(i) for i in range(1, 11)])
     actor.receive(Address("node", "node"), ApplyPolicy({"queue-mode": "lazy"}))
     assert backing.stats().ram_messages == 0 and backing.stats().lazy
-    assert len(commits) == 1  # the actor marked itself for the turn's group commit
+    assert sent == [(STORE, StoreWrite(0, False), 1)]  # it told its store, over the credit link
 
 
-class FakeRuntime:
-    host = "queue0"
+class Channel:
+    """A channel of the queue's host: the confirms it gets, with the disk's sync count then."""
 
     def __init__(self, disk) -> None:
         self.disk = disk
-        self.sent: list[tuple] = []
+        self.confirms: list[tuple[Confirm, int]] = []
 
-    def send(self, to, msg, *, sender, credit=0) -> None:
-        self.sent.append((to, msg, self.disk.syncs))
-
-    def spawn(self, name, actor) -> None:
-        pass
-
-    def processed_all(self, actor) -> None:  # the queue's publishers' credit: not modelled here
-        pass
+    def receive(self, sender, msg) -> None:
+        if type(msg) is Confirm:
+            self.confirms.append((msg, self.disk.syncs))
 
 
-def test_confirms_leave_only_after_the_group_commit_synced(tmp_path):
+async def host_with_manager(tmp_path, s: HostStorage) -> tuple[Runtime, QueueManager, Channel, Address]:
+    """A real runtime holding a QueueManager (and so the host's message-store actor) and a channel."""
+    runtime = Runtime("queue0", {"queue0": f"ipc://{tmp_path}/queue0"})
+    await runtime.start()
+    manager = QueueManager(runtime, "qm", registry=SimpleNamespace(), storage=s)
+    runtime.spawn("qm", manager)
+    channel = Channel(s.disk)
+    return runtime, manager, channel, runtime.spawn("ch1", channel)
+
+
+async def _turns(n: int = 5) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)  # loop turns (not a timing wait): the runtime's flushes and the commit run
+
+
+def test_confirms_leave_only_after_the_store_actor_synced(tmp_path):
     async def scenario() -> None:
-        s = storage_at(str(tmp_path))
-        runtime = FakeRuntime(s.disk)
-        manager = QueueManager(runtime, "qm", registry=SimpleNamespace(), storage=s)
-        manager.receive(Address("node", "node"), CreateQueue(1, "/", "q", False, {}, True))
+        s = storage_at(str(tmp_path / "data"))
+        runtime, manager, channel, ch = await host_with_manager(tmp_path, s)
+        manager.receive(ch, CreateQueue(1, "/", "q", False, {}, True))
         actor = manager.queues["q:/:q"]
         syncs_before = s.disk.syncs
-        actor.receive(CH, Publish([published(1), published(2, persistent=False), published(3)]))
-        actor.receive(CH, Publish([published(4)]))
-        assert [m for m in runtime.sent if type(m[1]) is Confirm] == []
-        await asyncio.sleep(0)  # one loop turn (not a timing wait): the group commit runs
-        confirms = [m for m in runtime.sent if type(m[1]) is Confirm]
-        assert [(c[0], c[1]) for c in confirms] == [(CH, Confirm(4))]
-        assert confirms[0][2] > syncs_before  # sent after the fsync that covered the batch
-        runtime.sent.clear()
-        await asyncio.sleep(0)
-        assert runtime.sent == []  # nothing new to confirm
+        runtime.send(actor.address, Publish([published(1), published(2, persistent=False), published(3)]), sender=ch)
+        runtime.send(actor.address, Publish([published(4)]), sender=ch)
+        runtime.dispatch_local()  # the queue takes them in and tells its store, which marks it
+        assert channel.confirms == []
+        await _turns()
+        assert [c for c, _ in channel.confirms] == [Confirm(4)]
+        assert channel.confirms[0][1] > syncs_before  # sent after the fsync that covered the batch
+        await _turns()
+        assert len(channel.confirms) == 1  # nothing new to confirm
+        await runtime.close()
     asyncio.run(scenario())
 
 
 def test_non_durable_queues_confirm_at_once_and_durable_priority_queues_after_the_commit(tmp_path):
-    s = storage_at(str(tmp_path))
-    runtime = FakeRuntime(s.disk)
-    manager = QueueManager(runtime, "qm", registry=SimpleNamespace(), storage=s)
-    manager.receive(Address("node", "node"), CreateQueue(1, "/", "t", False, {}, False))
-    manager.receive(Address("node", "node"), CreateQueue(2, "/", "tp", False, {"x-max-priority": 5}, False))
-    manager.receive(Address("node", "node"), CreateQueue(3, "/", "p", False, {"x-max-priority": 5}, True))
-    for name in ("q:/:t", "q:/:tp"):
-        runtime.sent.clear()
-        manager.queues[name].receive(CH, Publish([published(7)]))
-        assert [m[1] for m in runtime.sent] == [Confirm(7)]
-    assert not os.path.exists(tmp_path / "transient_queues" / "queue0")  # no directory per declare
-    runtime.sent.clear()
-    actor = manager.queues["q:/:p"]
-    actor.run(actor.core.publish(CH, [published(7)]))
-    assert runtime.sent == []  # held for the group commit
-    actor.flush()
-    assert runtime.sent == []  # set aside for the syncs the flush asked for
-    actor.synced()
-    assert [m[1] for m in runtime.sent] == [Confirm(7)]
+    async def scenario() -> None:
+        s = storage_at(str(tmp_path / "data"))
+        runtime, manager, channel, ch = await host_with_manager(tmp_path, s)
+        manager.receive(ch, CreateQueue(1, "/", "t", False, {}, False))
+        manager.receive(ch, CreateQueue(2, "/", "tp", False, {"x-max-priority": 5}, False))
+        manager.receive(ch, CreateQueue(3, "/", "p", False, {"x-max-priority": 5}, True))
+        for name in ("q:/:t", "q:/:tp"):
+            runtime.send(manager.queues[name].address, Publish([published(7)]), sender=ch)
+            runtime.dispatch_local()  # the queue, then its confirm to the channel: no commit between
+            assert [c for c, _ in channel.confirms] == [Confirm(7)]
+            channel.confirms.clear()
+        assert not os.path.exists(tmp_path / "data" / "transient_queues" / "queue0")  # no directory per declare
+        actor = manager.queues["q:/:p"]
+        actor.run(actor.core.publish(ch, [published(7)]))
+        runtime.dispatch_local()
+        assert channel.confirms == []  # held for the group commit
+        actor.flush()
+        runtime.dispatch_local()
+        assert channel.confirms == []  # set aside for the syncs the flush asked for
+        actor.synced()
+        runtime.dispatch_local()
+        assert [c for c, _ in channel.confirms] == [Confirm(7)]
+        await runtime.close()
+    asyncio.run(scenario())
 
 
 @pytest.mark.parametrize("lazy", [False, True])
@@ -262,7 +281,7 @@ def test_stats_report_ram_and_disk(tmp_path, lazy):
     backing, _ = s.open_queue("/", "q", lazy=lazy)
     core = ClassicQueue("/", "q", ready=BackedReady(backing))
     runtime = SimpleNamespace(host="queue0", flow_state=lambda address: None)
-    actor = QueueActor(runtime, core, lambda n: None, s, backing, GroupCommit(schedule=lambda commit: None))
+    actor = QueueActor(runtime, core, lambda n: None, s, backing, STORE)
     core.publish(CH, [published(i, persistent=i != 3) for i in range(1, 6)])
     st = actor.stats()
     assert st["messages"] == 5 and st["messages_persistent"] == 4

@@ -8,13 +8,15 @@ from __future__ import annotations
 import asyncio
 from contextlib import nullcontext
 from types import SimpleNamespace
-from typing import Callable
+from typing import Any, Callable
 
 from actors.messages.channel_queue import Confirm, Consume, Deliver, Publish, Settle
 from actors.messages.node import CreateQueue
+from actors.messages.queue_store import StoreSynced, StoreWrite
 from actors.queue.group_commit import BUSY_AFTER, BUSY_MESSAGES, HOLD_MAX, GroupCommit
 from actors.queue.manager import QueueManager
 from actors.runtime.address import Address
+from actors.store.shell import NAME as STORE_NAME, MsgStoreActor
 from persist.classic.host_storage import HostStorage, queue_dir
 from persist.disk import RealDisk
 from tests.queue.test_durable_queue import CH, published
@@ -266,21 +268,44 @@ class RecordingDisk(RealDisk):
 
 
 class LoggingRuntime:
-    """Records each message sent with how many syncs the disk had done by then."""
+    """Records each message sent with how many syncs the disk had done by then; hands what a
+    queue and its store tell each other over at once (credit: not modelled here)."""
     host = "queue0"
 
     def __init__(self, disk: RecordingDisk) -> None:
         self.disk = disk
         self.sent: list[tuple] = []
+        self.actors: dict[str, Any] = {}
 
     def send(self, to, msg, *, sender, credit=0) -> None:
-        self.sent.append((msg, len(self.disk.events)))
+        if type(msg) in (StoreWrite, StoreSynced):
+            self.actors[to.name].receive(sender, msg)
+        else:
+            self.sent.append((msg, len(self.disk.events)))
 
     def spawn(self, name, actor) -> None:
+        self.actors[name] = actor
+
+    def actor(self, name):
+        return self.actors.get(name)
+
+    def blocked(self, actor) -> bool:
+        return False
+
+    def processed(self, actor, sender, n) -> None:
         pass
 
-    def processed_all(self, actor) -> None:  # the queues' publishers' credit: not modelled here
+    def processed_all(self, actor) -> None:
         pass
+
+    def dispatch_local(self) -> None:
+        pass
+
+
+def use_commit(runtime: LoggingRuntime, manager: QueueManager, commit: GroupCommit) -> None:
+    """The manager's store actor, with a commit the test drives."""
+    manager.store = MsgStoreActor(runtime, commit)
+    runtime.spawn(STORE_NAME, manager.store)
 
 
 def host_manager(tmp_path) -> tuple[RecordingDisk, LoggingRuntime, QueueManager]:
@@ -295,7 +320,7 @@ def host_manager(tmp_path) -> tuple[RecordingDisk, LoggingRuntime, QueueManager]
 def test_two_durable_queues_in_one_turn_share_one_store_sync_and_confirm_after_all_of_them(tmp_path):
     disk, runtime, manager = host_manager(tmp_path)
     turns: list[Callable[[], None]] = []
-    manager.commit = GroupCommit(schedule=turns.append)
+    use_commit(runtime, manager, GroupCommit(schedule=turns.append))
     for rid, name in enumerate(("a", "b"), 1):
         manager.receive(NODE, CreateQueue(rid, "/", name, False, {}, True))
     a, b = manager.queues["q:/:a"], manager.queues["q:/:b"]
@@ -320,7 +345,7 @@ def test_a_durable_queue_commits_at_once_for_a_confirm_and_lazily_for_an_ack(tmp
     disk, runtime, manager = host_manager(tmp_path)
     turns: list[Callable[[], None]] = []
     timers: list[tuple[float, Callable[[], None]]] = []
-    manager.commit = GroupCommit(schedule=turns.append, later=lambda sec, due: timers.append((sec, due)))
+    use_commit(runtime, manager, GroupCommit(schedule=turns.append, later=lambda sec, due: timers.append((sec, due))))
     manager.receive(NODE, CreateQueue(1, "/", "a", False, {}, True))
     a = manager.queues["q:/:a"]
     a.receive(CONSUMER, Consume(1, "t", ack_required=True, credit=10, exclusive=False, arguments={}))

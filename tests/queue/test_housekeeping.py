@@ -13,7 +13,8 @@ from persist.classic.backed import BackedReady
 from actors.queue.core import ClassicQueue
 from persist.classic.host_storage import HostStorage
 from persist.disk import RealDisk
-from tests.queue.test_durable_queue import CH, published, storage_at
+from persist.classic.message import Message
+from tests.queue.test_durable_queue import CH, PERSISTENT, published, storage_at
 
 
 def test_a_round_before_recovery_asks_for_it_and_does_nothing_else(tmp_path):
@@ -67,7 +68,8 @@ def test_paging_reaches_every_queue_and_logs_its_changes_with_the_host(tmp_path)
 
 def test_the_task_closes_the_storage_cleanly_when_the_loop_ends(tmp_path):
     s = storage_at(str(tmp_path), keep=[])
-    s.open_queue("/", "q", lazy=False)
+    backing, _ = s.open_queue("/", "q", lazy=False)
+    backing.publish([Message(0, False, "", "q", PERSISTENT, b"m")])  # a queue's directory: its first write
 
     async def host() -> None:
         task = Housekeeping(s, 100).start()

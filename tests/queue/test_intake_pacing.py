@@ -1,21 +1,23 @@
 """A queue actor paces its publishers (flow/intake.py through actors/queue/shell.py): the credit of
 what it took in goes back at once while it is short or its consumers lag far behind, is held while
 it is long and they keep up, and goes back when they have caught up or when the hold is too old;
-and once it took in too much while a sync that covers it is in flight, until that sync is done."""
+and while it is out of credit with its host's message-store actor, until the store grants it back."""
 from __future__ import annotations
 
 import asyncio
-import time
 
-from actors.messages.channel_queue import Consume, Grant, Publish
+from actors.messages.channel_queue import Confirm, Consume, Grant, Publish
 from actors.queue.core import ClassicQueue
 from actors.queue.group_commit import GroupCommit
-from actors.queue.shell import QueueActor, ahead_of_sync_max
+from actors.queue.shell import QueueActor
 from actors.runtime.address import Address
+from actors.runtime.mailbox import Runtime
+from actors.store.shell import NAME as STORE_NAME, MsgStoreActor
 from flow.intake import IntakePace
 from persist.classic.backed import BackedReady
 from tests.queue.test_durable_queue import CH, published, storage_at
 from tests.queue.test_group_commit import HeldSyncs
+from tests.waiting import async_until
 
 CONSUMER = Address("conn1", "ch1")
 deadline_s = 30.0
@@ -70,30 +72,63 @@ def test_a_hold_ends_by_itself_after_hold_max_ms():
         actor, runtime = paced_queue(hold_max_ms=1)
         actor.receive(CH, Publish([published(i) for i in range(1, 8)]))  # 4 of 7 delivered, 3 ready
         assert runtime.released == 1  # held
-        until = time.monotonic() + deadline_s
-        while runtime.released == 1 and time.monotonic() < until:
-            await asyncio.sleep(0.001)
+        await async_until(lambda: runtime.released != 1, "the hold's timer", deadline_s, every_s=0.001, raises=False)
         assert runtime.released == 2  # nothing else happened: the hold's own timer let it go
     asyncio.run(scenario())
 
 
-def test_credit_is_held_once_the_queue_is_too_far_ahead_of_a_sync_in_flight(tmp_path):
+class Publisher:
+    """A channel of the queue's host: what it is confirmed."""
+
+    def __init__(self) -> None:
+        self.confirmed: list[int] = []
+
+    def receive(self, sender, msg) -> None:
+        if type(msg) is Confirm:
+            self.confirmed.append(msg.upto)
+
+
+async def _turns(n: int = 5) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)  # loop turns (not a timing wait): the runtime's flushes run
+
+
+def test_credit_is_held_while_the_queue_is_out_of_credit_with_its_store_and_let_go_when_it_grants(tmp_path):
+    """The queue -> msg_store link (400 / 200): a queue 400 messages ahead of its store's syncs
+    holds its publishers until the store's commits have synced them and granted the credit back."""
     async def scenario() -> None:
         s = storage_at(str(tmp_path))
         backing, _ = s.open_queue("/", "q", lazy=False)
-        runtime = CreditRuntime()
+        runtime = Runtime("queue0", {"queue0": f"ipc://{tmp_path}/queue0"})
+        await runtime.start()
         turns: list = []
         syncs = HeldSyncs()
-        commit = GroupCommit(schedule=turns.append, syncs=syncs)
+        store = MsgStoreActor(runtime, GroupCommit(schedule=turns.append, syncs=syncs))
+        runtime.spawn(STORE_NAME, store)
         actor = QueueActor(runtime, ClassicQueue("/", "q", ready=BackedReady(backing), hold_confirms=True),
-                           lambda name: None, s, backing, commit, IntakePace())
-        actor.receive(CH, Publish([published(1)]))
-        assert runtime.released == 1  # no sync in flight: the credit goes back at once
+                           lambda name: None, s, backing, store.address, IntakePace())
+        queue = runtime.spawn(actor.name, actor)
+        publisher = Publisher()
+        pub = runtime.spawn("ch1", publisher)
+
+        def credit(of: Address, to: Address) -> int:
+            return runtime.flow_state(of)["credit"][str(to)]
+
+        runtime.send(queue, Publish([published(1)]), sender=pub, credit=1)
+        await _turns()
+        assert credit(queue, store.address) == 399 and len(turns) == 1  # marked for the store's commit
         turns.pop()()  # the commit starts; its syncs are running
-        actor.receive(CH, Publish([published(i) for i in range(2, 2 + ahead_of_sync_max)]))
-        assert runtime.released == 2  # the store may be that far behind
-        actor.receive(CH, Publish([published(2 + ahead_of_sync_max)]))
-        assert runtime.released == 2  # one more while the store syncs: held
-        syncs.running.pop()()  # the syncs are done
-        assert runtime.released == 3
+        runtime.send(queue, Publish([published(i) for i in range(2, 402)]), sender=pub, credit=400)
+        await _turns()
+        assert runtime.flow_state(queue)["blocked_on"] == [str(store.address)]  # 401 ahead of the syncs
+        assert runtime.blocked(pub) and credit(pub, queue) == -1  # and its publisher's credit is held
+        syncs.running.pop()()  # the first commit's sync is done: message 1 confirmed
+        await _turns()
+        assert publisher.confirmed == [1] and runtime.blocked(queue)  # 1 granted back: not enough
+        turns.pop()()  # the next commit covers the other 400
+        syncs.running.pop()()
+        await _turns()
+        assert publisher.confirmed == [1, 401]
+        assert not runtime.blocked(queue) and not runtime.blocked(pub)  # the store granted; the queue let go
+        await runtime.close()
     asyncio.run(scenario())

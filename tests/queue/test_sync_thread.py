@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from types import SimpleNamespace
 
 import pytest
 
 from actors.messages.channel_queue import Confirm, Publish
 from actors.messages.node import CreateQueue
-from actors.queue.manager import QueueManager
 from actors.queue.sync_thread import ThreadSyncs
-from actors.runtime.address import Address
 from persist.classic.host_storage import HostStorage
 from persist.disk import RealDisk
-from tests.queue.test_durable_queue import CH, FakeRuntime, published
+from tests.queue.test_durable_queue import host_with_manager, published
+from tests.waiting import async_until
 
 deadline_s = 30.0
 
@@ -83,9 +80,7 @@ def test_the_sync_thread_runs_the_syncs_off_the_loop_and_calls_back_on_it(tmp_pa
         collected = Collected(1)
         syncs.run(collected, lambda: done_on.append(threading.get_ident()))
         assert done_on == []  # not before the syncs ran
-        until = time.monotonic() + deadline_s
-        while not done_on and time.monotonic() < until:
-            await asyncio.sleep(0.001)
+        await async_until(lambda: done_on, "the syncs' callback", deadline_s, every_s=0.001, raises=False)
         assert done_on == [loop_thread] and collected.ran_on not in (None, loop_thread)
         syncs.run(Collected(0), lambda: done_on.append(0))
         assert done_on == [loop_thread, 0]  # nothing to sync: done at once
@@ -94,19 +89,17 @@ def test_the_sync_thread_runs_the_syncs_off_the_loop_and_calls_back_on_it(tmp_pa
 
 def test_a_durable_queue_on_a_real_disk_confirms_once_its_sync_thread_synced(tmp_path):
     async def scenario() -> None:
-        s = HostStorage(RealDisk(str(tmp_path)), "queue0", embed_below=4096, file_size_limit=1 << 20,
+        s = HostStorage(RealDisk(str(tmp_path / "data")), "queue0", embed_below=4096, file_size_limit=1 << 20,
                         placed_here=lambda v, n: True)
         s.recover([])
-        runtime = FakeRuntime(s.disk)
-        manager = QueueManager(runtime, "qm", registry=SimpleNamespace(), storage=s)
-        manager.receive(Address("node", "node"), CreateQueue(1, "/", "q", False, {}, True))
+        runtime, manager, channel, ch = await host_with_manager(tmp_path, s)
+        manager.receive(ch, CreateQueue(1, "/", "q", False, {}, True))
         actor = manager.queues["q:/:q"]
-        actor.receive(CH, Publish([published(1), published(2)]))
-        await asyncio.sleep(0)  # the turn ends: the commit asks for its syncs, which run on the thread
-        actor.receive(CH, Publish([published(3)]))  # taken while they run: the next commit's
-        until = time.monotonic() + deadline_s
-        while len([m for m in runtime.sent if type(m[1]) is Confirm]) < 2 and time.monotonic() < until:
-            await asyncio.sleep(0.001)
-        confirms = [m[1] for m in runtime.sent if type(m[1]) is Confirm]
-        assert confirms == [Confirm(2), Confirm(3)]  # each after the sync that covered it, in order
+        runtime.send(actor.address, Publish([published(1), published(2)]), sender=ch)
+        for _ in range(3):
+            await asyncio.sleep(0)  # turns end: the store's commit asks for its syncs, which run on the thread
+        runtime.send(actor.address, Publish([published(3)]), sender=ch)  # taken while they run: the next commit's
+        await async_until(lambda: len(channel.confirms) >= 2, "two confirms", deadline_s, every_s=0.001, raises=False)
+        assert [c for c, _ in channel.confirms] == [Confirm(2), Confirm(3)]  # each after its sync, in order
+        await runtime.close()
     asyncio.run(scenario())

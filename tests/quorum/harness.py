@@ -5,7 +5,8 @@ from typing import Any, NamedTuple
 
 from actors.quorum import commands as c
 from actors.quorum.config import queue_config
-from actors.quorum.machine import QuorumMachine, stats
+from actors.quorum.machine import QuorumMachine
+from actors.quorum.queries import stats
 from actors.quorum.ready import NO_EXPIRY
 from actors.quorum.state import QueueState
 from wire.properties import BasicProperties, encode_content_header
@@ -14,6 +15,7 @@ from wire.properties import BasicProperties, encode_content_header
 class Meta(NamedTuple):  # the machine duck-types the Raft member's ApplyMeta
     index: int
     term: int
+    machine_version: int = 1
 
 
 def header(priority: int | None = None, expiration: str | None = None, body_size: int = 1) -> bytes:
@@ -27,8 +29,9 @@ class Run:
     """One queue machine and the log it has applied; `run(cmd)` -> (reply, effects)."""
 
     def __init__(self, arguments: dict[str, Any] | None = None, *, name: str = "q",
-                 created_ms: int = 0) -> None:
-        self.machine = QuorumMachine(queue_config(name, "/", arguments or {}, created_ms=created_ms))
+                 created_ms: int = 0, version: int = 1) -> None:
+        self.version = version  # the machine version the log runs
+        self.machine = QuorumMachine(queue_config(name, "/", arguments or {}, created_ms=created_ms), version)
         self.state = self.machine.init()
         self.index = 0
         self.log: list[bytes] = []
@@ -37,7 +40,7 @@ class Run:
         self.index += 1
         data = c.encode(command)
         self.log.append(data)
-        self.state, reply, effects = self.machine.apply(Meta(self.index, 1), data, self.state)
+        self.state, reply, effects = self.machine.apply(Meta(self.index, 1, self.version), data, self.state)
         check_invariants(self.state)
         return reply, effects
 

@@ -13,7 +13,7 @@ from actors.quorum.effects import (DELIVERY_LIMIT, EXPIRE_MSGS, EXPIRED, MAXLEN,
                                    REJECTED, ConsumerInfo, DeadLetter, Deliver, DeleteQueue, GetOk,
                                    DeadLetterDeliver, OutOfSequence, Purged, Release, Reply,
                                    StartDeadLetterWorker, StopDeadLetterWorker, Timer)
-from actors.quorum.machine import checked_out, requeue_plan
+from actors.quorum.queries import checked_out, requeue_plan
 from tests.quorum.harness import H, Run, header
 from wire.errors import AmqpError
 

@@ -76,3 +76,13 @@ def test_copies_carry_x_death():
     (send,) = w.hand(SRC, ((0, "rejected", message(b"1")),), 5000)
     record: Published = send.msg.messages[0]
     assert b"x-death" in record.header and b"rejected" in record.header
+
+
+def test_each_incarnation_of_the_worker_publishes_under_a_name_of_its_own():
+    """A target quorum queue takes a publisher's sequence numbers in order by name: a restarted
+    worker under its old name, counting from 1 again, had its first copies dropped as duplicates."""
+    from actors.quorum.dead_letter_shell import dead_letters_name
+    from actors.quorum.names import channel_incarnation
+    assert dead_letters_name(0x1a2b) != dead_letters_name(0x1a2c)
+    # named as a channel of that incarnation, so HostChannelsGone of the next one takes it
+    assert channel_incarnation(f"n1:quorum/{dead_letters_name(0x1a2b)}") == "n1:quorum/ch:1a2b."

@@ -291,6 +291,27 @@ def test_channels_gone_brings_their_messages_back_now_and_when_a_later_leader_ta
     assert m.run.stats["messages_ready"] == 2 and m.run.stats["consumers"] == 0
 
 
+def test_channels_dead_forget_publishers_too_now_and_when_a_later_leader_takes_over():
+    """A host that restarted (a quorum host's dead-letter worker, a connection host's channels): its
+    earlier incarnation's publishers leave the queue's enqueuers, where a node only seen down keeps
+    them (the channels may be alive); a follower remembers it for when it leads."""
+    worker, consumer, other = "n1:quorum/ch:11.dlx", "n1:conn0/ch:5.1", "n1:quorum/ch:12.dlx"
+    m = Member()
+    m.handle(worker, pub(1, 2))
+    m.handle(other, pub(1))
+    m.handle(consumer, Consume(1, "t", True, 10, False, {}))
+    m.front.channels_dead("n1:quorum/ch:11.")
+    m.propose()
+    assert worker not in m.run.state.enqueuers and other in m.run.state.enqueuers
+    m.leading = False
+    m.front.channels_dead("n1:conn0/ch:5.")  # a follower remembers, and proposes nothing
+    assert m.run.stats["consumers"] == 1
+    m.leading = True
+    m.front.leader_changed(ME)
+    m.propose()
+    assert m.run.stats["consumers"] == 0 and m.run.stats["messages_ready"] == 3
+
+
 def test_a_channel_out_of_reach_publishes_on_and_hears_its_consumer_went_once_its_node_is_back():
     """The fault suite's partitions and pauses: the channel was alive all along (bug: its publisher
     sequence was dropped with its consumers, so its next publish was a gap forever, and nothing told

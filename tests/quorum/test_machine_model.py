@@ -34,7 +34,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from actors.quorum import commands as c
 from actors.quorum.effects import (DELIVERY_LIMIT, EXPIRED, MAXLEN, REJECTED, DeadLetter,
                                    DeadLetterDeliver, Deliver, GetOk, Purged, Release, Reply)
-from actors.quorum.machine import requeue_plan
+from actors.quorum.queries import requeue_plan
 from tests.quorum.harness import Run, header
 
 EXAMPLES = int(os.environ.get("QQ_EXAMPLES", "300"))  # more for a soak: QQ_EXAMPLES=5000

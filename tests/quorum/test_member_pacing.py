@@ -24,6 +24,7 @@ from raft.roles import LEADER
 from tests.quorum.harness import H
 from tests.raft_integration.test_member_shell import Loop
 from tests.sim.simdisk import SimDisk
+from tests.waiting import async_until
 
 ME = Address("n1:quorum", "qq")
 PUBLISHER, CONSUMER = Address("conn0", "ch1"), Address("conn1", "ch1")
@@ -119,8 +120,7 @@ def test_a_hold_ends_by_itself_after_hold_max_ms(monkeypatch):
         assert member._credit._timer is not None  # held, its timer running
         released = runtime.released
         clock[0] += 1
-        until = time.monotonic() + deadline_s
-        while runtime.released == released and time.monotonic() < until:
-            await asyncio.sleep(0.001)
+        await async_until(lambda: runtime.released != released, "the hold's timer", deadline_s, every_s=0.001,
+                          raises=False)
         assert runtime.released > released  # nothing else happened: the hold's own timer let it go
     asyncio.run(scenario())

@@ -51,6 +51,16 @@ def test_a_drained_queue_snapshots_at_once_past_the_minimum_and_on_idle_ticks_be
     assert cursor.after_apply(view(100, 100, 0, drained=True), capture) == (100, 1, b"100")
 
 
+def test_an_idle_queue_whose_log_holds_a_few_entries_is_not_worth_a_snapshot():
+    cursor, capture = ReleaseCursor(idle_min_entries=16), Captures()
+    capture.applied = 2  # a new queue: its leader's no-op and little else
+    for _ in range(3):
+        assert cursor.on_tick(view(2, 2, 0, drained=True), capture) is None
+    capture.applied = 16
+    assert cursor.on_tick(view(16, 16, 0, drained=True), capture) is None  # applied since the tick before
+    assert cursor.on_tick(view(16, 16, 0, drained=True), capture) == (16, 1, b"16")
+
+
 def test_an_installed_snapshot_makes_older_stashes_useless():
     cursor, capture = ReleaseCursor(interval_min_entries=10), Captures()
     capture.applied = 10

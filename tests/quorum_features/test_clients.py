@@ -7,6 +7,8 @@ import asyncio
 
 import pytest
 
+from tests.waiting import async_until
+
 pytestmark = pytest.mark.integration
 
 QQ = {"x-queue-type": "quorum"}
@@ -85,13 +87,9 @@ def test_aio_pika_confirms_consume_and_dead_lettering(broker, name):
                         await message.ack()
                     if len(got) == 20:
                         break
-            dead_got = await (await cch.get_queue(dead.name, ensure=False)).get(timeout=10, fail=False)
-            for _ in range(100):  # the worker confirms the copy: poll the target for it
-                if dead_got is not None:
-                    break
-                await asyncio.sleep(0.05)
-                dead_got = await (await cch.get_queue(dead.name, ensure=False)).get(fail=False)
-            assert dead_got is not None
+            async def dead_lettered():  # the worker confirms the copy: poll the target for it
+                return await (await cch.get_queue(dead.name, ensure=False)).get(timeout=10, fail=False)
+            dead_got = await async_until(dead_lettered, "the dead-lettered copy", 15.0)
             await dead_got.ack()
             return got, dead_got.body, dead_got.headers["x-death"][0]["reason"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 
 from raft import ClusterConfig, Entry, MemoryLog, RaftCore, RaftSettings
-from effects import PersistHardState, Send, WriteSnapshot
+from raft.effects import PersistHardState, ToPeer, WriteSnapshot
 from tests.sim.kvmachine import KvMachine, command
 
 SETTINGS = RaftSettings(election_ticks=10, heartbeat_ticks=2, max_inflight=2, max_batch_entries=4,
@@ -26,8 +26,8 @@ def make(id: str = "a", peers: tuple[str, ...] = ("a", "b", "c"), entries: list[
     return RaftCore(id, config or cfg(*peers), log, KvMachine(), random.Random(seed), settings)
 
 
-def sends(effects: list, kind: type | None = None) -> list[Send]:
-    return [e for e in effects if isinstance(e, Send) and (kind is None or isinstance(e.msg, kind))]
+def sends(effects: list, kind: type | None = None) -> list[ToPeer]:
+    return [e for e in effects if isinstance(e, ToPeer) and (kind is None or isinstance(e.msg, kind))]
 
 
 def of(effects: list, kind: type) -> list:
@@ -71,7 +71,7 @@ class Cluster:
             elif isinstance(e, WriteSnapshot):
                 core.log.install_snapshot(e.index, e.term, e.data)
                 queue += [(node, x) for x in core.snapshot_written(e.index, e.term)]
-            elif isinstance(e, Send):
+            elif isinstance(e, ToPeer):
                 if e.to in self.cores and e.to not in self.down and node not in self.down:
                     queue += [(e.to, x) for x in self.cores[e.to].step(e.msg)]
             else:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from effects import ClientReply, NotLeader
+from raft.effects import ClientReply, NotLeader
 from raft.messages import AppendEntries, AppendReply
 from raft.roles import LEADER
 from tests.raft.harness import SETTINGS, cmd, elect, make, of, sends

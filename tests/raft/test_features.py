@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from raft import MemoryLog, RaftCore, RaftSettings
-from effects import ClientReply, ChangeRefused, Send
+from raft.effects import ClientReply, ChangeRefused, ToPeer
 from raft.messages import InstallSnapshot, RequestVote, TimeoutNow
 from raft.roles import FOLLOWER, LEADER
 from tests.raft.harness import SETTINGS, Cluster, cfg, cmd, make, sends
@@ -40,7 +40,7 @@ def test_transfer_sends_timeout_now_and_target_wins_despite_lease():
     lead = leader(c)
     target = sorted(set(c.cores) - {lead.id})[0]
     out = lead.transfer_leadership(target)
-    assert sends(out) == [Send(target, TimeoutNow(lead.term, lead.id))]
+    assert sends(out) == [ToPeer(target, TimeoutNow(lead.term, lead.id))]
     assert lead.propose(cmd(1), 1)[0].corr == 1, "no proposals while transferring"
     c.run(lead.id, out)
     assert c.cores[target].role == LEADER and lead.role != LEADER

@@ -6,11 +6,11 @@ import random
 
 from raft import Entry
 from raft.commands import NOOP_COMMAND, user
-from effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState, Send)
+from raft.effects import (ClientReply, LeaderChanged, NotLeader, PersistHardState, ToPeer)
 from raft.messages import (AppendEntries, AppendReply, Heartbeat, HeartbeatReply, PreVote,
                                    PreVoteReply, RequestVote, RequestVoteReply)
 from raft.roles import CANDIDATE, FOLLOWER, LEADER, PRE_CANDIDATE
-from tests.raft.harness import cmd, elect, make, sends
+from tests.raft.harness import cfg, cmd, elect, make, sends
 
 
 def e(index: int, term: int, n: int | None = None) -> Entry:
@@ -23,7 +23,7 @@ def test_higher_term_message_makes_follower_and_persists_term_first():
     a = make(term=1)
     out = a.step(Heartbeat(3, "b", 0))
     assert out == [PersistHardState(3, None), LeaderChanged("b"),
-                   Send("b", HeartbeatReply(3, "a"))]
+                   ToPeer("b", HeartbeatReply(3, "a"))]
     assert (a.term, a.role, a.leader_id) == (3, FOLLOWER, "b")
 
 
@@ -32,7 +32,7 @@ def test_stale_term_append_is_rejected_with_current_term():
     term so the stale leader steps down."""
     a = make(term=3)
     out = a.step(AppendEntries(2, "b", 0, 0, (e(1, 2),), 0))
-    assert out == [Send("b", AppendReply(3, "a", False, 0))]
+    assert out == [ToPeer("b", AppendReply(3, "a", False, 0))]
     assert a.log.last_index_term() == (0, 0)
 
 
@@ -54,8 +54,27 @@ def test_election_timeout_starts_prevote_without_bumping_term():
     out = []
     for _ in range(a.timeout):
         out = a.tick()
-    assert out == [Send("b", PreVote(3, "a", 1, 2)), Send("c", PreVote(3, "a", 1, 2))]
+    assert out == [ToPeer("b", PreVote(3, "a", 1, 2)), ToPeer("c", PreVote(3, "a", 1, 2))]
     assert (a.term, a.role) == (2, PRE_CANDIDATE)
+
+
+def test_a_new_groups_preferred_leader_asks_for_votes_at_once_without_a_prevote():
+    """Ra's trigger_election on a new quorum queue's first member: no timeout to wait for, and at
+    term 0 no leader a pre-vote could protect; the vote is durable before RequestVote leaves."""
+    a = make()
+    out = a.campaign_now()
+    assert out == [PersistHardState(1, "a"), ToPeer("b", RequestVote(1, "a", 0, 0, False)),
+                   ToPeer("c", RequestVote(1, "a", 0, 0, False))]
+    assert (a.term, a.role, a.voted_for) == (1, CANDIDATE, "a")
+    assert make(peers=("a",)).campaign_now()[:2] == [PersistHardState(1, "a"), LeaderChanged("a")]  # alone: leads
+
+
+def test_an_election_asked_for_in_a_group_that_had_a_term_starts_with_the_prevote():
+    a = make(term=2, entries=[e(1, 2)])
+    assert a.campaign_now() == [ToPeer("b", PreVote(3, "a", 1, 2)), ToPeer("c", PreVote(3, "a", 1, 2))]
+    assert (a.term, a.role) == (2, PRE_CANDIDATE)
+    b = make("b", config=cfg("a", "c"))  # not a voter: it never stands
+    assert b.campaign_now() == []
 
 
 def test_prevote_majority_starts_election_persisting_vote_before_requests():
@@ -65,8 +84,8 @@ def test_prevote_majority_starts_election_persisting_vote_before_requests():
     while not a.tick():
         pass
     out = a.step(PreVoteReply(3, "b", True))
-    assert out == [PersistHardState(3, "a"), Send("b", RequestVote(3, "a", 1, 2, False)),
-                   Send("c", RequestVote(3, "a", 1, 2, False))]
+    assert out == [PersistHardState(3, "a"), ToPeer("b", RequestVote(3, "a", 1, 2, False)),
+                   ToPeer("c", RequestVote(3, "a", 1, 2, False))]
     assert (a.term, a.role, a.voted_for) == (3, CANDIDATE, "a")
 
 
@@ -78,8 +97,8 @@ def test_candidate_with_majority_becomes_leader_and_appends_noop():
     assert a.role == LEADER
     assert out[0] == LeaderChanged("a")
     noop = Entry(2, 2, NOOP_COMMAND)
-    assert sends(out) == [Send("b", AppendEntries(2, "a", 1, 1, (noop,), 0)),
-                          Send("c", AppendEntries(2, "a", 1, 1, (noop,), 0))]
+    assert sends(out) == [ToPeer("b", AppendEntries(2, "a", 1, 1, (noop,), 0)),
+                          ToPeer("c", AppendEntries(2, "a", 1, 1, (noop,), 0))]
 
 
 def test_vote_granted_once_per_term():
@@ -88,9 +107,9 @@ def test_vote_granted_once_per_term():
     a = make(term=1)
     assert a.step(RequestVote(2, "b", 0, 0)) == [
         PersistHardState(2, None), PersistHardState(2, "b"),
-        Send("b", RequestVoteReply(2, "a", True))]
-    assert a.step(RequestVote(2, "c", 0, 0)) == [Send("c", RequestVoteReply(2, "a", False))]
-    assert a.step(RequestVote(2, "b", 0, 0))[-1] == Send("b", RequestVoteReply(2, "a", True))
+        ToPeer("b", RequestVoteReply(2, "a", True))]
+    assert a.step(RequestVote(2, "c", 0, 0)) == [ToPeer("c", RequestVoteReply(2, "a", False))]
+    assert a.step(RequestVote(2, "b", 0, 0))[-1] == ToPeer("b", RequestVoteReply(2, "a", True))
 
 
 def test_vote_denied_to_candidate_with_stale_log():
@@ -100,15 +119,15 @@ def test_vote_denied_to_candidate_with_stale_log():
                                            (2, 2, True), (1, 3, True)]:
         a = make(term=2, entries=[e(1, 1), e(2, 2)])
         out = a.step(RequestVote(3, "b", last_index, last_term))
-        assert out[-1] == Send("b", RequestVoteReply(3, "a", granted)), (last_index, last_term)
+        assert out[-1] == ToPeer("b", RequestVoteReply(3, "a", granted)), (last_index, last_term)
 
 
 def test_prevote_also_applies_election_restriction():
     """Reference: Raft §5.4.1 and dissertation §9.6 - pre-votes follow the same restriction and
     never change the voter's term."""
     a = make(term=2, entries=[e(1, 2)])
-    assert a.step(PreVote(3, "b", 0, 0)) == [Send("b", PreVoteReply(2, "a", False))]
-    assert a.step(PreVote(3, "b", 1, 2)) == [Send("b", PreVoteReply(3, "a", True))]
+    assert a.step(PreVote(3, "b", 0, 0)) == [ToPeer("b", PreVoteReply(2, "a", False))]
+    assert a.step(PreVote(3, "b", 1, 2)) == [ToPeer("b", PreVoteReply(3, "a", True))]
     assert a.term == 2 and a.voted_for is None
 
 
@@ -120,7 +139,7 @@ def test_member_in_leader_lease_ignores_disruptive_vote_requests():
     assert a.step(RequestVote(5, "c", 9, 9)) == []
     assert a.term == 2
     assert a.step(RequestVote(5, "c", 9, 9, transfer=True))[-1] == \
-        Send("c", RequestVoteReply(5, "a", True))
+        ToPeer("c", RequestVoteReply(5, "a", True))
 
 
 def test_follower_rejects_append_without_matching_prev_entry_with_hint():
@@ -128,10 +147,10 @@ def test_follower_rejects_append_without_matching_prev_entry_with_hint():
     with prevLogTerm; the hint lets the leader skip a term per round trip."""
     a = make(term=3, entries=[e(1, 1), e(2, 1), e(3, 2), e(4, 2)])
     out = a.step(AppendEntries(3, "b", 4, 3, (), 0))
-    assert out == [LeaderChanged("b"), Send("b", AppendReply(3, "a", False, 4, 4, 2))]
+    assert out == [LeaderChanged("b"), ToPeer("b", AppendReply(3, "a", False, 4, 4, 2))]
     # the leader's log (..., (4,3)): hint (4, t2) makes it probe below its own term-2 entries
     out = a.step(AppendEntries(3, "b", 2, 1, (), 0))
-    assert out == [Send("b", AppendReply(3, "a", True, 2))]
+    assert out == [ToPeer("b", AppendReply(3, "a", True, 2))]
 
 
 def test_follower_deletes_conflicting_suffix_and_appends():
@@ -150,7 +169,7 @@ def test_follower_acks_only_written_entries():
     a.step(AppendEntries(1, "b", 0, 0, (e(1, 1), e(2, 1)), 0))
     assert a.written(1) == []          # MemoryLog: not synced yet, so nothing is written
     upto = a.log.sync()
-    assert a.written(upto) == [Send("b", AppendReply(1, "a", True, 2))]
+    assert a.written(upto) == [ToPeer("b", AppendReply(1, "a", True, 2))]
 
 
 def test_follower_commits_up_to_leader_commit_and_last_new_entry():
@@ -202,7 +221,7 @@ def test_leader_sends_heartbeats_with_safe_commit():
     out = []
     for _ in range(2):
         out += a.tick()
-    assert sends(out, Heartbeat) == [Send("b", Heartbeat(1, "a", 1)), Send("c", Heartbeat(1, "a", 0))]
+    assert sends(out, Heartbeat) == [ToPeer("b", Heartbeat(1, "a", 1)), ToPeer("c", Heartbeat(1, "a", 0))]
 
 
 def test_follower_redirects_client_to_leader():

@@ -2,6 +2,7 @@
 back equal, with its records (log entries) typed."""
 from __future__ import annotations
 
+import msgpack
 import pytest
 
 import actors.messages.raft  # noqa: F401 - registers the Raft messages
@@ -32,3 +33,28 @@ def test_raft_message_round_trips_through_an_envelope(msg) -> None:
     assert decoded == msg
     if isinstance(msg, AppendEntries):
         assert type(decoded.entries) is tuple and all(type(e) is Entry for e in decoded.entries)  # the log reads e.index
+
+
+# -- two code versions in one cluster (a rolling upgrade, docs/UPGRADES.md) ---------------------
+
+def frame_of(kind: str, values: tuple, version: int = envelope.ENVELOPE_VERSION) -> bytes:
+    """A frame as another version of this code would write it: `values` for a message of tag `kind`."""
+    header = envelope.Envelope.new_message(source="h", version=version)
+    (item,) = header.init("items", 1)
+    item.sender, item.target, item.kind, item.credit = "a", "b", kind, 0
+    return msgpack.packb((header.to_bytes(), [values]), use_bin_type=True)
+
+
+def test_a_reply_from_a_node_older_than_machine_versions_reads_as_version_1() -> None:
+    (_, _, msg, _), = envelope.decode(frame_of("HeartbeatReply", (4, "raft-n2/g0"), version=0))[1]
+    assert msg == HeartbeatReply(4, "raft-n2/g0") and msg.machine_version == 1
+
+
+def test_a_newer_nodes_appended_fields_are_dropped() -> None:
+    (_, _, msg, _), = envelope.decode(frame_of("HeartbeatReply", (4, "raft-n2/g0", 2, "a field of the future")))[1]
+    assert msg == HeartbeatReply(4, "raft-n2/g0", 2)
+
+
+def test_a_frame_of_a_newer_layout_is_refused() -> None:
+    with pytest.raises(ValueError, match="envelope version 2: this node reads versions up to 1"):
+        envelope.decode(frame_of("HeartbeatReply", (4, "raft-n2/g0"), version=envelope.ENVELOPE_VERSION + 1))

@@ -10,7 +10,7 @@ from actors.raft.wal import WalActor
 from actors.runtime.address import Address
 from raft.config import ClusterConfig, RaftSettings
 from raft.core import RaftCore
-from effects import WriteSnapshot
+from raft.effects import WriteSnapshot
 from raft.log import Entry
 from raft.messages import RequestVote, RequestVoteReply
 from persist.wal.writer import WalWriter

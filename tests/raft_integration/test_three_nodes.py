@@ -89,4 +89,5 @@ def test_many_groups_share_each_nodes_wal(make_cluster) -> None:
         assert stats["entries"] > stats["flushes"], stats
         wal_dir = cluster.procs[node].data_dir / "raft" / "wal"
         assert len(list(wal_dir.glob("*.wal"))) == 1
-        assert len(list((cluster.procs[node].data_dir / "raft" / "members").iterdir())) == groups
+        # a member's directory is made with its first file (a segment, a snapshot): none rolled over
+        assert len(list((cluster.procs[node].data_dir / "raft" / "members").iterdir())) <= groups

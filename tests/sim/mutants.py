@@ -10,6 +10,7 @@ from actors.quorum.client import QuorumClient
 from actors.quorum.front import PUBLISH, QueueFront
 from raft import RaftCore
 from effects import Send
+from raft.effects import ToPeer
 from raft.messages import AppendReply
 from tests.sim.simdisk import SimDisk
 
@@ -29,7 +30,7 @@ class AckBeforeWritten(RaftCore):
         index = self.verified
         if self.leader_id is not None and (index > self.acked or force):
             self.acked = max(self.acked, index)
-            out.append(Send(self.leader_id, AppendReply(self.term, self.id, True, index)))
+            out.append(ToPeer(self.leader_id, AppendReply(self.term, self.id, True, index)))
 
 
 class IgnoresWal(AckBeforeWritten):

@@ -42,7 +42,7 @@ from actors.quorum import effects as qe
 from actors.quorum.client import QuorumClient
 from actors.quorum.config import queue_config
 from actors.quorum.front import QueueFront, RaftView
-from actors.quorum.machine import QuorumMachine, _holders
+from actors.quorum.machine import QuorumMachine, holders
 from actors.quorum.release import QueueView, ReleaseCursor
 from effects import Send, StartTimer
 from raft import RaftCore
@@ -93,7 +93,7 @@ def _settling(state: Any, cmd: Any) -> list[tuple[Any, int, int]]:
     if type(cmd) not in (c.Settle, c.Discard):
         return []
     return [(con, msg_id, con.checked[msg_id][0])
-            for _key, con, ids in _holders(state, cmd.channel, cmd.tag, cmd.msg_ids)
+            for _key, con, ids in holders(state, cmd.channel, cmd.tag, cmd.msg_ids)
             for msg_id in ids if msg_id in con.checked]
 
 

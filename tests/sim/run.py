@@ -2,7 +2,8 @@
 `python -m tests.sim.run --sweep 1000 [--first K]` runs seeds K..K+999 (3 nodes for even seeds,
 5 for odd) and prints every failing one with the command that replays it. `--quorum` runs a
 quorum queue on the nodes instead of the key-value machine (tests/sim/quorum.py), `--metadata` the
-cluster's metadata group with nodes joining and leaving it (tests/sim/metadata.py)."""
+cluster's metadata group with nodes joining and leaving it (tests/sim/metadata.py), `--quiet` groups
+that go quiet when idle, with node liveness instead of heartbeats (tests/sim/quiet.py)."""
 from __future__ import annotations
 
 import argparse
@@ -12,12 +13,14 @@ import sys
 import structlog
 
 from tests.sim.metadata import MetadataSimulation
+from tests.sim.quiet import QuietSimulation
 from tests.sim.quorum import QuorumSimulation
 from tests.sim.simulator import SimOptions, Simulation
 from tests.sim.storage import LOG_MODES
 
 
-MACHINES = {"kv": Simulation, "quorum": QuorumSimulation, "metadata": MetadataSimulation}
+MACHINES = {"kv": Simulation, "quorum": QuorumSimulation, "metadata": MetadataSimulation,
+            "quiet": QuietSimulation}
 
 
 def replay_command(seed: int, steps: int, nodes: int, log: str = "wal",
@@ -57,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run a quorum queue (members, channels) instead of the key-value machine")
     parser.add_argument("--metadata", dest="machine", action="store_const", const="metadata",
                         help="run the metadata group (the registry) with nodes joining and leaving it")
+    parser.add_argument("--quiet", dest="machine", action="store_const", const="quiet",
+                        help="the key-value machine in groups that go quiet when idle (tests/sim/quiet.py)")
     args = parser.parse_args(argv)
     if not args.verbose:  # rollovers and torn-tail cuts are routine here, not news
         structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))

@@ -365,6 +365,12 @@ class SimPorts:
     def machine_effect(self, effect: object) -> None:
         pass
 
+    def version_switched(self, index: int, old: int, new: int) -> None:
+        pass
+
+    def machine_halted(self, index: int, reason: str) -> None:
+        raise AssertionError(f"{self.node.id} halted at {index}: {reason}")  # every simulated member runs one code
+
     def after_flush(self, callback: Callable[[], None]) -> None:
         self.node.after_flush.append(callback)
 

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from raft import ClusterConfig, MemoryLog, RaftCore, commands
-from effects import Send
+from raft.effects import ToPeer
 from raft.log import Entry
 from raft.messages import AppendReply, InstallSnapshot, PreVoteReply, RequestVoteReply
 from raft.roles import LEADER
@@ -100,7 +100,7 @@ def compacted_leader() -> RaftCore:
     log.save_hard_state(1, None)
     log.append([Entry(i, 1, commands.user(command("incr", "a", 1, i))) for i in range(1, 13)])
     log.sync()
-    log.install_snapshot(10, 1, encode_snapshot(machine, config, machine.init()))
+    log.install_snapshot(10, 1, encode_snapshot(machine, config, machine.init(), 1))
     log.compact_below(10)
     core = RaftCore("n1", config, log, machine, random.Random(0), SETTINGS)
     for _ in range(2 * SETTINGS.election_ticks):
@@ -118,4 +118,4 @@ def test_leader_with_compacted_log_probes_an_empty_follower_with_a_snapshot() ->
     (assertion) instead of sending the snapshot (seeds 446 and 340, both modes)."""
     core = compacted_leader()
     out = core.step(AppendReply(core.term, "n2", False, 12, hint_index=0, hint_term=0))
-    assert any(isinstance(e, Send) and isinstance(e.msg, InstallSnapshot) for e in out), out
+    assert any(isinstance(e, ToPeer) and isinstance(e.msg, InstallSnapshot) for e in out), out

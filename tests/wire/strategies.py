@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from wire import spec
 from wire.codec import ByteArray, Timestamp
+from wire.field_types import Float32, Int8, Int16, Int64, UInt8, UInt16, UInt32
 
 # Any octets survive a shortstr: non-UTF-8 ones ride as surrogate escapes.
 shortstr = st.binary(max_size=255).map(lambda b: b.decode("utf-8", "surrogateescape"))
@@ -25,12 +26,16 @@ def _is_utf8(data: bytes) -> bool:
 scalar_values = st.one_of(
     st.booleans(),
     st.integers(-2**63, 2**63 - 1),
+    st.integers(-2**7, 2**7 - 1).map(Int8), st.integers(0, 2**8 - 1).map(UInt8),
+    st.integers(-2**15, 2**15 - 1).map(Int16), st.integers(0, 2**16 - 1).map(UInt16),
+    st.integers(0, 2**32 - 1).map(UInt32), st.integers(-2**63, 2**63 - 1).map(Int64),
     st.floats(allow_nan=False),
+    st.floats(allow_nan=False, width=32).map(Float32),
     st.text(max_size=30),
     invalid_utf8,  # bytes that are valid UTF-8 decode as str, so only these stay bytes
     st.binary(max_size=20).map(ByteArray),
     st.none(),
-    st.builds(lambda v, s: Decimal(v).scaleb(-s), st.integers(-2**31, 2**31 - 1), st.integers(0, 9)),
+    st.builds(lambda v, s: Decimal(v).scaleb(-s), st.integers(0, 2**32 - 1), st.integers(0, 9)),
     st.integers(0, 2**64 - 1).map(Timestamp),
 )
 

@@ -11,7 +11,7 @@ from wire.errors import AmqpError
 from wire.frames import HEARTBEAT_FRAME, PROTOCOL_HEADER, content_frames_bytes, method_frame
 from wire.inbound import (BadProtocolHeader, Command, ConnectionErrorEvent, Heartbeat,
                           InboundParser, ProtocolHeaderOk)
-from wire.methods import BasicAck, BasicPublish, ChannelOpen, QueueDeclare
+from wire.methods import BasicAck, BasicPublish, ChannelOpen, ConnectionCloseOk, QueueDeclare
 from wire.properties import BasicProperties, encode_content_header
 
 PUBLISH = BasicPublish(exchange="", routing_key="q")
@@ -162,6 +162,16 @@ def test_frame_max_is_settable():
     parser.receive_data(PROTOCOL_HEADER)
     parser.frame_max = 131072
     assert parser.receive_data(PUB + hdr(1, 60, 0, 5000) + body(1, b"x" * 5000))[0].body == b"x" * 5000
+
+
+def test_after_a_method_that_does_not_decode_only_the_close_ok_comes_through():
+    """RabbitMQ's reader, closing, still reads frames: the client's close-ok ends the connection."""
+    payload = struct.pack(">HHH", 50, 10, 0) + b"\x00\x08" + b"\x00\x00\x00\x03\x01kZ"  # a type Z
+    bad = struct.pack(">BHI", 1, 1, len(payload)) + payload + b"\xce"
+    events = parse(bad + method_frame(1, ChannelOpen()) + PUB + method_frame(0, ConnectionCloseOk()))
+    assert [type(e) for e in events] == [ConnectionErrorEvent, Command]
+    assert events[0].error.text.startswith("FRAME_ERROR - cannot decode <<0,0,0,8,")
+    assert events[1] == Command(0, ConnectionCloseOk(), None, None)
 
 
 def test_queue_declare_with_arguments():

@@ -6,8 +6,8 @@ from hypothesis import given, settings, strategies as st
 
 from tests.wire.strategies import BY_TYPE
 from wire import codec, spec
-from wire.properties import (BasicProperties, encode_content_header, parse_content_header, read_priority,
-                             read_delivery_mode)
+from wire.properties import (BasicProperties, encode_content_header, parse_content_header, properties_decode,
+                             read_delivery_mode, read_priority)
 
 properties = st.builds(BasicProperties, **{
     f.name: st.none() | BY_TYPE[f.type] for f in spec.BASIC_PROPERTIES})
@@ -89,3 +89,21 @@ def test_fast_readers_agree_with_the_full_decode(props):
     payload = encode_content_header(60, 0, props)
     assert read_delivery_mode(payload) == (props.delivery_mode or 0)
     assert read_priority(payload) == (props.priority or 0)
+
+
+@settings(max_examples=300)
+@given(properties, st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=3))
+def test_the_publish_check_agrees_with_the_decoder(props, mutations):
+    """properties_decode (every publish's check, building nothing) is True exactly where
+    BasicProperties.decode succeeds, for valid and mutated content headers."""
+    header = bytearray(encode_content_header(60, 3, props))
+    for at, octet in mutations:
+        at = 12 + at % max(1, len(header) - 12)  # the properties, not class/weight/size
+        if at < len(header):
+            header[at] = octet
+    try:
+        BasicProperties.decode(bytes(header), 12)
+        decodes = True
+    except codec.DECODE_ERRORS:
+        decodes = False
+    assert properties_decode(bytes(header)) == decodes

@@ -1,7 +1,7 @@
 """Rates over the sample interval: exact values for known samples."""
 from __future__ import annotations
 
-from actors.mgmt.rates import Rates, with_details
+from actors.stats.rates import Rates, with_details
 
 
 def test_one_sample_has_zero_rates():

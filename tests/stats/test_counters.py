@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import Confirm, Deliver, Get, GetResult
-from actors.mgmt.counters import FIELDS, MessageCounters, add_into
+from actors.stats.counters import FIELDS, MessageCounters, add_into
 from actors.queue.core import ClassicQueue
 from effects import Send
 from wire import methods as m
