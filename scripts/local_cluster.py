@@ -1,6 +1,6 @@
 """Real warren nodes and clusters on this machine, started from a program (tests, benchmarks, the
 fault suite): each node a subprocess in its own session, ready when it wrote `<data_dir>/ready`
-(after every host answered ping) and its AMQP port accepts connections.
+(once every host serves) and its AMQP port accepts connections.
 
 `Cluster(root, size)` starts the first node, then the others with `--join` to it, each with its
 own data dir under `root` (named n1, n2, ... so the nodes are `n1@HOST`, ...), AMQP and cluster
@@ -9,6 +9,7 @@ ports. Nodes can be stopped, killed (-9), paused (SIGSTOP/SIGCONT), partitioned 
 is a restart: the node finds its cluster in `cluster.json`."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -122,10 +123,18 @@ def start_node(data_dir: Path, *extra: str, port: int | None = None, cluster_por
     return node
 
 
+def ready_by(data_dir: Path) -> int | None:
+    """The pid of the main process that wrote `<data_dir>/ready` (one killed -9 leaves its file)."""
+    try:
+        return json.loads((data_dir / "ready").read_text())["pid"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def wait_serving(node: Node) -> None:
     data_dir, port, proc = node.data_dir, node.port, node.proc
     deadline = time.monotonic() + start_timeout_s
-    while not ((data_dir / "ready").exists() and port_open(port, node.host)):
+    while not (ready_by(data_dir) == proc.pid and port_open(port, node.host)):
         if proc.poll() is not None or time.monotonic() > deadline:
             node.stop()
             raise RuntimeError(f"node did not start; log:\n{node.log()[-4000:]}")

@@ -1,11 +1,18 @@
 """Start one warren node: `python -m scripts.node_main --name N --port P --data-dir D --config F`.
 
-Builds the host specs (node, queue hosts, connection hosts) from the configuration and runs them
-under the Thespian supervisor until SIGTERM or Ctrl-C. A node is named NAME@HOST (HOST: this
-machine's short host name, as RabbitMQ's nodes are); `--join HOST:PORT` makes a new node join the
-cluster of the node whose cluster port that is. Every host gets a tcp mailbox for the other nodes
-(links opened with a handshake on the cluster's cookie, actors/runtime/node_links.py): the node host on the cluster port (AMQP port + 20000 unless
-configured), the others on a port the OS picks, which the membership tells the peers.
+Builds the host specs (node, queue hosts, the quorum host, connection hosts; the node host's entry
+is the management plugin's, mgmt/launch.py, when a management, Prometheus or HTTPS port is set) from
+the configuration and runs them under the Thespian supervisor until SIGTERM or Ctrl-C (exit status
+0), or until the node fails (1: a host past its restart intensity, a control plane that keeps
+failing, a start that did not serve in time; 2: a bad configuration or cookie; 1 also when another
+node holds the data dir or a port is taken). Before anything starts it takes the data dir's lock
+(data_dir_lock.py: it waits for what is left of an earlier run, and refuses a second live node),
+then checks the ports, then reads or creates the cluster's cookie, so the hosts only read it. A node
+is named NAME@HOST (HOST: this machine's short host name, as RabbitMQ's nodes are); `--join
+HOST:PORT` makes a new node join the cluster of the node whose cluster port that is. Every host gets
+a tcp mailbox for the other nodes (ZeroMQ tcp:// with CURVE keyed by the cluster's cookie,
+actors/runtime/curve.py): the node host on the cluster port (AMQP port + 20000 unless configured),
+the others on a port the OS picks, which the membership tells the peers.
 """
 from __future__ import annotations
 
@@ -25,9 +32,11 @@ from actors.placement import host_of, node_address, queue_kinds
 from actors.quorum.names import QUORUM_KIND
 from actors.runtime import logs
 from actors.runtime.control import HostSpec
-from actors.runtime.cluster_secret import default_cookie_file
+from actors.runtime import data_dir_lock
+from actors.runtime.cluster_secret import CookieError, default_cookie_file, read_or_create_cookie
 from actors.runtime.node_process import run_node
-from scripts.config import CMR, LISTENER_IP, RELAXED_CHECKS, ConfigError, disk_free_limit, load, memory_watermark
+from scripts.config import (CMR, LISTENER_IP, RELAXED_CHECKS, ConfigError, access_settings, disk_free_limit, load,
+                            memory_watermark)
 from actors.runtime.ports import can_listen, free_port
 
 
@@ -68,12 +77,16 @@ def host_specs(conf: dict) -> list[HostSpec]:
               "credit_initial": conf["credit_flow_default_credit.initial"],
               "credit_more_after": conf["credit_flow_default_credit.more_after"],
               "quorum_cluster_size": conf["quorum_cluster_size"],
-              "memory_limit": memory_watermark(conf)[0], "disk_limit": disk_free_limit(conf)[0]}
+              "memory_limit": memory_watermark(conf)[0], "disk_limit": disk_free_limit(conf)[0],
+              **access_settings(conf)}
     management = {"management_port": conf["management.tcp.port"], "management_ip": conf["management.tcp.ip"],
                   "prometheus_port": conf["prometheus.tcp.port"],
                   "collect_statistics_interval": conf["collect_statistics_interval"],
                   "amqp_port": conf["listeners.tcp.default"]}
-    specs = [HostSpec("node", "actors.hosts:node_host",
+    # the management plugin's entry runs the node host and then its HTTP servers (mgmt/launch.py)
+    served = management["management_port"] or management["prometheus_port"] or common["management_ssl_port"]
+    node_entry = "mgmt.launch:node_host_with_management" if served else "actors.hosts:node_host"
+    specs = [HostSpec("node", node_entry,
                       dict(common, **management, tcp_bind=f"tcp://{interface}:{cluster_port(conf)}",
                            join=conf.get("join"), metadata_timeout_ms=conf["metadata.timeout"],
                            node_down_after_ms=conf["cluster.node_down_after"],
@@ -83,17 +96,16 @@ def host_specs(conf: dict) -> list[HostSpec]:
     specs += [HostSpec(f"queue{i}", "actors.hosts:queue_host", dict(common)) for i in range(conf["queue_hosts"])]
     specs.append(HostSpec(QUORUM_KIND, "actors.hosts:quorum_host", dict(
         common, node=node, node_address=str(node_address(node)), tick_ms=conf["raft.tick_ms"],
-        segment_max_entries=conf["raft.segment_max_entries"], wal_max_size_bytes=conf["raft.wal_max_size_bytes"])))
+        segment_max_entries=conf["raft.segment_max_entries"], wal_max_size_bytes=conf["raft.wal_max_size_bytes"],
+        machine_version=conf["quorum_queue.machine_version"])))
     conn = dict(common, port=conf["listeners.tcp.default"], frame_max=conf["frame_max"],
                 channel_max=conf["channel_max"], heartbeat=conf["heartbeat"],
-                handshake_timeout=conf["handshake_timeout"], max_message_size=conf["max_message_size"],
-                tls_port=conf["listeners.ssl.default"], tls_certfile=conf["ssl_options.certfile"],
-                tls_keyfile=conf["ssl_options.keyfile"])
+                handshake_timeout=conf["handshake_timeout"], max_message_size=conf["max_message_size"])
     specs += [HostSpec(f"conn{i}", "actors.hosts:connection_host",
                        dict(conn, conn_index=i, connection_hosts=conf["connection_hosts"],
-                            connection_moves=conf["connection_moves"]))
+                            connection_moves=conf["connection_moves"]), listens=True)
               for i in range(conf["connection_hosts"])]
-    return [HostSpec(s.name, s.entry, dict(s.config, host=host_of(node, s.name))) for s in specs]
+    return [HostSpec(s.name, s.entry, dict(s.config, host=host_of(node, s.name)), s.listens) for s in specs]
 
 
 watch_interval_s = 1.0
@@ -127,8 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--admin-port", type=int, help="Thespian admin port (default: a free port)")
     p.add_argument("--cluster-port", type=int, help="port other nodes reach this one on (default: AMQP port + 20000)")
     p.add_argument("--join", metavar="HOST:PORT", help="join the cluster of the node with this cluster port")
-    p.add_argument("--management-port", type=int, help="management HTTP API and web UI (default 15672, 0: off)")
-    p.add_argument("--prometheus-port", type=int, help="Prometheus metrics (default 15692, 0: off)")
+    p.add_argument("--management-port", type=int, help="management HTTP API and web UI (default: AMQP port + 10000, 0: off)")
+    p.add_argument("--prometheus-port", type=int, help="Prometheus metrics (default: AMQP port + 10020, 0: off)")
     p.add_argument("--exit-with", type=int, metavar="PID",
                    help="stop cleanly when process PID exits (tests pass their own pid)")
     a = p.parse_args(argv)
@@ -144,19 +156,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warren: cluster port {cluster_port(conf)} (AMQP port + 20000) is out of range: "
               "set --cluster-port or cluster.port", file=sys.stderr)
         return 2
-    amqp_ip, mgmt_ip = conf[LISTENER_IP], conf["management.tcp.ip"]
-    taken = [(ip, port) for ip, port in ((amqp_ip, conf["listeners.tcp.default"]), (amqp_ip, conf["listeners.ssl.default"]),
-                                         (conf["cluster.interface"], cluster_port(conf)),
-                                         (mgmt_ip, conf["management.tcp.port"]), (mgmt_ip, conf["prometheus.tcp.port"]))
-             if port and not can_listen(port, ip)]
-    if taken:  # as RabbitMQ, which fails to boot on eaddrinuse rather than share the port
-        print(f"warren: cannot listen on {taken[0][0]}:{taken[0][1]}: address in use", file=sys.stderr)
-        return 1
     data_dir = Path(conf["data_dir"] or Path("var") / conf["node_name"]).resolve()
     conf["node_name"] = node_name(conf["node_name"])
     data_dir.mkdir(parents=True, exist_ok=True)
     logs.configure("main", data_dir)
     logs.route_standard_library()
+    try:  # held by every process of the node, for as long as one of them lives
+        lock = data_dir_lock.acquire(data_dir, conf["node_name"])
+    except data_dir_lock.DataDirBusy as e:
+        print(f"warren: {e}", file=sys.stderr)
+        return 1
+    amqp_ip, mgmt_ip = conf[LISTENER_IP], conf["management.tcp.ip"]
+    taken = [(ip, port) for ip, port in ((amqp_ip, conf["listeners.tcp.default"]), (amqp_ip, conf["listeners.ssl.default"]),
+                                         (conf["cluster.interface"], cluster_port(conf)),
+                                         (mgmt_ip, conf["management.tcp.port"]), (mgmt_ip, conf["prometheus.tcp.port"]),
+                                         (conf["management.ssl.ip"] or mgmt_ip, conf["management.ssl.port"]))
+             if port and not can_listen(port, ip)]
+    if taken:  # as RabbitMQ, which fails to boot on eaddrinuse rather than share the port
+        print(f"warren: cannot listen on {taken[0][0]}:{taken[0][1]}: address in use", file=sys.stderr)
+        return 1
+    try:  # made here, before any host reads it
+        read_or_create_cookie(Path(conf["cluster.cookie_file"] or default_cookie_file))
+    except (CookieError, OSError) as e:
+        print(f"warren: {e}", file=sys.stderr)
+        return 2
     for warning in memory_watermark(conf)[1] + disk_free_limit(conf)[1]:
         structlog.get_logger("warren.config").warning(warning)
     conf["data_dir_resolved"] = str(data_dir)
@@ -168,8 +191,12 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
     if a.exit_with:
         threading.Thread(target=_stop_when_gone, args=(a.exit_with,), daemon=True).start()
-    run_node(conf["node_name"], specs, {}, admin_port, data_dir, ready_timeout_s=startup_timeout_s)
-    return 0
+    status = run_node(conf["node_name"], specs, {}, admin_port, data_dir, ready_timeout_s=startup_timeout_s,
+                      stop_timeout_s=conf["stop_timeout"] / 1000)
+    if status:
+        print(f"warren: node {conf['node_name']} failed; see {logs.log_path(data_dir)}", file=sys.stderr)
+    os.close(lock)
+    return status
 
 
 if __name__ == "__main__":

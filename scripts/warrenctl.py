@@ -8,7 +8,9 @@ message stores (files, messages, live and garbage bytes, GC runs); `status` and 
 scripts/ctl_node.py's (the node's name, ports, uptime, memory and processes; rabbitmqctl stop);
 `flow` shows the publish chain live and names its bottleneck (scripts/flow_view.py);
 `set_vm_memory_high_watermark` and `set_disk_free_limit` change the resource limits until the node
-restarts. Output is a tab-separated table with a header row, or with `--formatter json` a JSON list
+restarts; topic permissions and vhost and user limits are scripts/ctl_access.py's; `ping`,
+`check_running`, `check_local_alarms`, `check_port_connectivity` and `await_startup` are
+rabbitmq-diagnostics' health checks, with its exit codes (scripts/ctl_health.py). Output is a tab-separated table with a header row, or with `--formatter json` a JSON list
 of objects. Every failure prints one line,
 "Error: ...", on stderr and exits non-zero with rabbitmqctl's codes (64 usage, 65 bad argument or no such vhost,
 67 no such user, 69 node unreachable or validation failed, 70 already exists / internal error).
@@ -25,7 +27,7 @@ from flow.units import (UnitError, cli_disk_absolute, cli_disk_relative, cli_mem
                         cli_memory_relative)
 from actors.quorum.names import QUORUM_KIND
 from metadata.policies import parse_definition
-from scripts import ctl_node, ctl_quorum, flow_view
+from scripts import ctl_access, ctl_health, ctl_node, ctl_quorum, ctl_streams, flow_view
 from scripts.queue_columns import QUEUE_COLUMNS, queue_rows
 
 EX_USAGE, EX_DATAERR, EX_UNAVAILABLE, EX_SOFTWARE, EX_TEMPFAIL = 64, 65, 69, 70, 75
@@ -235,6 +237,10 @@ def run_change(node: Node, a: argparse.Namespace, out: Callable[[str], None] = p
         return ""
     if c in ctl_quorum.COMMANDS:
         return ctl_quorum.run(node, a, render, out, Failure)
+    if c in ctl_streams.COMMANDS:
+        return ctl_streams.run(node, a, render, out)
+    if c in ctl_access.COMMANDS:
+        return ctl_access.run(node, a, render, Failure)
     if c == "status":
         return ctl_node.render_status(ctl_node.status(node), f, _cell)
     if c == "stop":
@@ -323,6 +329,7 @@ def parser() -> argparse.ArgumentParser:
         return sp
 
     cmd("status", help="the node: name, ports, uptime, memory, processes")
+    ctl_health.add_parsers(cmd)
     cmd("stop", help="stop the node and wait until every process of it has exited")
     cmd("cluster_status", help="the cluster's nodes, which are running, and the metadata store's leader")
     cmd("forget_cluster_node", help="remove a stopped node from the cluster for good").add_argument("node")
@@ -354,6 +361,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--once", action="store_true", help="print one snapshot and exit")
     sp.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes (default 2)")
     ctl_quorum.add_parsers(cmd)
+    ctl_streams.add_parsers(cmd)
+    ctl_access.add_parsers(cmd)
     cmd("set_vm_memory_high_watermark", help="<fraction> | absolute <value>: the memory alarm's limit, "
         "until the node restarts").add_argument("args", nargs="*")
     cmd("set_disk_free_limit", help="<disk_limit> | mem_relative <fraction>: the disk alarm's limit, "
@@ -361,9 +370,27 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def health(a: argparse.Namespace, out: Callable[[str], None]) -> int:
+    """A health check (scripts/ctl_health.py); await_startup waits for a node that has not written
+    its admin port yet."""
+    if a.command == "await_startup" and not a.admin_port:
+        node = Node(0, Path(a.node_dir))
+    else:
+        node = find_node(a)
+    outcome = ctl_health.run(node, a.command, a, Failure)
+    stdout, stderr = outcome.render(a.formatter)
+    if stdout:
+        out(stdout)
+    if stderr:
+        print(stderr, file=sys.stderr)
+    return outcome.code
+
+
 def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> int:
     try:
         a = parser().parse_args(argv)
+        if a.command in ctl_health.COMMANDS:
+            return health(a, out)
         node = find_node(a)
         text = run_listing(node, a) if a.command in LISTINGS else run_change(node, a, out)
     except KeyboardInterrupt:  # how a live view ends
