@@ -25,22 +25,32 @@ poll_ask_s = 2.0
 What = str | Callable[[], str]
 
 
-def _timed_out(what: What) -> AssertionError:
-    return AssertionError(f"timed out waiting for {what() if callable(what) else what}")
+class _Deadline:
+    """What both loops decide after a poll: stop with a truthy value, or, once `timeout_s` is
+    past, raise (or stop with the falsy value, with raises=False); else poll again."""
+
+    def __init__(self, what: What, timeout_s: float, raises: bool) -> None:
+        self.what, self.raises = what, raises
+        self.at = time.monotonic() + timeout_s
+
+    def done(self, value: Any) -> bool:
+        if value:
+            return True
+        if time.monotonic() > self.at:
+            if self.raises:
+                raise AssertionError(f"timed out waiting for {self.what() if callable(self.what) else self.what}")
+            return True
+        return False
 
 
 def until(condition: Callable[[], Any], what: What, timeout_s: float = 30.0, *, every_s: float = poll_s,
           raises: bool = True) -> Any:
     """The first truthy value of `condition()`, polled every `every_s` (0: a condition that
     waits by itself, e.g. pumping a client's events for a while)."""
-    deadline = time.monotonic() + timeout_s
+    deadline = _Deadline(what, timeout_s, raises)
     while True:
         value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            if raises:
-                raise _timed_out(what)
+        if deadline.done(value):
             return value
         if every_s:
             time.sleep(every_s)
@@ -49,15 +59,11 @@ def until(condition: Callable[[], Any], what: What, timeout_s: float = 30.0, *, 
 async def async_until(condition: Callable[[], Any | Awaitable[Any]], what: What, timeout_s: float = 30.0, *,
                       every_s: float = poll_s, raises: bool = True) -> Any:
     """`until` inside an event loop: the loop runs between polls (every_s 0: one turn of it)."""
-    deadline = time.monotonic() + timeout_s
+    deadline = _Deadline(what, timeout_s, raises)
     while True:
         value = condition()
         if inspect.isawaitable(value):
             value = await value
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            if raises:
-                raise _timed_out(what)
+        if deadline.done(value):
             return value
         await asyncio.sleep(every_s)
