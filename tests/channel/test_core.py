@@ -31,6 +31,18 @@ def consuming(core, queue="q", tag="c1", no_ack=False, **qos):
     return send.msg.credit
 
 
+def confirming(published: int):
+    """A core in confirm mode whose registry has queue q, with `published` publishes to q commanded
+    (not flushed yet: their delivery tags are 1 .. published)."""
+    reg = PermRegistry()
+    declare(reg, "q")
+    core = make(reg)
+    core.command(cmd(m.ConfirmSelect()))
+    for _ in range(published):
+        core.command(publish())
+    return core
+
+
 def delivered(core, n, queue=Q, tag="c1", first_id=100):
     msgs = [(first_id + i, False, "", "q", header(), b"hi") for i in range(n)]
     core.receive(queue, Deliver(tag, msgs))
@@ -65,12 +77,7 @@ def test_mandatory_unroutable_is_returned_before_its_confirm():
 
 
 def test_confirms_coalesce_into_one_multiple_ack():
-    reg = PermRegistry()
-    declare(reg, "q")
-    core = make(reg)
-    core.command(cmd(m.ConfirmSelect()))
-    for _ in range(3):
-        core.command(publish())
+    core = confirming(3)
     out = core.flush()
     assert [e.msg.messages[i][0] for e in out if isinstance(e, Send) for i in range(3)] == [1, 2, 3]
     core.receive(Q, Confirm(3))
@@ -78,12 +85,7 @@ def test_confirms_coalesce_into_one_multiple_ack():
 
 
 def test_queue_refused_publishes_are_nacked_exactly():
-    reg = PermRegistry()
-    declare(reg, "q")
-    core = make(reg)
-    core.command(cmd(m.ConfirmSelect()))
-    for _ in range(3):
-        core.command(publish())
+    core = confirming(3)
     core.flush()
     core.receive(Q, Rejected([2]))
     assert core.flush() == [Write([frame(m.BasicNack(delivery_tag=2, multiple=False, requeue=False))])]
@@ -280,12 +282,7 @@ def test_prefetch_top_ups_are_batched_but_never_starve_the_consumer():
 
 
 def test_publishes_to_a_missing_queue_actor_are_nacked():
-    reg = PermRegistry()
-    declare(reg, "q")
-    core = make(reg)
-    core.command(cmd(m.ConfirmSelect()))
-    for _ in range(2):
-        core.command(publish())
+    core = confirming(2)
     [send] = [e for e in core.flush() if isinstance(e, Send)]
     core.receive(Q, Undelivered(send.msg))  # the runtime found no queue actor
     assert core.flush() == [Write([frame(m.BasicNack(delivery_tag=1, multiple=False, requeue=False)),
@@ -295,11 +292,7 @@ def test_publishes_to_a_missing_queue_actor_are_nacked():
 def test_publishes_to_a_queue_deleted_on_their_way_are_confirmed():
     """The queue's actor was removed for good before this channel's metadata said so: RabbitMQ
     settles what a queue deleted normally still owed, so the publisher sees acks, not nacks."""
-    reg = PermRegistry()
-    declare(reg, "q")
-    core = make(reg)
-    core.command(cmd(m.ConfirmSelect()))
-    core.command(publish())
+    core = confirming(1)
     [send] = [e for e in core.flush() if isinstance(e, Send)]
     core.receive(Q, Undelivered(send.msg, gone=True))
     assert core.flush() == [Write([frame(m.BasicAck(delivery_tag=1, multiple=False))])]

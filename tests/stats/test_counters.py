@@ -9,7 +9,7 @@ from effects import Send
 from wire import methods as m
 
 from tests.channel.helpers import PermRegistry, cmd, declare, make, publish
-from tests.channel.test_core import Q, consuming, delivered
+from tests.channel.test_core import Q, confirming, consuming, delivered
 from tests.queue.test_core import pub
 
 ZERO = {name: 0 for name in FIELDS} | {"deliver_get": 0}
@@ -20,12 +20,7 @@ def test_a_new_actor_counts_nothing():
 
 
 def test_channel_counts_publishes_returns_drops_and_confirms():
-    reg = PermRegistry()
-    declare(reg, "q")
-    core = make(reg)
-    core.command(cmd(m.ConfirmSelect()))
-    for _ in range(3):
-        core.command(publish())
+    core = confirming(3)
     core.command(publish(routing_key="nowhere", mandatory=True))
     core.command(publish(routing_key="nowhere"))
     core.flush()
