@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from actors.channel.core import ChannelCore
 from actors.channel.hibernation import Hibernation
 from actors.channel.permissions import cache_entries_max
 from actors.messages.node import DeclareQueue
@@ -31,12 +32,19 @@ def refused_publish(out: list, exchange: str) -> bool:
     return out == [Write([close_frame(403, text, 60, 40)])]
 
 
-def test_an_allowed_publish_stays_allowed_after_the_permission_is_withdrawn():
+def published_then_withdrawn() -> ChannelCore:
+    """A channel that published to x0, allowed (so its cache remembers that), after which the
+    user's write permission is withdrawn."""
     reg = registry()
     core = make(reg)
     core.command(publish("x0", "k"))
     core.flush()
     reg.permissions[("guest", "/")] = {"write": "^nothing$"}
+    return core
+
+
+def test_an_allowed_publish_stays_allowed_after_the_permission_is_withdrawn():
+    core = published_then_withdrawn()
     core.command(publish("x0", "k"))
     assert not any(isinstance(e, Write) for e in core.flush())  # remembered: as RabbitMQ's cache
     core.command(publish("x1", "k"))
@@ -57,11 +65,7 @@ def test_the_cache_holds_the_12_newest_allowed_checks():
 
 
 def test_an_idle_channel_hibernates_and_forgets_what_it_was_allowed():
-    reg = registry()
-    core = make(reg)
-    core.command(publish("x0", "k"))
-    core.flush()
-    reg.permissions[("guest", "/")] = {"write": "^nothing$"}
+    core = published_then_withdrawn()
     for _ in range(TPS // 2):  # half a second idle: awake (the oracle allows after 0.5 s)
         core.tick()
     core.command(publish("x0", "k"))
