@@ -2,20 +2,16 @@
 replace versus merge, cascades, and the refusals."""
 import pytest
 
-from metadata import passwords
 from metadata.changes import UserLimitsSet, VhostLimitsCleared, VhostLimitsSet
 from metadata.commands import (ClearUserLimits, ClearVhostLimits, RemoveUser, SetUserLimits, SetVhostLimits)
 from metadata.limits import erlang_term
 from metadata.registry import Registry
 
-SALT = b"\x01\x02\x03\x04"
+from tests.metadata.registries import bob_and_vhost
 
 
 def registry() -> Registry:
-    r = Registry()
-    r.add_user("bob", passwords.hash_password("pw", SALT))
-    r.add_vhost("lim")
-    return r
+    return bob_and_vhost("lim")
 
 
 def test_vhost_limits_replace_and_the_http_form_merges():

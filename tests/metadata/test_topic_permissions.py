@@ -2,21 +2,18 @@
 (rabbit_auth_backend_internal 3.10; texts and behaviour from the oracle, tests/access/)."""
 import pytest
 
-from metadata import passwords
 from metadata.access import expand_topic_pattern
 from metadata.changes import TopicPermissionCleared, TopicPermissionSet
 from metadata.commands import ClearTopicPermissions, RemoveUser, SetTopicPermissions
 from metadata.registry import Registry
 
-SALT = b"\x01\x02\x03\x04"
+from tests.metadata.registries import bob_and_vhost
+
 AMQP_VARIABLES = {"username": "bob", "vhost": "/"}
 
 
 def registry() -> Registry:
-    r = Registry()
-    r.add_user("bob", passwords.hash_password("pw", SALT))
-    r.add_vhost("v1")
-    return r
+    return bob_and_vhost("v1")
 
 
 def test_set_emits_the_record_and_the_check_expands_username_and_vhost():
@@ -31,26 +28,24 @@ def test_set_emits_the_record_and_the_check_expands_username_and_vhost():
     assert r.check_topic_permission("bob", "/", "amq.topic", "read", "x", AMQP_VARIABLES) is not None
 
 
-def test_without_a_topic_permission_for_the_exchange_everything_is_allowed():
+@pytest.mark.parametrize("exchange,write,read,checks", [
+    # without a topic permission for the exchange (or in the vhost), everything is allowed
+    ("amq.topic", "^a$", "^a$", [("/", "other", "write", "zzz", True), ("v1", "amq.topic", "write", "zzz", True)]),
+    # an empty pattern matches only the empty key
+    ("t", "", "", [("/", "t", "write", "", True), ("/", "t", "write", "a", False)]),
+    # AMQP 0-9-1's map has no client_id (3.10's oracle: '^{client_id}$' allows the key "{client_id}")
+    ("amq.topic", "^{client_id}$", ".*", [("/", "amq.topic", "write", "{client_id}", True),
+                                          ("/", "amq.topic", "write", "cid1", False)]),
+], ids=["no permission for the exchange", "empty pattern", "client_id stays literal"])
+def test_which_keys_a_topic_permission_allows(exchange, write, read, checks):
     r = registry()
-    r.apply_command(SetTopicPermissions("bob", "/", "amq.topic", "^a$", "^a$"))
-    assert r.check_topic_permission("bob", "/", "other", "write", "zzz", AMQP_VARIABLES) is None
-    assert r.check_topic_permission("bob", "v1", "amq.topic", "write", "zzz", AMQP_VARIABLES) is None
+    r.apply_command(SetTopicPermissions("bob", "/", exchange, write, read))
+    allowed = [(vhost, x, perm, key, r.check_topic_permission("bob", vhost, x, perm, key, AMQP_VARIABLES) is None)
+               for vhost, x, perm, key, _ in checks]
+    assert allowed == checks
 
 
-def test_an_empty_pattern_matches_only_the_empty_key():
-    r = registry()
-    r.apply_command(SetTopicPermissions("bob", "/", "t", "", ""))
-    assert r.check_topic_permission("bob", "/", "t", "write", "", AMQP_VARIABLES) is None
-    assert r.check_topic_permission("bob", "/", "t", "write", "a", AMQP_VARIABLES) is not None
-
-
-def test_client_id_stays_literal_without_it_in_the_variable_map():
-    """AMQP 0-9-1's map has no client_id (3.10's oracle: '^{client_id}$' allows the key "{client_id}")."""
-    r = registry()
-    r.apply_command(SetTopicPermissions("bob", "/", "amq.topic", "^{client_id}$", ".*"))
-    assert r.check_topic_permission("bob", "/", "amq.topic", "write", "{client_id}", AMQP_VARIABLES) is None
-    assert r.check_topic_permission("bob", "/", "amq.topic", "write", "cid1", AMQP_VARIABLES) is not None
+def test_client_id_is_expanded_where_the_variable_map_has_it():
     assert expand_topic_pattern("^{client_id}\\.", {**AMQP_VARIABLES, "client_id": "c1"}) == "^c1\\."
 
 
