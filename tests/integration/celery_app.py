@@ -20,6 +20,8 @@ from pathlib import Path
 from celery import Celery
 from kombu import Exchange, Queue
 
+from tests.integration.workers import Marks
+
 TASKS = "tests.integration.celery_app"
 
 
@@ -50,15 +52,7 @@ def make_app(broker_url: str, backend_dir: str) -> Celery:
 
 app = make_app(os.environ.get("WARREN_CELERY_BROKER", "amqp://guest:guest@127.0.0.1:5672//"),
                os.environ.get("WARREN_CELERY_BACKEND", "/tmp/warren-celery-results"))
-MARKS = Path(os.environ.get("WARREN_CELERY_MARKS", "/tmp/warren-celery-marks"))
-
-
-def _mark(name: str, text: str = "") -> int:
-    """Append a line to mark `name`; how many lines it has now."""
-    path = MARKS / name
-    with open(path, "a") as f:
-        f.write(text + "\n")
-    return len(path.read_text().splitlines())
+MARKS = Marks(Path(os.environ.get("WARREN_CELERY_MARKS", "/tmp/warren-celery-marks")))
 
 
 @app.task
@@ -80,14 +74,14 @@ def tsum(values: list[int]) -> int:
 def ran_at(key: str) -> float:
     """The time the task ran (countdown and ETA tests compare it with the ETA)."""
     now = time.time()
-    _mark(key, repr(now))
+    MARKS.add(key, repr(now))
     return now
 
 
 @app.task(bind=True, max_retries=5)
 def flaky(self, key: str, failures: int) -> int:
     """Fails its first `failures` runs, retrying each time after a second (a countdown retry)."""
-    attempt = _mark(key)
+    attempt = MARKS.add(key)
     if attempt <= failures:
         raise self.retry(countdown=1)
     return attempt
@@ -96,7 +90,7 @@ def flaky(self, key: str, failures: int) -> int:
 @app.task(acks_late=True)
 def slow(key: str, seconds: float) -> str:
     """Marks its start, works `seconds`, marks its end: killed in between, it must run again."""
-    _mark(key + ".started", str(os.getpid()))
+    MARKS.add(key + ".started", str(os.getpid()))
     time.sleep(seconds)  # the task's work: the test kills the worker while it is here
-    _mark(key + ".done", str(os.getpid()))
+    MARKS.add(key + ".done", str(os.getpid()))
     return key

@@ -4,7 +4,6 @@ result and mark directories, and the worker it starts, kills (-9) and starts aga
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,8 @@ from celery import Celery
 
 from scripts.local_cluster import REPO, Cluster, Node, start_node
 from tests.integration.celery_app import TASKS, make_app
+from tests.integration.sessions import kill_session, stop_session
+from tests.integration.workers import Marks
 from tests.waiting import until
 
 worker_ready_s = 90.0  # a first start declares kombu's 28 delayed-delivery quorum queues
@@ -25,7 +26,7 @@ class Worker:
     def __init__(self, world: CeleryWorld, name: str) -> None:
         self.log_path = world.root / f"worker-{name}.log"
         env = dict(os.environ, WARREN_CELERY_BROKER=world.broker_url, WARREN_CELERY_BACKEND=str(world.results),
-                   WARREN_CELERY_MARKS=str(world.marks))
+                   WARREN_CELERY_MARKS=str(world.marks.root))
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", TASKS, "worker", "--pool=solo", "-Q", "celery,classic",
@@ -43,29 +44,19 @@ class Worker:
 
     def kill(self) -> None:
         """kill -9, mid-task if one runs."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(30)
+        kill_session(self.proc, 30)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)  # a warm shutdown
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                pass
-        self.kill()
+        stop_session(self.proc)
 
 
 class CeleryWorld:
     def __init__(self, root: Path, nodes: int) -> None:
         self.root = root
         self.results = root / "results"
-        self.marks = root / "marks"
+        self.marks = Marks(root / "marks")
         self.results.mkdir(parents=True)
-        self.marks.mkdir()
+        self.marks.root.mkdir()
         self.cluster: Cluster | None = None
         self.node: Node | None = None
         if nodes == 1:
@@ -98,13 +89,10 @@ class CeleryWorld:
         return self.app.signature(f"{TASKS}.{name}")
 
     def mark(self, name: str) -> list[str]:
-        path = self.marks / name
-        return path.read_text().splitlines() if path.exists() else []
+        return self.marks.lines(name)
 
     def wait_mark(self, name: str, lines: int, deadline_s: float = 30.0) -> list[str]:
-        until(lambda: len(self.mark(name)) >= lines, lambda: f"mark {name} to have {lines} lines: it has {self.mark(name)}",
-              deadline_s)
-        return self.mark(name)
+        return self.marks.wait(name, lines, deadline_s)
 
     def restart_broker(self) -> None:
         """Stop the node the worker is connected to first (the failover list's first) and start it

@@ -16,42 +16,36 @@ from pathlib import Path
 import dramatiq
 from dramatiq.brokers.rabbitmq import RabbitmqBroker
 
+from tests.integration.workers import Marks
+
 broker = RabbitmqBroker(url=os.environ.get("WARREN_DRAMATIQ_BROKER", "amqp://guest:guest@127.0.0.1:5672/%2F"),
                         confirm_delivery=True)
 dramatiq.set_broker(broker)
-MARKS = Path(os.environ.get("WARREN_DRAMATIQ_MARKS", "/tmp/warren-dramatiq-marks"))
-
-
-def mark(name: str, text: str = "") -> int:
-    """Append a line to mark `name`; how many lines it has now."""
-    path = MARKS / name
-    with open(path, "a") as f:
-        f.write(text + "\n")
-    return len(path.read_text().splitlines())
+MARKS = Marks(Path(os.environ.get("WARREN_DRAMATIQ_MARKS", "/tmp/warren-dramatiq-marks")))
 
 
 @dramatiq.actor(max_retries=0)
 def record(key: str) -> None:
-    mark(key, repr(time.time()))
+    MARKS.add(key, repr(time.time()))
 
 
 @dramatiq.actor(max_retries=4, min_backoff=200, max_backoff=400)
 def flaky(key: str, failures: int) -> None:
     """Raises on its first `failures` runs: Dramatiq retries it through the delay queue."""
-    if mark(key) <= failures:
+    if MARKS.add(key) <= failures:
         raise RuntimeError(f"failing on purpose ({key})")
-    mark(key + ".ok")
+    MARKS.add(key + ".ok")
 
 
 @dramatiq.actor(max_retries=0)
 def doomed(key: str) -> None:
     """Always fails, with no retries: the message goes to the dead-letter queue."""
-    mark(key)
+    MARKS.add(key)
     raise RuntimeError("doomed")
 
 
 @dramatiq.actor(max_retries=0, time_limit=60_000)
 def slow(key: str, seconds: float) -> None:
-    mark(key + ".started", str(os.getpid()))
+    MARKS.add(key + ".started", str(os.getpid()))
     time.sleep(seconds)  # the actor's work: the test kills the worker while it is here
-    mark(key + ".done", str(os.getpid()))
+    MARKS.add(key + ".done", str(os.getpid()))

@@ -10,7 +10,6 @@ The tests of a topology share one worker and run in order: the kill and the rest
 from __future__ import annotations
 
 import time
-import uuid
 from datetime import datetime, timedelta, timezone
 
 import pika
@@ -18,6 +17,7 @@ import pytest
 from celery import chord, group
 
 from tests.integration.celery_support import CeleryWorld
+from tests.integration.workers import key, running
 from tests.waiting import until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -26,16 +26,8 @@ result_s = 30.0
 
 @pytest.fixture(scope="module", params=[1, 3], ids=["node", "cluster"])
 def world(request, tmp_path_factory):
-    w = CeleryWorld(tmp_path_factory.mktemp(f"celery{request.param}"), request.param)
-    try:
-        w.start_worker()
+    with running(CeleryWorld(tmp_path_factory.mktemp(f"celery{request.param}"), request.param)) as w:
         yield w
-    finally:
-        w.stop()
-
-
-def key() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 def test_the_worker_sets_up_native_delayed_delivery(world):

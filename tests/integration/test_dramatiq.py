@@ -5,17 +5,17 @@ acks after the actor returns). The actors are tests/integration/dramatiq_app.py.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pika
 import pytest
 
 from scripts.local_cluster import REPO, start_node
+from tests.integration.sessions import kill_session, stop_session
+from tests.integration.workers import Marks, key, running
 from tests.waiting import until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -25,8 +25,8 @@ ready_s = 60.0
 class World:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.marks = root / "marks"
-        self.marks.mkdir(parents=True)
+        self.marks = Marks(root / "marks")
+        self.marks.root.mkdir(parents=True)
         self.node = start_node(root / "node")
         os.environ["WARREN_DRAMATIQ_BROKER"] = self.node.url  # the sending side (this process)
         from tests.integration import dramatiq_app
@@ -37,7 +37,7 @@ class World:
     def start_worker(self) -> None:
         self.starts += 1
         self.log = self.root / f"worker-{self.starts}.log"
-        env = dict(os.environ, WARREN_DRAMATIQ_BROKER=self.node.url, WARREN_DRAMATIQ_MARKS=str(self.marks))
+        env = dict(os.environ, WARREN_DRAMATIQ_BROKER=self.node.url, WARREN_DRAMATIQ_MARKS=str(self.marks.root))
         with open(self.log, "ab") as log:
             self.worker = subprocess.Popen(
                 [sys.executable, "-m", "dramatiq", "tests.integration.dramatiq_app", "--processes", "1",
@@ -49,31 +49,19 @@ class World:
     def kill_worker(self) -> None:
         """kill -9 of the worker's main process and its worker process."""
         assert self.worker is not None
-        os.killpg(self.worker.pid, signal.SIGKILL)
-        self.worker.wait(30)
+        kill_session(self.worker, 30)
 
     def stop(self) -> None:
-        if self.worker is not None and self.worker.poll() is None:
-            self.worker.send_signal(signal.SIGTERM)
-            try:
-                self.worker.wait(20)
-            except subprocess.TimeoutExpired:
-                pass
-            try:
-                os.killpg(self.worker.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if self.worker is not None:
+            stop_session(self.worker)
         self.app.broker.close()
         self.node.stop()
 
     def mark(self, name: str) -> list[str]:
-        path = self.marks / name
-        return path.read_text().splitlines() if path.exists() else []
+        return self.marks.lines(name)
 
     def wait_mark(self, name: str, lines: int = 1, deadline_s: float = 20.0) -> list[str]:
-        until(lambda: len(self.mark(name)) >= lines, lambda: str((name, self.mark(name), self.log.read_text()[-2000:])),
-              deadline_s)
-        return self.mark(name)
+        return self.marks.wait(name, lines, deadline_s, lambda: "\n" + self.log.read_text()[-2000:])
 
     def count(self, queue: str) -> int:
         with pika.BlockingConnection(pika.URLParameters(self.node.url)) as conn:
@@ -82,16 +70,8 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    w = World(tmp_path_factory.mktemp("dramatiq"))
-    try:
-        w.start_worker()
+    with running(World(tmp_path_factory.mktemp("dramatiq"))) as w:
         yield w
-    finally:
-        w.stop()
-
-
-def key() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 def test_an_actor_runs(world):

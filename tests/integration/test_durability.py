@@ -27,6 +27,7 @@ import pytest
 from scripts.warrenctl import Node as Ctl
 from tests.integration.admin_support import ok
 from tests.integration.nodes import queue_host, start_node, start_node_with_queue_host
+from tests.integration.sessions import kill_session
 from tests.waiting import poll_ask_s, until
 
 pytestmark = pytest.mark.integration  # starts real node processes
@@ -38,11 +39,7 @@ PERSISTENT = pika.BasicProperties(delivery_mode=2)
 
 def kill_node(node) -> None:
     """kill -9 of the node's session, then of anything left that serves this data dir."""
-    try:
-        os.killpg(node.proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    node.proc.wait(10)
+    kill_session(node.proc, 10)
     left = []
     for p in psutil.process_iter(["cmdline"]):
         if str(node.data_dir) in " ".join(p.info["cmdline"] or ()):
