@@ -14,7 +14,8 @@ poll_ask_s = 2.0  # a control ask made while the node's control plane restarts m
 
 def module_node(name: str):
     """A fixture: a node of the test module's own, with the default configuration (for tests that
-    count the node's connections, which the session's shared node cannot promise)."""
+    count the node's connections, restart its hosts, raise its alarms or read its health: what
+    the session's shared node cannot promise to others)."""
     @pytest.fixture(scope="module")
     def node(tmp_path_factory):
         n = start_node(tmp_path_factory.mktemp(name) / "data")

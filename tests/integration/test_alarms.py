@@ -11,7 +11,7 @@ import pytest
 from scripts.local_cluster import HOST
 from tests.integration.admin_support import ok, warrenctl
 from tests.integration.alarm_support import Watched, states, status
-from tests.integration.nodes import start_node
+from tests.integration.nodes import module_node, start_node
 from tests.integration.raw_client import RawClient
 from tests.waiting import until
 from wire import methods as m
@@ -23,11 +23,7 @@ NO_LIMIT = "1000000000000000000"  # 1 EB: beyond any machine's RAM
 NODE = f"data@{HOST}"  # every node of these tests runs in a data dir named "data"
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory):
-    n = start_node(tmp_path_factory.mktemp("alarms") / "data")
-    yield n
-    n.stop()
+node = module_node("alarms")
 
 
 @pytest.fixture(autouse=True)

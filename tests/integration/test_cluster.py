@@ -13,17 +13,13 @@ import pika.exceptions
 import psutil
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, module_cluster
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("cluster"), 3).start()
-    yield c
-    c.stop()
+cluster = module_cluster("cluster", 3)
 
 
 def channel(cluster: Cluster, name: str):

@@ -9,17 +9,13 @@ import sys
 import pika
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, module_cluster
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("limits-cluster"), 2).start()
-    yield c
-    c.stop()
+cluster = module_cluster("limits-cluster", 2)
 
 
 def ctl(cluster: Cluster, name: str, *args: str) -> None:

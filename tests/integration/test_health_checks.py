@@ -11,17 +11,13 @@ import pytest
 from scripts import ctl_health
 from scripts.local_cluster import HOST
 from tests.integration.admin_support import warrenctl, warrenctl_process
-from tests.integration.nodes import start_node, wait_serving
+from tests.integration.nodes import module_node, start_node, wait_serving
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory):
-    n = start_node(tmp_path_factory.mktemp("health") / "data")
-    yield n
-    n.stop()
+node = module_node("health")
 
 
 def run(node, *args):

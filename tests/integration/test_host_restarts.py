@@ -7,17 +7,13 @@ import pika
 import psutil
 import pytest
 
-from tests.integration.nodes import start_node
+from tests.integration.nodes import module_node
 from tests.waiting import poll_ask_s, until
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory):
-    n = start_node(tmp_path_factory.mktemp("restarts") / "data")
-    yield n
-    n.stop()
+node = module_node("restarts")
 
 
 def host_pid(node, host: str, timeout: float = 10) -> int:

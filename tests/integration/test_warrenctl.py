@@ -11,16 +11,12 @@ import pytest
 
 from tests.integration.admin_support import connect, ok, warrenctl, warrenctl_process
 from scripts.local_cluster import HOST
-from tests.integration.nodes import REPO, queue_host, start_node
+from tests.integration.nodes import REPO, module_node, queue_host
 
 pytestmark = pytest.mark.integration  # starts real node processes
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory):
-    n = start_node(tmp_path_factory.mktemp("ctl") / "data")
-    yield n
-    n.stop()
+node = module_node("ctl")
 
 
 def fails(node, code, *args):
