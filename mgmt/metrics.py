@@ -33,7 +33,7 @@ counters, RabbitMQ 4.2's renamed per-member Raft families (`rabbitmq_raft_term`,
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from mgmt.shapes import View
 
@@ -86,6 +86,12 @@ _QUEUE = [  # (family, help, the queue's field)
     ("rabbitmq_queue_messages_persistent", "Persistent messages", "messages_persistent"),
 ]
 
+
+def _stat(counter: str) -> Callable[[dict[str, Any]], float]:
+    """A channel row's message_stats counter (0 until the channel first counts it)."""
+    return lambda c: c["message_stats"].get(counter, 0)
+
+
 _CHANNEL = [  # (family, type, help, value of a channel row)
     ("rabbitmq_channel_consumers", GAUGE, "Consumers on a channel", lambda c: c["consumer_count"]),
     ("rabbitmq_channel_messages_unacked", GAUGE, "Delivered but not yet acknowledged messages",
@@ -95,29 +101,29 @@ _CHANNEL = [  # (family, type, help, value of a channel row)
     ("rabbitmq_channel_prefetch", GAUGE, "Total limit of unacknowledged messages for all consumers on a channel",
      lambda c: c.get("global_prefetch_count", 0)),
     ("rabbitmq_channel_messages_published_total", COUNTER, "Total number of messages published into an exchange "
-     "on a channel", lambda c: c["message_stats"].get("publish", 0)),
+     "on a channel", _stat("publish")),
     ("rabbitmq_channel_messages_confirmed_total", COUNTER, "Total number of messages published into an exchange "
-     "and confirmed on the channel", lambda c: c["message_stats"].get("confirm", 0)),
+     "and confirmed on the channel", _stat("confirm")),
     ("rabbitmq_channel_messages_delivered_ack_total", COUNTER, "Total number of messages delivered to consumers in "
-     "manual acknowledgement mode", lambda c: c["message_stats"].get("deliver", 0)),
+     "manual acknowledgement mode", _stat("deliver")),
     ("rabbitmq_channel_messages_delivered_total", COUNTER, "Total number of messages delivered to consumers in "
-     "automatic acknowledgement mode", lambda c: c["message_stats"].get("deliver_no_ack", 0)),
+     "automatic acknowledgement mode", _stat("deliver_no_ack")),
     ("rabbitmq_channel_messages_acked_total", COUNTER, "Total number of messages acknowledged by consumers",
-     lambda c: c["message_stats"].get("ack", 0)),
+     _stat("ack")),
     ("rabbitmq_channel_messages_redelivered_total", COUNTER, "Total number of messages redelivered to consumers",
-     lambda c: c["message_stats"].get("redeliver", 0)),
+     _stat("redeliver")),
     ("rabbitmq_channel_get_ack_total", COUNTER, "Total number of messages fetched with basic.get in manual "
-     "acknowledgement mode", lambda c: c["message_stats"].get("get", 0)),
+     "acknowledgement mode", _stat("get")),
     ("rabbitmq_channel_get_total", COUNTER, "Total number of messages fetched with basic.get in automatic "
-     "acknowledgement mode", lambda c: c["message_stats"].get("get_no_ack", 0)),
+     "acknowledgement mode", _stat("get_no_ack")),
     ("rabbitmq_channel_get_empty_total", COUNTER, "Total number of times basic.get operations fetched no message",
-     lambda c: c["message_stats"].get("get_empty", 0)),
+     _stat("get_empty")),
     ("rabbitmq_channel_messages_unroutable_returned_total", COUNTER, "Total number of messages published as "
      "mandatory into an exchange and returned to the publisher as unroutable",
-     lambda c: c["message_stats"].get("return_unroutable", 0)),
+     _stat("return_unroutable")),
     ("rabbitmq_channel_messages_unroutable_dropped_total", COUNTER, "Total number of messages published as "
      "non-mandatory into an exchange and dropped as unroutable",
-     lambda c: c["message_stats"].get("drop_unroutable", 0)),
+     _stat("drop_unroutable")),
 ]
 
 _RAFT = [  # rabbitmq_prometheus 3.10 to 4.1 (ra_metrics): (family, type, help, a member row's field)
