@@ -132,9 +132,9 @@ class Management:
             return _json(reads.answer(view, caller, route, args, query, self.listeners))
         body = await _body(request)
         if route == "exchange_publish" and request.method == "POST":
-            return _json(await self._publish(caller, args, body))
+            return _json(await self._by_amqp(caller, args, peek.parse_publish(body), self._publish))
         if route == "queue_get" and request.method == "POST":
-            return _json(await self._get(caller, args, body))
+            return _json(await self._by_amqp(caller, args, peek.parse_get(body), self._get))
         if route not in changes.CHANGE_ROUTES:
             return _json(changes.Answer(405, {"error": "Method Not Allowed", "reason": "Method Not Allowed"}))
         plan = changes.plan(self.node.core.registry, caller, route, args, request.method,
@@ -147,24 +147,24 @@ class Management:
             response.headers["Location"] = plan.location
         return response
 
-    async def _publish(self, caller: auth.Caller, args: dict, body: Any) -> changes.Answer:
+    async def _by_amqp(self, caller: auth.Caller, args: dict, parsed: tuple | changes.Answer,
+                       act: Callable[..., Awaitable[changes.Answer]]) -> changes.Answer:
+        """Publish and get: a vhost the caller may not manage is RabbitMQ's 401 before a body's
+        400; else `act(caller, args, *parsed)`."""
         if not auth.may_manage_vhost(self.node.core.registry, caller, args["vhost"]):
             return changes.Answer(401, changes.ACCESS)
-        parsed = peek.parse_publish(body)
         if isinstance(parsed, changes.Answer):
             return parsed
-        routing_key, props, payload = parsed
+        return await act(caller, args, *parsed)
+
+    async def _publish(self, caller: auth.Caller, args: dict, routing_key: str, props: dict,
+                       payload: bytes) -> changes.Answer:
         exchange = "" if args["name"] == "amq.default" else args["name"]
         return await self._over_amqp(caller, args["vhost"], lambda session: session.publish(
             exchange, routing_key, props_from_json(props), payload), lambda routed: {"routed": routed})
 
-    async def _get(self, caller: auth.Caller, args: dict, body: Any) -> changes.Answer:
-        if not auth.may_manage_vhost(self.node.core.registry, caller, args["vhost"]):
-            return changes.Answer(401, changes.ACCESS)
-        parsed = peek.parse_get(body)
-        if isinstance(parsed, changes.Answer):
-            return parsed
-        count, ackmode, encoding, truncate = parsed
+    async def _get(self, caller: auth.Caller, args: dict, count: int, ackmode: str, encoding: str,
+                   truncate: int | None) -> changes.Answer:
         return await self._over_amqp(caller, args["vhost"], lambda session: session.get(args["name"], count, ackmode),
                                      lambda got: [peek.get_row(ok.exchange, ok.routing_key, ok.redelivered,
                                                                ok.message_count, props_to_json(properties(header)),
