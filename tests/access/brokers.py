@@ -6,7 +6,8 @@ and management plugin) and a warren node given the same rabbitmq.conf lines, and
 `Broker`s: ports, how to run their ctl (rabbitmqctl / warrenctl, normalised to (exit code, rows or
 error text)), their HTTP API and their logs. `needs_rabbitmq` skips a test where rabbitmq-server
 is missing. The `Table` gathers every compared case with both answers, and writes it where
-ACCESS_CASES_TABLE says (the side-by-side table of the report).
+ACCESS_CASES_TABLE says (the side-by-side table of the report); `compared` makes a function of a
+broker a test that compares its two answers.
 """
 from __future__ import annotations
 
@@ -177,6 +178,20 @@ class Table:
             exact = "yes" if theirs == ours else "yes, but the alert's description" if agree else "NO"
             lines.append(f"| {case} | {cell(theirs)} | {cell(ours)} | {exact} |")
         Path(path).write_text("\n".join(lines) + "\n")
+
+
+def compared(case: str, same: Callable[[Any], Any] = lambda answer: answer):
+    """`@compared(case)` over `def test_x(b: Broker) -> answer`: the test pytest collects (under
+    the same name) runs the function on RabbitMQ and on warren through the `both` fixture
+    (conftest.py: Table.compare), whose answers must be equal as `same` sees them."""
+    def test_of(run: Callable[[Broker], Any]) -> Callable[[Any], None]:
+        def test(both) -> None:
+            both(case, run, same)
+        # pytest reads the fixtures it passes from the signature: `both`, not `b`; so no functools.wraps
+        test.__name__, test.__qualname__, test.__doc__ = run.__name__, run.__qualname__, run.__doc__
+        test.__module__ = run.__module__
+        return test
+    return test_of
 
 
 def tls_client(ssl_dir: Path, cert: str | None, *, minimum: ssl.TLSVersion | None = None,
