@@ -16,8 +16,9 @@ and the cluster's view of which nodes are up; its outputs are effects (effects/)
   this node's own copy) and `Ask(to, request, ...)` (a call to a queue or a queue host, resumed by
   the `Reply` with its rid, or by the step's error when the target does not exist or its node is
   down; a step that waits for a target missing for now, as a redeclare of a durable classic queue
-  whose host restarts, asks again every `RETRY_MS` until `timeout_ms`, as RabbitMQ retries a queue
-  whose process is being restarted). Operations that touch different queues and exchanges from different channels run side by
+  whose host restarts, asks again every `RETRY_MS`, and once more when the restarted host has
+  made its queues (the first ask may have died with its predecessor), until the call's time-out,
+  as RabbitMQ retries a queue whose process is being restarted). Operations that touch different queues and exchanges from different channels run side by
   side; those that touch the same ones, and a channel's requests, keep their arrival order; admin
   asks and clean-ups run alone (operations.py). Requests of other nodes interleave in the log;
   each command validates against the state it is applied to.
@@ -305,15 +306,12 @@ class NodeCore:
         if call is None:
             return
         step = call[1]
-        if step.absent is not None:
-            tries = self._redirects[rid] = self._redirects.get(rid, 0) + 1
-            if tries * qq.RETRY_MS <= self.timeout_ms:
-                self._retries[rid] = (step.to, msg.msg)
-                self._out.append(StartTimer(f"{_RETRY_TIMER}{rid}", qq.RETRY_MS))
-                return
-            del self._redirects[rid]
+        if step.absent is not None:  # asked again until it is back; the call's time-out ends it
+            self._retries[rid] = (step.to, msg.msg)
+            self._out.append(StartTimer(f"{_RETRY_TIMER}{rid}", qq.RETRY_MS))
+            return
         del self._calls[rid]
-        call[0](Reply(rid, error=step.absent or step.missing))
+        call[0](Reply(rid, error=step.missing))
 
     def _retry_call(self, rid: int) -> None:
         sender, request = self._retries.pop(rid, (None, None))
@@ -377,6 +375,9 @@ class NodeCore:
                 self._create_actor(rec)
                 self._queue_settings.pop((rec.vhost, rec.name), None)  # the new actor knows no policy yet
                 self._send_policy(rec)
+        for rid, (_resume, step) in list(self._calls.items()):  # asked of its predecessor: maybe lost with it
+            if step.absent is not None and step.to.host == host:
+                self._out.append(Send(step.to, step.request(rid)))
 
     def _create_actor(self, rec: QueueRecord) -> None:
         self._out.append(Send(queue_manager(rec.home), _create(rec, 0)))
