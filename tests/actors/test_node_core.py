@@ -20,7 +20,7 @@ from actors.node.operations import CALL_TIMER_PREFIX
 from actors.node.quorum_queues import RETRY_MS
 from actors.placement import QUEUE_ROUTER_NAME, ROUTER_NAME, host_of, queue_kind, queue_manager, quorum_home
 from actors.runtime.address import Address
-from effects import AnswerAdmin, CancelTimer, Log, ProposeCommand, Send, StartTimer
+from effects import AnswerAdmin, Log, ProposeCommand, Send, StartTimer
 from metadata.admin_errors import EX_DATAERR
 from metadata.commands import AddUser, PutQueue, RemoveNodeTransients
 from metadata.registry import Registry
