@@ -18,9 +18,10 @@ and the cluster's view of which nodes are up; its outputs are effects (effects/)
   down; a step that waits for a target missing for now, as a redeclare of a durable classic queue
   whose host restarts, asks again every `RETRY_MS`, and once more when the restarted host has
   made its queues (the first ask may have died with its predecessor), until the call's time-out,
-  as RabbitMQ retries a queue whose process is being restarted). Operations that touch different queues and exchanges from different channels run side by
-  side; those that touch the same ones, and a channel's requests, keep their arrival order; admin
-  asks and clean-ups run alone (operations.py). Requests of other nodes interleave in the log;
+  as RabbitMQ retries a queue whose process is being restarted). Operations that touch different
+  queues and exchanges from different channels run side by side; those that touch the same ones,
+  and a channel's requests, keep their arrival order; admin asks and clean-ups run alone
+  (operations.py). Requests of other nodes interleave in the log;
   each command validates against the state it is applied to.
 - Time-outs. A proposal not applied within `timeout_ms` (no majority, say) ends its operation with
   the step's `timeout_error` (RabbitMQ 4.0's texts: a 541 that closes the connection) and nothing

@@ -43,8 +43,8 @@ from pathlib import Path
 
 import structlog
 
-from actors.runtime import lifeline, process_tree, sd_notify
 from actors.placement import NODE_KIND
+from actors.runtime import lifeline, process_tree, sd_notify
 from actors.runtime.control import ControlAsk, ControlReply, HostSpec, NodeFailed, NodeServing, StartNode
 from actors.runtime.control_plane import ControlPlane
 from actors.runtime.host import resolve_entry
