@@ -118,6 +118,11 @@ def exchange_delete_timeout(name: str, vhost: str) -> AmqpError:
     return AmqpError(INTERNAL_ERROR, f"failed to delete {resource('exchange', name, vhost)} due to a timeout")
 
 
+def queue_operation_timeout(name: str, vhost: str) -> AmqpError:
+    """A queue whose process did not come back in time (rabbit_amqqueue:priv_absent, timeout)."""
+    return AmqpError(NOT_FOUND, f"failed to perform operation on {resource('queue', name, vhost)} due to timeout")
+
+
 def home_node_down(node: str, name: str, vhost: str) -> AmqpError:
     """A queue whose home node is down or unreachable (rabbit_amqqueue:priv_absent, nodedown)."""
     return AmqpError(NOT_FOUND, f"home node '{node}' of durable {resource('queue', name, vhost)} is down or inaccessible")

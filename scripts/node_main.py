@@ -7,10 +7,11 @@ the configuration and runs them under the Thespian supervisor until SIGTERM or C
 failing, a start that did not serve in time; 2: a bad configuration or cookie; 1 also when another
 node holds the data dir or a port is taken). Before anything starts it takes the data dir's lock
 (data_dir_lock.py: it waits for what is left of an earlier run, and refuses a second live node),
-then checks the ports, then reads or creates the cluster's cookie, so the hosts only read it. A node
-is named NAME@HOST (HOST: this machine's short host name, as RabbitMQ's nodes are); `--join
-HOST:PORT` makes a new node join the cluster of the node whose cluster port that is. Every host gets
-a tcp mailbox for the other nodes (ZeroMQ tcp:// with CURVE keyed by the cluster's cookie,
+then checks the ports (an earlier run's it waits for a moment more: its sockets close after its
+lock), then reads or creates the cluster's cookie, so the hosts only read it. A node is named
+NAME@HOST (HOST: this machine's short host name, as RabbitMQ's nodes are); `--join HOST:PORT`
+makes a new node join the cluster of the node whose cluster port that is. Every host gets a tcp
+mailbox for the other nodes (ZeroMQ tcp:// with CURVE keyed by the cluster's cookie,
 actors/runtime/curve.py): the node host on the cluster port (AMQP port + 20000 unless configured),
 the others on a port the OS picks, which the membership tells the peers.
 """
@@ -55,6 +56,17 @@ def reconciliation(conf: dict) -> dict:
     return {"enabled": conf[CMR + "enabled"], "target_group_size": conf[CMR + "target_group_size"],
             "auto_remove": conf[CMR + "auto_remove"], "interval_ms": conf[CMR + "interval"],
             "trigger_interval_ms": conf[CMR + "trigger_interval"]}
+
+
+def busy_ports(conf: dict) -> list[tuple[str, int]]:
+    """The (ip, port)s this node would listen on that something else listens on now."""
+    mgmt_ip = conf["management.tcp.ip"]
+    amqp_ip = conf[LISTENER_IP]
+    wanted = ((amqp_ip, conf["listeners.tcp.default"]), (amqp_ip, conf["listeners.ssl.default"]),
+              (conf["cluster.interface"], cluster_port(conf)),
+              (mgmt_ip, conf["management.tcp.port"]), (mgmt_ip, conf["prometheus.tcp.port"]),
+              (conf["management.ssl.ip"] or mgmt_ip, conf["management.ssl.port"]))
+    return [(ip, port) for ip, port in wanted if port and not can_listen(port, ip)]
 
 
 def host_specs(conf: dict) -> list[HostSpec]:
@@ -109,6 +121,7 @@ def host_specs(conf: dict) -> list[HostSpec]:
 
 
 watch_interval_s = 1.0
+old_ports_wait_s = 5.0  # for an earlier run's ports, once its processes let go of the data dir's lock
 startup_timeout_s = 300.0  # a node whose peers are down waits this long for the metadata group
 
 
@@ -162,16 +175,19 @@ def main(argv: list[str] | None = None) -> int:
     logs.configure("main", data_dir)
     logs.route_standard_library()
     try:  # held by every process of the node, for as long as one of them lives
-        lock = data_dir_lock.acquire(data_dir, conf["node_name"])
+        lock, waited = data_dir_lock.acquire(data_dir, conf["node_name"])
     except data_dir_lock.DataDirBusy as e:
         print(f"warren: {e}", file=sys.stderr)
         return 1
-    amqp_ip, mgmt_ip = conf[LISTENER_IP], conf["management.tcp.ip"]
-    taken = [(ip, port) for ip, port in ((amqp_ip, conf["listeners.tcp.default"]), (amqp_ip, conf["listeners.ssl.default"]),
-                                         (conf["cluster.interface"], cluster_port(conf)),
-                                         (mgmt_ip, conf["management.tcp.port"]), (mgmt_ip, conf["prometheus.tcp.port"]),
-                                         (conf["management.ssl.ip"] or mgmt_ip, conf["management.ssl.port"]))
-             if port and not can_listen(port, ip)]
+    amqp_ip = conf[LISTENER_IP]
+    taken = busy_ports(conf)
+    if taken and waited:  # the old run's sockets close after its lock
+        structlog.get_logger("warren.node").warning("node.waiting_for_old_ports", ports=taken,
+                                                    timeout_s=old_ports_wait_s)
+        deadline = time.monotonic() + old_ports_wait_s
+        while taken and time.monotonic() < deadline:
+            time.sleep(data_dir_lock.poll_s)  # a condition polled with a deadline
+            taken = busy_ports(conf)
     if taken:  # as RabbitMQ, which fails to boot on eaddrinuse rather than share the port
         print(f"warren: cannot listen on {taken[0][0]}:{taken[0][1]}: address in use", file=sys.stderr)
         return 1

@@ -15,9 +15,13 @@ and the cluster's view of which nodes are up; its outputs are effects (effects/)
   with its (result, changes) once THIS node's member applied it, so the answer never runs ahead of
   this node's own copy) and `Ask(to, request, ...)` (a call to a queue or a queue host, resumed by
   the `Reply` with its rid, or by the step's error when the target does not exist or its node is
-  down). Operations that touch different queues and exchanges from different channels run side by
-  side; those that touch the same ones, and a channel's requests, keep their arrival order; admin
-  asks and clean-ups run alone (operations.py). Requests of other nodes interleave in the log;
+  down; a step that waits for a target missing for now, as a redeclare of a durable classic queue
+  whose host restarts, asks again every `RETRY_MS`, and once more when the restarted host has
+  made its queues (the first ask may have died with its predecessor), until the call's time-out,
+  as RabbitMQ retries a queue whose process is being restarted). Operations that touch different
+  queues and exchanges from different channels run side by side; those that touch the same ones,
+  and a channel's requests, keep their arrival order; admin asks and clean-ups run alone
+  (operations.py). Requests of other nodes interleave in the log;
   each command validates against the state it is applied to.
 - Time-outs. A proposal not applied within `timeout_ms` (no majority, say) ends its operation with
   the step's `timeout_error` (RabbitMQ 4.0's texts: a 541 that closes the connection) and nothing
@@ -184,6 +188,7 @@ class NodeCore:
         kind = type(msg)
         if kind is Reply:
             call = self._calls.pop(msg.rid, None)
+            self._redirects.pop(msg.rid, None)
             if call is not None:
                 call[0](msg)
         elif kind in _OPS:
@@ -195,11 +200,8 @@ class NodeCore:
                 self._held_subscribers.append((sender, msg.incarnation))
         elif kind is NotQueueLeader:
             self._redirected(sender, msg)
-        elif kind is Undelivered:  # a call to an actor that does not exist (its host is restarting)
-            rid = getattr(msg.msg, "rid", None)
-            call = self._calls.pop(rid, None) if rid else None
-            if call is not None:
-                call[0](Reply(rid, error=call[1].missing))
+        elif kind is Undelivered:
+            self._undelivered(msg)
         else:
             self._out.append(Log("node.unexpected_message", "warning", (("kind", kind.__name__),)))
         return self._flush()
@@ -297,10 +299,27 @@ class NodeCore:
                 self._retries[rid] = (sender, refused)
                 self._out.append(StartTimer(f"{_RETRY_TIMER}{rid}", qq.RETRY_MS))
 
+    def _undelivered(self, msg: Undelivered) -> None:
+        """A call to an actor that does not exist: its host is restarting (a step that waits for it
+        asks again, as during an election), or it is gone."""
+        rid = getattr(msg.msg, "rid", None)
+        call = self._calls.get(rid) if rid else None
+        if call is None:
+            return
+        step = call[1]
+        if step.absent is not None:  # asked again until it is back; the call's time-out ends it
+            self._retries[rid] = (step.to, msg.msg)
+            self._out.append(StartTimer(f"{_RETRY_TIMER}{rid}", qq.RETRY_MS))
+            return
+        del self._calls[rid]
+        call[0](Reply(rid, error=step.missing))
+
     def _retry_call(self, rid: int) -> None:
         sender, request = self._retries.pop(rid, (None, None))
         if sender is not None and rid in self._calls:
             self._out.append(Send(sender, request))
+        else:  # the call ended meanwhile (its node went down, say)
+            self._redirects.pop(rid, None)
 
     def _answer(self, origin: Origin, msg: Any, result: Any) -> None:
         kind = type(msg)
@@ -357,6 +376,9 @@ class NodeCore:
                 self._create_actor(rec)
                 self._queue_settings.pop((rec.vhost, rec.name), None)  # the new actor knows no policy yet
                 self._send_policy(rec)
+        for rid, (_resume, step) in list(self._calls.items()):  # asked of its predecessor: maybe lost with it
+            if step.absent is not None and step.to.host == host:
+                self._out.append(Send(step.to, step.request(rid)))
 
     def _create_actor(self, rec: QueueRecord) -> None:
         self._out.append(Send(queue_manager(rec.home), _create(rec, 0)))
@@ -504,7 +526,9 @@ class NodeCore:
             yield Ask(queue_manager(rec.home), lambda rid: _create(rec, rid), queue_down(rec.name), down)
             self._send_policy(rec)
             return QueueDeclared(rec.name, 0, 0)
-        stats = yield Ask(self.queue_target(rec), QueueStats, queue_down(rec.name), down)
+        # a durable classic queue comes back with its host: a declare while that restarts waits for it
+        absent = texts.queue_operation_timeout(rec.name, rec.vhost) if rec.durable and not rec.quorum else None
+        stats = yield Ask(self.queue_target(rec), QueueStats, queue_down(rec.name), down, absent)
         if not stats.ok:
             if rec.quorum:  # no leader to count them (an election, a minority): rabbit_quorum_queue:stat's 0, 0
                 return QueueDeclared(rec.name, 0, 0)

@@ -123,7 +123,7 @@ class Operations:
             call = self.calls.pop(rid, None)
             if call is not None:  # not answered meanwhile
                 resume, step = call
-                resume(Reply(rid, error=step.down or step.missing))
+                resume(Reply(rid, error=step.absent or step.down or step.missing))
             return True
         if not name.startswith(TIMER_PREFIX):
             return False

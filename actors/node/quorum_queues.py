@@ -31,7 +31,7 @@ from metadata.records import QueueRecord
 from metadata.registry import Registry
 from wire.errors import INTERNAL_ERROR, AmqpError
 
-RETRY_MS = 100  # a call a member refused during an election is sent again this much later
+RETRY_MS = 100  # a call refused in an election (or to a queue whose host restarts) goes again this much later
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,10 @@ class Ask:
     request: Callable[[int], Any]
     missing: AmqpError
     down: AmqpError | None = None  # None: the same as `missing`
+    # not None: a target missing for now (its host restarting: a durable classic queue comes back
+    # with it) is asked again until the call's time-out, which ends it with this error
+    # (RabbitMQ's rabbit_amqqueue:with retries a queue whose process is being restarted)
+    absent: AmqpError | None = None
 
 
 @dataclass(frozen=True, slots=True)

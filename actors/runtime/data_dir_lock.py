@@ -40,9 +40,12 @@ def lock_path(data_dir: str | os.PathLike) -> Path:
     return Path(data_dir) / LOCK_FILE
 
 
-def acquire(data_dir: str | os.PathLike, node: str, wait_s: float = wait_s_default) -> int:
-    """Take the data dir's lock for this process (and every process forked from it); the
-    descriptor, which must stay open for the node's life."""
+def acquire(data_dir: str | os.PathLike, node: str, wait_s: float = wait_s_default) -> tuple[int, bool]:
+    """Take the data dir's lock for this process (and every process forked from it): the
+    descriptor, which must stay open for the node's life, and whether an earlier run's processes
+    held it first. Those let go of the lock before their sockets: an exiting process's
+    descriptors close in order, and the lock's is among its first, so the old run's ports may
+    stay bound a moment longer (the caller waits for them)."""
     path = lock_path(data_dir)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     waited_from = None
@@ -68,7 +71,7 @@ def acquire(data_dir: str | os.PathLike, node: str, wait_s: float = wait_s_defau
     me = psutil.Process()
     os.ftruncate(fd, 0)
     os.pwrite(fd, json.dumps({"node": node, "pid": me.pid, "started": me.create_time()}).encode(), 0)
-    return fd
+    return fd, waited_from is not None
 
 
 def held(data_dir: str | os.PathLike) -> dict | None:

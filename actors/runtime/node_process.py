@@ -43,6 +43,7 @@ from pathlib import Path
 
 import structlog
 
+from actors.placement import NODE_KIND
 from actors.runtime import lifeline, process_tree, sd_notify
 from actors.runtime.control import ControlAsk, ControlReply, HostSpec, NodeFailed, NodeServing, StartNode
 from actors.runtime.control_plane import ControlPlane
@@ -53,6 +54,7 @@ log = structlog.get_logger("warren.node")
 
 unix_path_max = 100  # sockaddr_un.sun_path is 108 bytes; keep a margin for the NUL and the OS
 ready_timeout_s = 60.0
+cluster_status_timeout_s = 5.0  # the node host's cluster view, asked for a start that timed out
 stop_timeout_s = 30.0  # the hosts' stop deadline; then they are killed
 stop_margin_s = 5.0    # for the rest of a stop: the actor system's shutdown, the last exits
 poll_s = 0.2
@@ -169,11 +171,34 @@ def _supervise(plane: ControlPlane, start: StartNode, stop: threading.Event, rea
         elif isinstance(event, NodeFailed):
             return event.reason
         elif not serving and time.monotonic() > deadline:
-            state = plane.ask(ControlAsk("$supervisor", "state", {}))
-            waiting = state.value.get("not_serving") if isinstance(state, ControlReply) else "?"
-            return f"hosts {waiting} did not serve within {ready_timeout_s:g} s"
+            return _not_serving(plane, start, ready_timeout_s)
         process_tree.reap()  # an orphan below us that exited
     return None
+
+
+def _not_serving(plane: ControlPlane, start: StartNode, ready_timeout_s: float) -> str:
+    """Why a start failed: the hosts still waiting and, from the node host's cluster view, what they
+    wait for (a restarted node that hears from none of its peers cannot serve)."""
+    state = plane.ask(ControlAsk("$supervisor", "state", {}))
+    waiting = state.value.get("not_serving") if isinstance(state, ControlReply) else "?"
+    reason = f"hosts {waiting} did not serve within {ready_timeout_s:g} s"
+    if any(spec.name == NODE_KIND for spec in start.specs):
+        view = plane.ask(ControlAsk(NODE_KIND, "cluster_status", {}, cluster_status_timeout_s))
+        if isinstance(view, ControlReply) and view.ok and isinstance(view.value, dict):
+            reason += cluster_cause(view.value)
+    return reason
+
+
+def cluster_cause(view: dict) -> str:
+    """What a node's cluster view (ClusterActor.status) says about a start that cannot finish."""
+    peers = sorted(set(view.get("members", ())) - {view.get("node")})
+    unheard = [p for p in peers if p in view.get("down", ())]
+    if peers and unheard == peers:
+        return (f": it has heard from none of its peers ({', '.join(peers)}); are they running, and is "
+                "their cluster port reachable from here with the same cookie?")
+    if view.get("metadata_leader") is None:
+        return f": the metadata group has no leader (voters {view.get('metadata_voters')}, down {unheard})"
+    return ""
 
 
 def _share_with_hosts(specs: list[HostSpec]) -> None:

@@ -41,6 +41,16 @@ Every PUSH socket and the CURVE server are watched by a monitor (events only: no
 path), so a peer that went away is logged (`runtime.peer_disconnected`, debug) and a refused
 handshake between nodes is logged on this side too (curve.py says what each side sees), at most
 once per interval per peer.
+
+A handshake that fails on a protocol or authentication error (whatever answered at the endpoint
+was not a CURVE server of this cluster: a stranger on the port while its host was away, a ZAP
+refusal) ends libzmq's session for good: that PUSH socket never connects again, and everything
+sent to the host afterwards would queue in it for ever (measured with libzmq 4.3.5). A node host's
+endpoint never changes, so nothing else would ever replace that socket: its peer would not hear
+from this host again (and once libzmq has dropped the session's pipe, a send to it raises EAGAIN,
+which made the runtime's whole flush fail). So such a socket is replaced by a new one towards the
+same endpoint `reconnect_ivl_max_ms` after the failure, or at once when a frame finds it without a
+pipe (what waited in the old one is dropped, as with a connection that died).
 """
 from __future__ import annotations
 
@@ -67,6 +77,7 @@ heartbeat_ivl_ms = 1000
 heartbeat_timeout_ms = 5000
 _watched_events = (zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
                    | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED)
+_final_failures = (zmq.EVENT_HANDSHAKE_FAILED_AUTH, zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL)  # libzmq gives up on these
 
 
 class Links:
@@ -108,8 +119,12 @@ class Links:
         """Queue `frame` (bytes or a buffer) for `host` at `endpoint`; never blocks."""
         sock = self._push.get(host)
         if sock is None:
-            sock = self._push[host] = self._connect(endpoint)
-        sock.send(frame, zmq.NOBLOCK, copy=False)
+            sock = self._push[host] = self._connect(host, endpoint)
+        try:
+            sock.send(frame, zmq.NOBLOCK, copy=False)
+        except zmq.Again:  # its session ended on a failed handshake (see above): no pipe to queue in
+            self._renew(host, sock, endpoint)
+            self._push[host].send(frame, zmq.NOBLOCK, copy=False)
 
     def forget(self, host: str) -> None:
         """`host` moved to another endpoint: drop the socket towards the old one."""
@@ -131,7 +146,7 @@ class Links:
             self._auth = None
         self._ctx.term()
 
-    def _connect(self, endpoint: str) -> zmq.Socket:
+    def _connect(self, host: str, endpoint: str) -> zmq.Socket:
         sock = self._ctx.socket(zmq.PUSH)
         sock.setsockopt(zmq.SNDHWM, 0)
         sock.setsockopt(zmq.RECONNECT_IVL, reconnect_ivl_ms)
@@ -139,9 +154,18 @@ class Links:
             self._keys.make_client(sock)
             self._heartbeat(sock)
             sock.setsockopt(zmq.RECONNECT_IVL_MAX, reconnect_ivl_max_ms)
-        self._watch(sock, endpoint, incoming=False)
+        self._watch(sock, endpoint, incoming=False, host=host)
         sock.connect(endpoint)
         return sock
+
+    def _renew(self, host: str, sock: zmq.Socket, endpoint: str) -> None:
+        """`sock`'s handshake failed for good (see above): a new socket towards `endpoint`, unless
+        the host was forgotten or moved (or the links closed) meanwhile."""
+        if self._push.get(host) is not sock:
+            return
+        log.info("runtime.link_renewed", host=self._host, to=host, endpoint=endpoint)
+        self._close(sock, 0)
+        self._push[host] = self._connect(host, endpoint)
 
     @staticmethod
     def _heartbeat(sock: zmq.Socket) -> None:
@@ -173,13 +197,16 @@ class Links:
         self._loop.call_soon(self._drain, pull)  # more may be waiting; let other callbacks run first
 
     # -- refused handshakes between nodes -------------------------------------------------------
-    def _watch(self, sock: zmq.Socket, endpoint: str, *, incoming: bool) -> None:
+    def _watch(self, sock: zmq.Socket, endpoint: str, *, incoming: bool, host: str = "") -> None:
+        """`host`: the destination of an outgoing socket (renewed when its handshake fails for good)."""
         monitor = sock.get_monitor_socket(_watched_events)
         self._monitors[sock] = monitor
-        self._loop.add_reader(monitor.getsockopt(zmq.FD), self._read_monitor, monitor, endpoint, incoming)
-        self._loop.call_soon(self._read_monitor, monitor, endpoint, incoming)  # edge-triggered, as above
+        args = (monitor, endpoint, incoming, host, sock)
+        self._loop.add_reader(monitor.getsockopt(zmq.FD), self._read_monitor, *args)
+        self._loop.call_soon(self._read_monitor, *args)  # edge-triggered, as above
 
-    def _read_monitor(self, monitor: zmq.Socket, endpoint: str, incoming: bool) -> None:
+    def _read_monitor(self, monitor: zmq.Socket, endpoint: str, incoming: bool, host: str,
+                      sock: zmq.Socket) -> None:
         while not monitor.closed and monitor.getsockopt(zmq.EVENTS) & POLLIN:
             try:
                 event = zmq.utils.monitor.recv_monitor_message(monitor, zmq.NOBLOCK)
@@ -194,6 +221,8 @@ class Links:
                 log.debug("runtime.peer_connected", host=self._host, endpoint=peer, incoming=incoming)
                 self._refusals.forget(peer)
                 continue
+            if not incoming and event["event"] in _final_failures:
+                self._loop.call_later(reconnect_ivl_max_ms / 1000, self._renew, host, sock, endpoint)
             attempts = self._refusals.due(peer)
             if not attempts:
                 continue

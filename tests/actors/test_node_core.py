@@ -17,9 +17,10 @@ from actors.messages.quorum import HostChannelsGone
 from actors.messages.runtime import Undelivered
 from actors.node.core import NodeCore, Startup
 from actors.node.operations import CALL_TIMER_PREFIX
+from actors.node.quorum_queues import RETRY_MS
 from actors.placement import QUEUE_ROUTER_NAME, ROUTER_NAME, host_of, queue_kind, queue_manager, quorum_home
 from actors.runtime.address import Address
-from effects import AnswerAdmin, CancelTimer, Log, ProposeCommand, Send, StartTimer
+from effects import AnswerAdmin, Log, ProposeCommand, Send, StartTimer
 from metadata.admin_errors import EX_DATAERR
 from metadata.commands import AddUser, PutQueue, RemoveNodeTransients
 from metadata.registry import Registry
@@ -29,6 +30,7 @@ ME, OTHER = "n1@box", "n2@box"
 CHANNEL = Address(f"{ME}:conn0", "ch-1")
 ROUTER = Address(f"{ME}:conn0", ROUTER_NAME)
 HOSTS = ("queue0", "queue1")
+RUNTIME = Address("runtime", "runtime")  # what says a message found no actor
 
 
 class Group:
@@ -201,14 +203,54 @@ def test_redeclare_asks_the_queue_for_its_counts() -> None:
 
 
 def test_a_call_to_a_queue_whose_actor_is_gone_answers_404_and_the_node_goes_on() -> None:
-    c, g = node()
-    create_reply(g, g.receive(CHANNEL, declare(1, "q")))
-    stats = only_send(g.receive(CHANNEL, declare(2, "q")), QueueStats)
+    c, g = node()  # a transient queue: its actor does not come back with its host
+    create_reply(g, g.receive(CHANNEL, declare(1, "q", durable=False)))
+    stats = only_send(g.receive(CHANNEL, declare(2, "q", durable=False)), QueueStats)
     out = g.receive(Address("runtime", "runtime"), Undelivered(stats.msg))
     (reply,) = sends(out, Reply)
     assert (reply.msg.error.code, reply.msg.error.detail) == (NOT_FOUND, "queue 'q' is down or inaccessible")
     out = g.receive(CHANNEL, DeclareExchange(3, "/", "x", "fanout", False, True, False, False, {}))
     assert sends(out, Reply)[-1].msg.rid == 3
+
+
+def test_a_redeclare_while_a_durable_queues_host_restarts_waits_for_the_queue_to_be_back() -> None:
+    """RabbitMQ's rabbit_amqqueue:with retries a queue whose process is being restarted: the
+    declare is answered by the queue once its host has made it again, not with a 404."""
+    c, g = node()
+    create_reply(g, g.receive(CHANNEL, declare(1, "q")))
+    stats = only_send(g.receive(CHANNEL, declare(2, "q")), QueueStats)
+    for _ in range(2):  # the host's successor has not made its queues yet
+        (timer,) = [e for e in g.receive(RUNTIME, Undelivered(stats.msg)) if type(e) is StartTimer]
+        assert timer.ticks == RETRY_MS
+        assert sends(g.run(c.timer(timer.name))) == [Send(stats.to, stats.msg)]  # the same ask, again
+    out = g.receive(stats.to, Reply(stats.msg.rid, QueueCounts(3, 0)))
+    assert sends(out) == [Send(CHANNEL, Reply(2, QueueDeclared("q", 3, 0)))]
+
+
+def test_a_durable_queue_that_does_not_come_back_in_time_answers_rabbitmqs_timeout() -> None:
+    c, g = node()
+    create_reply(g, g.receive(CHANNEL, declare(1, "q")))
+    g.call_timers.clear()
+    stats = only_send(g.receive(CHANNEL, declare(2, "q")), QueueStats)
+    (timer,) = [e for e in g.receive(RUNTIME, Undelivered(stats.msg)) if type(e) is StartTimer]
+    g.run(c.timer(timer.name))
+    (reply,) = sends(g.run(c.timer(g.call_timers[-1].name)), Reply)  # the call's time-out
+    assert (reply.msg.error.code, reply.msg.error.detail) == (
+        NOT_FOUND, "failed to perform operation on queue 'q' in vhost '/' due to timeout")
+
+
+def test_a_redeclare_asked_of_a_queue_host_that_then_restarted_is_asked_again_of_its_successor() -> None:
+    """The ask may have died with the host's old process: the restarted host's queues ask again."""
+    c, g = node()
+    queues = Address(home("q"), QUEUE_ROUTER_NAME)
+    g.receive(queues, Subscribe(1))
+    create_reply(g, g.receive(CHANNEL, declare(1, "q")))
+    stats = only_send(g.receive(CHANNEL, declare(2, "q")), QueueStats)
+    out = g.receive(queues, Subscribe(2))  # its successor: the queue is made again, then asked again
+    assert only_send(out, CreateQueue).msg.name == "q"
+    assert [s for s in sends(out) if type(s.msg) is QueueStats] == [stats]
+    out = g.receive(stats.to, Reply(stats.msg.rid, QueueCounts(3, 0)))
+    assert sends(out, Reply) == [Send(CHANNEL, Reply(2, QueueDeclared("q", 3, 0)))]
 
 
 def node_with_a_quorum_queue(name: str) -> tuple[NodeCore, Group]:

@@ -6,6 +6,7 @@ import asyncio
 import multiprocessing
 import os
 import signal
+import socket
 import stat
 from pathlib import Path
 
@@ -197,4 +198,44 @@ def test_a_host_that_replaces_a_killed_one_gets_what_was_sent_to_it_meanwhile_in
         assert [body for _, _, body in rec.got] == list(range(100))
         await a.close()
         await successor.close()
+    run(main())
+
+
+def _stranger(listener: socket.socket) -> None:
+    """Not a CURVE server on the port: a greeting for another mechanism, until the client hangs up."""
+    conn, _ = listener.accept()
+    with conn:
+        conn.sendall(b"\xff" + bytes(8) + b"\x7f\x03\x00" + b"NULL" + bytes(48))
+        while conn.recv(4096):  # until the client hangs up on it
+            pass
+
+
+def test_a_link_whose_handshake_met_a_stranger_on_the_port_reaches_the_host_that_binds_it_later(
+        tmp_path: Path) -> None:
+    """libzmq never reconnects a socket whose handshake failed on a protocol error: a stranger on a
+    node host's port while that host restarts would leave the link dead for good (everything sent
+    to the host queued in it for ever) and the host deaf to this one. The link is made again."""
+    async def main():
+        listener = socket.create_server(("127.0.0.1", 0))
+        endpoint = f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+        a = Runtime("a", {"a": f"ipc://{tmp_path}/a"}, remote=("tcp://127.0.0.1:*", CurveKeys(b"cookie")))
+        await a.start()
+        a.add_hosts({"b": endpoint})
+        me, to = Address("a", "src"), Address("b", "rec")
+        with structlog.testing.capture_logs() as logs:
+            stranger = asyncio.get_running_loop().run_in_executor(None, _stranger, listener)
+            a.send(to, Note("m", 0), sender=me)  # lost: it went to the stranger
+            await logged(logs, {"runtime.peer_handshake_failed"})
+            await stranger
+            listener.close()
+            b = Runtime("b", {"b": f"ipc://{tmp_path}/b"}, remote=(endpoint, CurveKeys(b"cookie")))
+            await b.start()
+            rec = Recorder()
+            b.spawn("rec", rec)
+            await logged(logs, {"runtime.link_renewed"})  # what was sent before went with the old socket
+            a.send(to, Note("m", 1), sender=me)
+            await rec.done
+        assert [body for _, _, body in rec.got] == [1]
+        await a.close()
+        await b.close()
     run(main())

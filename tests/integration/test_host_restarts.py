@@ -7,7 +7,7 @@ import pika
 import psutil
 import pytest
 
-from tests.integration.nodes import module_node
+from tests.integration.nodes import module_node, start_node_with_queue_host
 from tests.waiting import poll_ask_s, until
 
 pytestmark = pytest.mark.integration
@@ -68,3 +68,21 @@ def _serving(node) -> bool:
         return True
     except pika.exceptions.AMQPError:
         return False
+
+
+def test_a_redeclare_while_the_queues_host_restarts_waits_for_the_queue(tmp_path) -> None:
+    """RabbitMQ retries a queue whose process is being restarted (rabbit_amqqueue:with): the
+    declare is answered once the restarted host has the queue again, with its messages."""
+    node = start_node_with_queue_host(tmp_path / "data")
+    try:
+        with pika.BlockingConnection(pika.URLParameters(node.url)) as conn:
+            ch = conn.channel()
+            ch.queue_declare("kept", durable=True)
+            ch.confirm_delivery()
+            for i in range(3):
+                ch.basic_publish("", "kept", b"%d" % i, pika.BasicProperties(delivery_mode=2))
+            pid = host_pid(node, "queue0")
+            psutil.Process(pid).kill()
+            assert ch.queue_declare("kept", durable=True).method.message_count == 3
+    finally:
+        node.stop()

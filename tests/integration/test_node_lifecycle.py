@@ -127,6 +127,52 @@ def test_a_start_waits_for_what_is_left_of_an_old_run_then_serves(tmp_path):
         node.stop()
 
 
+LINGERING_LISTENER = """
+import fcntl, json, os, socket, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.ftruncate(fd, 0)
+os.write(fd, json.dumps({"node": "old", "pid": int(sys.argv[2]), "started": 0.0}).encode())
+listener = socket.create_server(("127.0.0.1", int(sys.argv[3])))
+print("holding", flush=True)
+sys.stdin.readline()
+os.close(fd)  # an exiting process closes its descriptors in order: the lock's goes first
+print("unlocked", flush=True)
+sys.stdin.readline()
+listener.close()
+sys.stdin.readline()
+"""
+
+
+def test_a_start_waits_for_the_old_runs_ports_which_close_after_its_lock(tmp_path):
+    """The old run's last process lets go of the lock a moment before its listening sockets: the
+    new start waits for the ports too rather than fail with 'address in use'."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    port = stable_port()
+    old = subprocess.Popen([sys.executable, "-c", LINGERING_LISTENER, str(lock_path(data_dir)), str(dead.pid),
+                            str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert old.stdout.readline() == "holding\n"
+    node = start_node(data_dir, port=port, wait=False)
+    try:
+        until(lambda: any(e["event"] == "node.waiting_for_old_incarnation" for e in events(node)),
+              "the new start waiting for the old run")
+        old.stdin.write("\n")
+        old.stdin.flush()
+        assert old.stdout.readline() == "unlocked\n"
+        until(lambda: any(e["event"] == "node.waiting_for_old_ports" for e in events(node)),
+              "the new start waiting for the old run's port")
+        old.stdin.write("\n")
+        old.stdin.flush()
+        wait_serving(node)
+    finally:
+        old.kill()
+        old.wait()
+        node.stop()
+
+
 def test_a_second_node_on_a_live_nodes_data_dir_is_refused(tmp_path):
     node = start_node(tmp_path / "data")
     try:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.integration.admin_support import ok
 from tests.quorum_features.conftest import CONSUMER_TIMEOUT_MS, declare
+from tests.quorum_features.test_declare import members_of
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration
@@ -70,14 +71,16 @@ def drain_until(conns, condition, timeout_s: float = 20.0) -> None:
 
 # -- publisher confirms and mandatory -------------------------------------------------------------
 
-def test_publisher_confirms_and_mandatory(conns, name):
+def test_publisher_confirms_and_mandatory(broker, conns, name):
     decl, pub, _con = conns
     declare(decl.channel(), name)
     ch = confirmed_channel(pub)
     assert publish(ch, name, *[b"m%d" % i for i in range(50)]) == ["ack"] * 50
     # the count is the leader's as the node last saw it: a deposed leader that has not heard of
     # its successor yet answers from its state (RabbitMQ's local query too), hence a poll
-    until(lambda: count(ch, name) == 50, "the confirmed messages counted")
+    counts: list[int] = []
+    until(lambda: counts.append(count(ch, name)) or counts[-1] == 50,
+          lambda: f"the confirmed messages counted (counts {counts}, members {members_of(broker, name)})")
     with pytest.raises(pika.exceptions.UnroutableError):
         ch.basic_publish("", name + "-nowhere", b"x", mandatory=True)
     assert bodies(get_all(ch, name)) == [b"m%d" % i for i in range(50)]

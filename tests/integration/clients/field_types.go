@@ -25,7 +25,10 @@ var cases = []named{
 	{"float32", float32(0.5)}, {"float64", 1.5}, {"str", "héllo"}, {"bytes", []byte{0xff, 0x00}},
 	{"decimal", amqp.Decimal{Scale: 2, Value: 125}},
 	{"timestamp", time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)},
-	{"table", amqp.Table{"a": int32(1), "b": "x"}}, {"array", []interface{}{int32(1), "b", nil}}, {"none", nil},
+	// One key per table: amqp091-go writes a Table by ranging over a Go map, a new order at every
+	// encode, and the brokers keep a nested table's order as it came (only the top-level headers
+	// are sorted when dead-lettering), so two keys would differ between the two runs half the time.
+	{"table", amqp.Table{"a": amqp.Table{"b": "x"}}}, {"array", []interface{}{int32(1), "b", nil}}, {"none", nil},
 }
 
 func plain(v interface{}) interface{} {
