@@ -53,6 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "credit_flow_default_credit.more_after": 200,
     "connection_hosts": 2,
     "queue_hosts": 0,  # 0: classic queues run in the connection hosts (actors/placement.py)
+    "quorum_hosts": 0,  # 0: from the machine's cores (default_quorum_hosts); the same on every node of a cluster
     "connection_moves": True,  # a running connection may move to its queue's host (actors/reader/mover.py)
     "admin_port": 0,
     "consumer_timeout": 1800000,
@@ -163,6 +164,17 @@ def _conf_machine_version(key: str, value: str) -> int:
     return int(value)
 
 
+def default_quorum_hosts(cores: int) -> int:
+    """The quorum hosts of a node that does not set `quorum_hosts`: one per four cores beyond the
+    first four, at most 16, and 1 up to 7 cores. With one quorum host the WAL is that process's
+    own and a member's append costs no hop; past it the WAL takes a process of its own, which is
+    one more process than the cores can feed on a small machine: measured on this 2-core one
+    (bench/RESULTS.md, 2026-12-03, "quorum queues over several quorum hosts"), 2 quorum hosts and
+    the WAL process carry no more than 1 and cost more CPU per message. The connection hosts need
+    the larger share of the cores (~24 µs a message against ~17 µs of the members' work)."""
+    return max(1, min(16, (cores - 4) // 4 + 1)) if cores >= 8 else 1
+
+
 def _conf_count(key: str, value: str) -> int:
     if not value.isdigit():
         raise ConfigError(f"{key} must be 0 or a positive integer, got {value!r}")
@@ -170,7 +182,8 @@ def _conf_count(key: str, value: str) -> int:
 
 
 PARSERS: dict[str, Callable[[str, str], Any]] = {
-    "connection_hosts": _conf_positive, "queue_hosts": _conf_count, "connection_moves": _conf_bool,
+    "connection_hosts": _conf_positive, "queue_hosts": _conf_count, "quorum_hosts": _conf_count,
+    "connection_moves": _conf_bool,
     CMR + "enabled": _conf_bool, CMR + "auto_remove": _conf_bool, CMR + "target_group_size": _conf_positive,
     RELAXED_CHECKS: _conf_bool, "quorum_queue.machine_version": _conf_machine_version,
     "listeners.tcp.default": _conf_listener,

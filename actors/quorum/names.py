@@ -16,7 +16,7 @@ from its spec), and until then it is 1, the layout of a node before there could 
 """
 from __future__ import annotations
 
-from actors.placement import QUORUM_KIND, host_of, quorum_kind, quorum_kinds
+from actors.placement import QUORUM_KIND, WAL_KIND, host_of, quorum_kind, quorum_kinds
 
 MANAGER_NAME = "members"
 WAL_CLIENT_NAME = "wal-link"  # in each quorum host of a node whose WAL has a process of its own
@@ -75,3 +75,10 @@ def channel_incarnation(channel: str) -> str:
 def get_tag(rid: int) -> str:
     """The consumer tag a basic.get with ack holds its message under (the channel's request id)."""
     return f"get:{rid}"
+
+
+def quorum_process_kinds() -> tuple[str, ...]:
+    """The kinds of a node's processes that quorum queues run in: its quorum hosts, and the WAL's
+    own process when there are several (what `warrenctl flow` asks)."""
+    n = _layout["quorum_hosts"]
+    return quorum_kinds(n) + ((WAL_KIND,) if n > 1 else ())
