@@ -48,7 +48,8 @@ node that goes down wakes the members with a peer on it, and those it led stand 
 every 2 ticks (500 ms) and elections after 8-16 ticks (2-4 s) for the groups that are busy, and
 a dead leader replaced within seconds (tests use faster settings).
 
-Config (HostSpec.config): node, data_dir, and optionally tick_ms, sync_method,
+Config (HostSpec.config): node, data_dir, and optionally quorum_hosts (1) and quorum_index (0:
+which of them this is), tick_ms, sync_method,
 wal_max_size_bytes (512 MiB), segment_max_entries (4096), settings (RaftSettings fields), node_address
 (where x-expires deletions go), gc_threshold, machine_version (the newest quorum queue machine
 version its members run, 1 unless set: actors/quorum/machine.py). Control ops: "status" (args:
@@ -73,7 +74,7 @@ from actors.messages.quorum import ChannelsGone, DeleteMember, HostChannelsGone,
 from actors.stats.deltas import Changes
 from actors.quorum.dead_letter_shell import DeadLetterActor
 from actors.quorum.config import queue_config
-from actors.placement import node_of
+from actors.placement import WAL_KIND, host_of, node_of
 from actors.quorum.front import QueueFront, RaftView, channels
 from actors.quorum.machine import QuorumMachine
 from actors.quorum.flow_links import flow_links
@@ -86,7 +87,6 @@ from actors.raft.wal import WalActor
 from actors.raft.wal_client import WalClient, fence
 from actors.raft.wal_host import WAL_NAME, fence_endpoint
 from actors.raft.wal_link import LinkCore
-from actors.placement import WAL_KIND, host_of
 from actors.runtime.address import Address
 from persist.disk import Disk, RealDisk, write_atomic
 from persist.wal.writer import SEGMENT_MAX_ENTRIES, WAL_MAX_SIZE_BYTES, WalWriter
@@ -95,7 +95,6 @@ from raft.core import RaftCore
 
 log = structlog.get_logger("warren.quorum.host")
 
-TABLE_PATH = "members.table"
 LAYOUT_PATH = "layout"
 tick_ms_default = 250
 settings_default = {"election_ticks": 8, "heartbeat_ticks": 2, "max_inflight": 4,
