@@ -25,7 +25,6 @@ from actors.messages.wal import WalAck, WalRoll, WalRolled, WalStarted
 from actors.raft.wal import WalActor
 from actors.raft.wal_link import LinkCore, Sent
 from actors.runtime.address import Address
-from persist.wal.core import Batch
 from persist.wal.writer import WalWriter
 
 log = structlog.get_logger("warren.raft.wal_client")
@@ -108,15 +107,19 @@ class WalClient(WalActor):
         if not done:
             return
         self._observe()
+        counters = self.writer.counters  # this host's share of the node's WAL (summed by the stats)
         for sent in done:
             batch, after = sent.payload
             for callback in after:
                 callback()
-            self._notify(self.writer.durable(batch), batch)
+            counters.batches += 1
+            counters.writes += batch.records
+            counters.bytes_written += batch.nbytes
+            self._notify(self.writer.durable(batch))
         if self.writer.core.pending_bytes() or self._unsent_after or self._roll is not None:
             self.kick()  # what waited for the window goes now; a rollover may be done
 
-    def _notify(self, written: dict[str, int], batch: Batch) -> None:
+    def _notify(self, written: dict[str, int]) -> None:
         self.flushes += 1
         for member, upto in written.items():
             self.entries_flushed += max(0, upto - self._upto.get(member, upto))
