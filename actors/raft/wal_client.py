@@ -146,7 +146,7 @@ class WalClient(WalActor):
                 core.save_hard_state(member, term, voted_for)
         self._roll_hard_seq = self._send_batch() if core.pending_bytes() else 0
         self._roll = (wal_epoch, file_seq)
-        log.info("wal.roll_started", host=self.link.host, file_seq=file_seq, members=len(self.writer.logs))
+        log.info("wal.member_roll_started", host=self.link.host, file_seq=file_seq, members=len(self.writer.logs))
         self.kick()
 
     def _roll_step(self) -> None:
@@ -157,7 +157,7 @@ class WalClient(WalActor):
             wal_epoch, file_seq = self._roll
             self.runtime.send(self.wal_address, WalRolled(self.link.host, self.link.host_epoch, wal_epoch, file_seq),
                               sender=self.me)
-            log.info("wal.rolled", host=self.link.host, file_seq=file_seq)
+            log.info("wal.member_rolled", host=self.link.host, file_seq=file_seq)
             self._roll = None
             if self._rolls_queued:
                 self.roll(*self._rolls_queued.pop(0))
