@@ -164,15 +164,17 @@ def _conf_machine_version(key: str, value: str) -> int:
     return int(value)
 
 
-def default_quorum_hosts(cores: int) -> int:
-    """The quorum hosts of a node that does not set `quorum_hosts`: one per four cores beyond the
-    first four, at most 16, and 1 up to 7 cores. With one quorum host the WAL is that process's
-    own and a member's append costs no hop; past it the WAL takes a process of its own, which is
-    one more process than the cores can feed on a small machine: measured on this 2-core one
-    (bench/RESULTS.md, 2026-12-03, "quorum queues over several quorum hosts"), 2 quorum hosts and
-    the WAL process carry no more than 1 and cost more CPU per message. The connection hosts need
-    the larger share of the cores (~24 µs a message against ~17 µs of the members' work)."""
-    return max(1, min(16, (cores - 4) // 4 + 1)) if cores >= 8 else 1
+def default_quorum_hosts(cores: int, connection_hosts: int) -> int:
+    """The quorum hosts of a node that does not set `quorum_hosts`: as many as connection hosts,
+    as far as the cores leave one each beside the connection hosts and two more (the WAL's own
+    process and the node host with the rest), else 1. Measured (bench/RESULTS.md, 2026-12-03,
+    "quorum queues over several quorum hosts"): a quorum message costs the members about what it
+    costs the connection hosts (~22 µs each, flat out), so N quorum hosts keep up with N
+    connection hosts; and on this 2-core machine 2 quorum hosts and the WAL's process carried no
+    more than 1 quorum host, for ~9% more CPU a message and ~4 ms more p50 at 1,000 msg/s (one
+    more process to wake per commit), which is why a small machine keeps 1 (the WAL then lives
+    in the quorum host). So 1 below 6 cores with the default 2 connection hosts, 2 from 6."""
+    return max(1, min(connection_hosts, cores - connection_hosts - 2))
 
 
 def _conf_count(key: str, value: str) -> int:

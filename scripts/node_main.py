@@ -189,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     for warning in memory_watermark(conf)[1] + disk_free_limit(conf)[1]:
         structlog.get_logger("warren.config").warning(warning)
     conf["data_dir_resolved"] = str(data_dir)
-    conf["quorum_hosts_resolved"] = conf["quorum_hosts"] or default_quorum_hosts(os.cpu_count() or 1)
+    conf["quorum_hosts_resolved"] = conf["quorum_hosts"] or default_quorum_hosts(os.cpu_count() or 1,
+                                                                                conf["connection_hosts"])
     quorum_names.configure(conf["quorum_hosts_resolved"])  # every host is forked from here and inherits it
     admin_port = conf["admin_port"] or free_port()
     (data_dir / "admin_port").write_text(str(admin_port))
