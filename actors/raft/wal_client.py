@@ -4,7 +4,8 @@ To the members it is the WalActor they know (actors/raft/wal.py: `kick`, `at_tur
 `after_flush`, `written` notifications), and it keeps the same ordering rules: a member hears
 `written` only once the WAL process has acknowledged the batch that carries the entries (synced),
 and `after_flush` callbacks run then, before any `written`. The flush of a loop turn sends what
-the members queued as ONE `WalAppend` instead of writing it: the protocol, its epochs and its
+the members queued as ONE `WalAppend` (a raw frame: the records joined once after its header, the
+one copy of the bodies on the way) instead of writing it: the protocol, its epochs and its
 rollover are actors/raft/wal_link.py's, this is its shell. It is also the actor `wal-link` that
 the WAL process answers (`WalAck`, `WalStarted`, `WalRoll`).
 
@@ -21,7 +22,7 @@ import msgpack
 import structlog
 import zmq
 
-from actors.messages.wal import WalAck, WalRoll, WalRolled, WalStarted
+from actors.messages.wal import WalAck, WalRoll, WalRolled, WalStarted, append_frame
 from actors.raft.wal import WalActor
 from actors.raft.wal_link import LinkCore, Sent
 from actors.runtime.address import Address
@@ -66,8 +67,10 @@ class WalClient(WalActor):
         batch = self.writer.take_batch()
         assert batch is not None
         after, self._unsent_after = self._unsent_after, []
-        msg = self.link.send(b"".join(batch.parts), (batch, after))
-        self.runtime.send(self.wal_address, msg, sender=self.me)
+        link = self.link
+        frame, start = append_frame(link.host, link.host_epoch, link.wal_epoch, link.next_seq, batch.parts)
+        msg = link.send(memoryview(frame)[start:], (batch, after))
+        self.runtime.send_raw(self.wal_address.host, frame)
         self.batches_sent += 1
         self._observe()
         return msg.seq
@@ -96,8 +99,8 @@ class WalClient(WalActor):
             if resend:
                 log.info("wal.resending", host=self.link.host, batches=len(resend), wal_epoch=msg.wal_epoch)
             for m in resend:
-                self.runtime.send(self.wal_address, m, sender=self.me)
-            self._send_queued()
+                self.runtime.send_raw(self.wal_address.host, append_frame(m.host, m.host_epoch, m.wal_epoch, m.seq,
+                                                                          [m.records])[0])
         elif kind is WalRoll:
             self.roll(msg.wal_epoch, msg.file_seq)
         else:

@@ -1,10 +1,10 @@
 """The "wal" host entry: the node's one WAL in a process of its own (a node with `quorum_hosts` > 1).
 
 It holds no member and no memtable: it writes what the quorum hosts send (`WalAppend`, each a
-batch of records already encoded) into the node's WAL files (persist/wal/files.py), and answers.
-Every frame that arrived while it wrote the last set is drained in one loop turn (the runtime's);
-the turn's end writes every accepted frame with one gathered write straight from the received
-records, syncs once and acknowledges each host's newest (`WalAck`). The sync is on the loop, on
+batch of records already encoded, as a raw frame of the runtime's) into the node's WAL files
+(persist/wal/files.py), and answers. Every frame that arrived while it wrote the last set is
+drained in one loop turn (the runtime's); the turn's end writes every accepted frame with one
+gathered pwritev straight from the received frames (views of them, no copy), syncs once and acknowledges each host's newest (`WalAck`). The sync is on the loop, on
 purpose: nothing else runs in this process, and frames that arrive meanwhile are the next
 write's. The protocol (epochs, fencing, rollover) is actors/raft/wal_link.py's.
 
@@ -31,7 +31,7 @@ import msgpack
 import structlog
 import zmq
 
-from actors.messages.wal import WalAppend, WalRolled, WalStarted
+from actors.messages.wal import WalAppend, WalRolled, WalStarted, read_append
 from actors.quorum.names import WAL_CLIENT_NAME, configure, host_names
 from actors.raft.wal_link import WalServerCore
 from actors.runtime.address import Address
@@ -65,19 +65,22 @@ class WalServer:
         self.flushes = self.frames = self.refused = self.bytes_written = self.rollovers = 0
         self.syncing = FlowState(1000, changed_at=int(time.monotonic() * 1000))
 
+    def raw_frame(self, frame: bytes) -> None:
+        """A quorum host's batch (the runtime's raw frames: actors/messages/wal.py's layout)."""
+        msg = read_append(frame)
+        if self.core.accept(msg):
+            self._frames.append(msg)
+            if not self._scheduled:
+                self._scheduled = True
+                self._loop.call_soon(self.flush)
+        else:
+            self.refused += 1
+            log.info("wal.frame_refused", host=msg.host, host_epoch=msg.host_epoch, wal_epoch=msg.wal_epoch,
+                     seq=msg.seq)
+
     def receive(self, sender: Address, msg: Any) -> None:
         kind = type(msg)
-        if kind is WalAppend:
-            if self.core.accept(msg):
-                self._frames.append(msg)
-                if not self._scheduled:
-                    self._scheduled = True
-                    self._loop.call_soon(self.flush)
-            else:
-                self.refused += 1
-                log.info("wal.frame_refused", host=msg.host, host_epoch=msg.host_epoch, wal_epoch=msg.wal_epoch,
-                         seq=msg.seq)
-        elif kind is WalRolled:
+        if kind is WalRolled:
             if self.core.rolled(msg):
                 removed = self.files.remove_old()
                 self.rollovers += 1
@@ -162,6 +165,7 @@ def wal_host(runtime: Any, spec: Any) -> WalServer:
     max_bytes = cfg.get("wal_max_size_bytes", WAL_MAX_SIZE_BYTES)
     server = WalServer(runtime, files, core, max_bytes, recovered, loop)
     runtime.spawn(WAL_NAME, server)
+    runtime.raw_handler = server.raw_frame
     fence_sock = serve_fence(loop, fence_endpoint(runtime.directory[runtime.host]), server)
     for host in hosts:  # they send again what this process's predecessor did not acknowledge
         runtime.send(Address(host, WAL_CLIENT_NAME), WalStarted(core.wal_epoch), sender=server.me)

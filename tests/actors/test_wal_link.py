@@ -79,3 +79,13 @@ def test_a_rollover_ends_once_every_host_has_rolled() -> None:
     assert wal.fence("n:quorum1", 3) == (100, 5)  # restarted meanwhile: told to roll over
     assert wal.rolled(WalRolled("n:quorum1", 3, 100, 5))
     assert wal.rolling == 0 and wal.fence("n:quorum", 4) == (100, 0)
+
+
+def test_a_batch_travels_as_a_raw_frame_its_records_read_in_place() -> None:
+    from actors.messages.runtime import RAW_FRAME
+    from actors.messages.wal import append_frame, read_append
+    frame, start = append_frame("n:quorum1", 7, 100, 3, [b"rec", b"ords"])
+    assert frame[0] == RAW_FRAME and frame[start:] == b"records"
+    msg = read_append(frame)
+    assert (msg.host, msg.host_epoch, msg.wal_epoch, msg.seq) == ("n:quorum1", 7, 100, 3)
+    assert isinstance(msg.records, memoryview) and msg.records.obj is frame and bytes(msg.records) == b"records"
