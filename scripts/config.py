@@ -170,10 +170,11 @@ def default_quorum_hosts(cores: int, connection_hosts: int) -> int:
     process and the node host with the rest), else 1. Measured (bench/RESULTS.md, 2026-12-03,
     "quorum queues over several quorum hosts"): a quorum message costs the members about what it
     costs the connection hosts (~22 µs each, flat out), so N quorum hosts keep up with N
-    connection hosts; and on this 2-core machine 2 quorum hosts and the WAL's process carried no
-    more than 1 quorum host, for ~18% more CPU a message and ~4 ms more p50 at 1,000 msg/s (one
-    more process to wake per commit), which is why a small machine keeps 1 (the WAL then lives
-    in the quorum host). So 1 below 6 cores with the default 2 connection hosts, 2 from 6."""
+    connection hosts; and on this (loaded) 2-core machine 2 quorum hosts and the WAL's process
+    carried no more than 1 quorum host, for about as much CPU a message or up to ~18% more, and a
+    higher p50 at 1,000 msg/s (two more processes to wake per commit), which is why a small
+    machine keeps 1 (the WAL then lives in the quorum host). So 1 below 6 cores with the default
+    2 connection hosts, 2 from 6."""
     return max(1, min(connection_hosts, cores - connection_hosts - 2))
 
 
