@@ -2,10 +2,10 @@
 
 Every node runs `quorum_hosts` quorum hosts (`<node>:quorum`, `<node>:quorum1`, ...;
 actors/placement.py's `NODE:KIND`) holding that node's members of every quorum queue, each member
-on the host its queue's hash slot names (placement.quorum_kind). A member is the actor `qq:<uid>`
-there, where `uid`
-names the queue's incarnation (a queue deleted and declared again gets a new one, so nothing of
-the old one's log can be mistaken for the new one's); its Raft id is its address as text
+on the host its queue's hash slot names (placement.quorum_kind). A member is the actor
+`qq:<uid>` there, where `uid` names the queue's incarnation (a queue deleted and declared again
+gets a new one, so nothing of the old one's log can be mistaken for the new one's); its Raft id
+is its address as text
 ("n1:quorum/qq:1f3a..."), so a Raft `Send.to` is an address, and it is also the member's name in
 the node's WAL. Each host's manager actor (`members`) starts and deletes its members.
 
@@ -21,8 +21,6 @@ from actors.placement import QUORUM_KIND, WAL_KIND, host_of, quorum_kind, quorum
 MANAGER_NAME = "members"
 WAL_CLIENT_NAME = "wal-link"  # in each quorum host of a node whose WAL has a process of its own
 _layout = {"quorum_hosts": 1}
-
-
 
 
 def configure(quorum_hosts: int) -> None:
