@@ -5,9 +5,8 @@ actors/placement.py's `NODE:KIND`) holding that node's members of every quorum q
 on the host its queue's hash slot names (placement.quorum_kind). A member is the actor
 `qq:<uid>` there, where `uid` names the queue's incarnation (a queue deleted and declared again
 gets a new one, so nothing of the old one's log can be mistaken for the new one's); its Raft id
-is its address as text
-("n1:quorum/qq:1f3a..."), so a Raft `Send.to` is an address, and it is also the member's name in
-the node's WAL. Each host's manager actor (`members`) starts and deletes its members.
+is its address as text ("n1:quorum/qq:1f3a..."), so a Raft `Send.to` is an address, and it is
+also the member's name in the node's WAL. Each host's manager actor (`members`) starts and deletes its members.
 
 The number of quorum hosts is a node setting that must be the same on every node of a cluster
 (any node makes any member's address); each process learns it once, at its start, from its
