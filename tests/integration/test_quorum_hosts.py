@@ -15,6 +15,7 @@ import pytest
 
 from actors.placement import quorum_kind
 from actors.runtime.client import control
+from scripts.warrenctl import Node as CtlNode, flow_snapshot
 from tests.integration.nodes import start_node
 from tests.waiting import poll_ask_s, until
 
@@ -141,14 +142,20 @@ def test_nothing_confirmed_is_lost_when_a_quorum_host_or_the_wal_is_killed(node)
 
 
 def test_status_and_flow_list_every_quorum_host_and_the_wal(node) -> None:
+    queues_on_both_hosts(node)  # (declared again, if the test above ran: the same queues)
     status = ask(node, "node", "status")
     assert status["quorum_hosts"] == ["quorum", "quorum1", "wal"]
-    processes = {p["name"] for p in ask(node, "$supervisor", "node_status")["processes"]}
+    processes = {p["name"] for p in ask(node, "$supervisor", "node_status")["processes"]}  # warrenctl status
     assert {"quorum", "quorum1", "wal"} <= processes
-    assert ask(node, "wal", "flow_links")[0]["kind"] == "wal"
+    # warrenctl flow: the leaders of both quorum hosts, each host's link to the WAL, the WAL itself
+    snap = flow_snapshot(CtlNode(int((node.data_dir / "admin_port").read_text()), None))
+    rows = {(r["kind"], r["name"].split("/")[0].rpartition(":")[2]) for r in snap.rows}
+    assert {("queue", "quorum"), ("queue", "quorum1"), ("wal", "quorum"), ("wal", "quorum1"), ("wal", "wal")} <= rows
+    assert not snap.silent
 
 
 def test_placement_is_by_the_queue_uid_hash_slot(node) -> None:
     """The member a node reports for a queue is on the host its hash slot names."""
+    queues_on_both_hosts(node)
     uids = list(ask(node, "quorum1", "status"))
     assert uids and all(quorum_kind(uid, 2) == "quorum1" for uid in uids)
