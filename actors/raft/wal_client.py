@@ -173,7 +173,7 @@ class WalClient(WalActor):
                 **self.writer.counters.as_dict()}
 
 
-fence_try_ms = 1000  # one fence request's wait for the WAL process (it may be starting)
+fence_try_ms = 250  # one fence request's wait for the WAL process (it may be restarting: ask again soon)
 fence_deadline_s = 60.0  # then the host fails to start, and its supervisor starts it again
 
 

@@ -148,8 +148,9 @@ class Runtime:
                 self._send_frame(host, parked)
 
     def peers_down(self, hosts: set[str]) -> None:
-        """The nodes of `hosts` are down: every local actor forgets its links to actors there, so
-        no credit stays lent to a peer that will never grant it back (credit_flow:peer_down)."""
+        """`hosts` are down (their nodes), or restarted (their actors lost what they had taken in):
+        every local actor forgets its links to actors there, so no credit stays lent to a peer
+        that will never grant it back (credit_flow:peer_down)."""
         for name, ledger in list(self._ledgers.items()):
             was_blocked = ledger.blocked()
             for link in ledger.links():
