@@ -12,7 +12,9 @@ crosses one process boundary fewer on its way; with `queue_hosts = N` dedicated 
 the docstrings say *queue host* they mean any host that holds classic queues: by default a
 connection host, otherwise a queueN host (actors/hosts.py: QueueService runs the same in both).
 A quorum queue has no one host: its members run on several nodes' quorum hosts and any of them may
-lead. Its record's home is `quorum_home(uid)`, a name no process has, so that `queue_address`
+lead. On a node with `quorum_hosts = N` its member runs on one of N quorum hosts, by a hash slot of
+the queue's uid (`quorum_kind`); N must be the same on every node of a cluster, since any node
+makes any member's address. Its record's home is `quorum_home(uid)`, a name no process has, so that `queue_address`
 still gives every queue one cluster-wide address (what channels key their queues by, and what
 QueuesGone names); a channel's quorum client (actors/channel/quorum_links.py) turns sends to it
 into sends to the member that leads.
@@ -73,6 +75,35 @@ def queue_kind(vhost: str, name: str, kinds: Sequence[str]) -> str:
 @functools.lru_cache(maxsize=65536)  # on every publish's path; a queue's home never changes
 def queue_address(home: str, vhost: str, name: str) -> Address:
     return Address(home, f"{QUEUE_ACTOR_PREFIX}{vhost}:{name}")
+
+
+QUORUM_KIND = "quorum"  # quorum host 0's kind; quorum host k>0 is "quorumK"
+WAL_KIND = "wal"  # the node's WAL, in a process of its own when the node has several quorum hosts
+QUORUM_SLOTS = 64  # hash slots of quorum queue members, spread over a node's quorum hosts
+
+
+def quorum_kinds(quorum_hosts: int) -> tuple[str, ...]:
+    """The kinds of a node's `quorum_hosts` quorum hosts. Host 0 keeps the kind a node with one
+    quorum host always had ("quorum"), so its members' Raft ids (which name their host, and are
+    written in every log and member table) are the same with one quorum host as before there
+    could be several."""
+    assert quorum_hosts >= 1
+    return tuple(QUORUM_KIND if i == 0 else f"{QUORUM_KIND}{i}" for i in range(quorum_hosts))
+
+
+def quorum_slot(uid: str) -> int:
+    """The hash slot of the quorum queue incarnation `uid` (crc32: the same in every process)."""
+    return zlib.crc32(uid.encode()) % QUORUM_SLOTS
+
+
+def quorum_kind(uid: str, quorum_hosts: int) -> str:
+    """Which of a node's quorum hosts holds its member of the queue `uid`. The slots are dealt
+    to the hosts in turn (slot s to host s mod N), so each host holds 64/N of them, give or take
+    one. Placed by the queue's incarnation (uid), not its name: every address of a member is
+    made from a node and a uid (a Raft id, a channel's quorum client, the node's asks), and a
+    queue declared again is a new incarnation anyway. Which *nodes* hold members is the leader
+    locator's choice (actors/node/quorum_queues.py's `place`); this is only where on a node."""
+    return quorum_kinds(quorum_hosts)[quorum_slot(uid) % quorum_hosts]
 
 
 QUORUM_HOME_PREFIX = "quorum!"  # "!" is in no node name (name@host) and no kind

@@ -1,10 +1,11 @@
 """Quorum queues against the node's processes: where the CPU of a quorum message goes, per process
 kind, flat out and at a steady rate, so one can tell which process saturates first as cores grow
-(issue 36 item 1: today one quorum host holds every member of the node and the node's WAL; the
-comparison of 2 quorum hosts against 1 needs `quorum_hosts`, which is not built yet).
+(issue 36 item 1): with `--quorum-hosts 1` one quorum host holds every member of the node and the
+node's WAL; with `--quorum-hosts 2` the members are spread over two quorum hosts and the WAL has a
+process of its own (actors/raft/wal_host.py).
 
     .venv/bin/python -m bench.quorum_hosts [--queues 8] [--time 20] [--rate 1000] [--size 1024]
-        [--dir DIR]
+        [--quorum-hosts 1|2] [--dir DIR]
 
 One node (every queue's members local, so nothing but this node's processes is measured), `--queues`
 durable quorum queues, each with one bench/perf producer (persistent bodies, confirms 1000
@@ -13,7 +14,8 @@ node: flat out, then `--rate` msg/s in all (spread over the queues). For each ph
 and consumed/s, publish->consume p50/p99, and the CPU time (user+system) of each process of the
 node over the measured window (after perf's warm-up), as µs per message (per message confirmed)
 and as cores used, grouped by kind: the connection hosts (conn*: readers, channels), the quorum
-host (its members and, in the same process, the node's WAL), the node host, the rest (main,
+hosts (their members and, with one, the node's WAL in the same process), the WAL's own process
+(with several quorum hosts), the node host, the rest (main,
 Thespian's admin and logger, the supervisor); and the WAL's syncs/s and entries per sync. The
 load tool's own CPU is given too: on a small machine it takes cores the node would use.
 Prints figures; asserts nothing.
@@ -43,7 +45,9 @@ warmup_s = 4.0
 def kind(name: str) -> str:
     if name.startswith("conn"):
         return "conn hosts"
-    if name in ("quorum", "node"):
+    if name.startswith("quorum"):
+        return "quorum hosts"
+    if name in ("wal", "node"):
         return f"{name} host"
     return "rest"
 
@@ -60,13 +64,17 @@ def node_cpu(node: Node) -> dict[str, float]:
     return out
 
 
-def wal_stats(node: Node) -> dict:
-    """The WAL's counters, and the share of the last 5 s it spent writing and syncing (which the
-    quorum host's loop spends blocked: the WAL syncs in the members' process)."""
+def wal_stats(node: Node, quorum_hosts: int) -> dict:
+    """The WAL's syncs, the entries the members had written, and the share of the last 5 s the
+    WAL spent writing and syncing (with one quorum host its loop spends that blocked: the WAL
+    syncs in the members' process; with several, the WAL's own process does)."""
     port = int((node.data_dir / "admin_port").read_text())
-    links = control(port, "quorum", "flow_links", {})
+    hosts = ["quorum"] + [f"quorum{i}" for i in range(1, quorum_hosts)]
+    entries = sum(control(port, h, "wal_stats", {})["entries"] for h in hosts)
+    wal = "quorum" if quorum_hosts == 1 else "wal"
+    links = control(port, wal, "flow_links", {})
     share = next((link["flow_share"] for link in links if link["kind"] == "wal"), 0.0)
-    return {**control(port, "quorum", "wal_stats", {}), "syncing_share": share}
+    return {"syncs": control(port, wal, "wal_stats", {})["syncs"], "entries": entries, "syncing_share": share}
 
 
 def children_cpu(procs: list[subprocess.Popen]) -> float:
@@ -83,8 +91,10 @@ def children_cpu(procs: list[subprocess.Popen]) -> float:
     return total
 
 
-def phase(root: Path, queues: int, time_s: float, rate_total: float, size: int) -> dict:
-    node = start_node(root / "n1")
+def phase(root: Path, queues: int, time_s: float, rate_total: float, size: int, quorum_hosts: int) -> dict:
+    conf = root / "n1.conf"
+    conf.write_text(f"quorum_hosts = {quorum_hosts}\n")
+    node = start_node(root / "n1", "--config", str(conf))
     try:
         extra = ["--rate", str(rate_total / queues)] if rate_total else []
         outs = [root / f"perf{i}.json" for i in range(queues)]
@@ -97,7 +107,7 @@ def phase(root: Path, queues: int, time_s: float, rate_total: float, size: int) 
         marks: dict[str, tuple] = {}
 
         def mark(at: str) -> None:
-            marks[at] = (time.monotonic(), node_cpu(node), wal_stats(node), children_cpu(procs))
+            marks[at] = (time.monotonic(), node_cpu(node), wal_stats(node, quorum_hosts), children_cpu(procs))
         timers = [threading.Timer(warmup_s + 1, mark, ("start",)), threading.Timer(time_s - 0.5, mark, ("end",))]
         for t in timers:
             t.start()
@@ -133,14 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time", type=float, default=20.0, help="seconds of each phase")
     p.add_argument("--rate", type=float, default=1000.0, help="msg/s in all, of the steady phase")
     p.add_argument("--size", type=int, default=1024)
+    p.add_argument("--quorum-hosts", type=int, default=1, choices=(1, 2))
     p.add_argument("--dir", type=Path, default=None)
     a = p.parse_args(argv)
     root = a.dir or Path(tempfile.mkdtemp(prefix="warren-qhosts-"))
     try:
         for label, rate in (("flat out", 0.0), (f"{a.rate:g} msg/s", a.rate)):
             shutil.rmtree(root / "n1", ignore_errors=True)
-            figures = phase(root, a.queues, a.time, rate, a.size)
-            print(f"{a.queues} quorum queues, {label}: {figures['confirmed/s']} confirmed/s, "
+            figures = phase(root, a.queues, a.time, rate, a.size, a.quorum_hosts)
+            print(f"{a.queues} quorum queues, {a.quorum_hosts} quorum host(s), {label}: {figures['confirmed/s']} confirmed/s, "
                   f"{figures['consumed/s']} consumed/s, p50 {figures['p50 ms']} ms, p99 {figures['p99 ms']} ms, "
                   f"WAL {figures['wal syncs/s']} syncs/s of {figures['entries/sync']} entries, writing and syncing "
                   f"{figures['wal syncing share']:.0%} of the time")

@@ -53,6 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "credit_flow_default_credit.more_after": 200,
     "connection_hosts": 2,
     "queue_hosts": 0,  # 0: classic queues run in the connection hosts (actors/placement.py)
+    "quorum_hosts": 0,  # 0: from the machine's cores (default_quorum_hosts); the same on every node of a cluster
     "connection_moves": True,  # a running connection may move to its queue's host (actors/reader/mover.py)
     "admin_port": 0,
     "consumer_timeout": 1800000,
@@ -163,6 +164,20 @@ def _conf_machine_version(key: str, value: str) -> int:
     return int(value)
 
 
+def default_quorum_hosts(cores: int, connection_hosts: int) -> int:
+    """The quorum hosts of a node that does not set `quorum_hosts`: as many as connection hosts,
+    as far as the cores leave one each beside the connection hosts and two more (the WAL's own
+    process and the node host with the rest), else 1. Measured (bench/RESULTS.md, 2026-12-03,
+    "quorum queues over several quorum hosts"): a quorum message costs the members about what it
+    costs the connection hosts (~22 µs each, flat out), so N quorum hosts keep up with N
+    connection hosts; and on this (loaded) 2-core machine 2 quorum hosts and the WAL's process
+    carried no more than 1 quorum host, for about as much CPU a message or up to ~18% more, and a
+    higher p50 at 1,000 msg/s (two more processes to wake per commit), which is why a small
+    machine keeps 1 (the WAL then lives in the quorum host). So 1 below 6 cores with the default
+    2 connection hosts, 2 from 6."""
+    return max(1, min(connection_hosts, cores - connection_hosts - 2))
+
+
 def _conf_count(key: str, value: str) -> int:
     if not value.isdigit():
         raise ConfigError(f"{key} must be 0 or a positive integer, got {value!r}")
@@ -170,7 +185,8 @@ def _conf_count(key: str, value: str) -> int:
 
 
 PARSERS: dict[str, Callable[[str, str], Any]] = {
-    "connection_hosts": _conf_positive, "queue_hosts": _conf_count, "connection_moves": _conf_bool,
+    "connection_hosts": _conf_positive, "queue_hosts": _conf_count, "quorum_hosts": _conf_count,
+    "connection_moves": _conf_bool,
     CMR + "enabled": _conf_bool, CMR + "auto_remove": _conf_bool, CMR + "target_group_size": _conf_positive,
     RELAXED_CHECKS: _conf_bool, "quorum_queue.machine_version": _conf_machine_version,
     "listeners.tcp.default": _conf_listener,

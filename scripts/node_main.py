@@ -29,15 +29,15 @@ from pathlib import Path
 import psutil
 import structlog
 
-from actors.placement import host_of, node_address, queue_kinds
-from actors.quorum.names import QUORUM_KIND
+from actors.placement import WAL_KIND, host_of, node_address, queue_kinds, quorum_kinds
+from actors.quorum import names as quorum_names
 from actors.runtime import logs
 from actors.runtime.control import HostSpec
 from actors.runtime import data_dir_lock
 from actors.runtime.cluster_secret import CookieError, default_cookie_file, read_or_create_cookie
 from actors.runtime.node_process import run_node
-from scripts.config import (CMR, LISTENER_IP, RELAXED_CHECKS, ConfigError, access_settings, disk_free_limit, load,
-                            memory_watermark)
+from scripts.config import (CMR, LISTENER_IP, RELAXED_CHECKS, ConfigError, access_settings, default_quorum_hosts,
+                            disk_free_limit, load, memory_watermark)
 from actors.runtime.ports import can_listen, free_port
 
 
@@ -89,6 +89,7 @@ def host_specs(conf: dict) -> list[HostSpec]:
               "credit_initial": conf["credit_flow_default_credit.initial"],
               "credit_more_after": conf["credit_flow_default_credit.more_after"],
               "quorum_cluster_size": conf["quorum_cluster_size"],
+              "quorum_hosts": conf["quorum_hosts_resolved"],
               "memory_limit": memory_watermark(conf)[0], "disk_limit": disk_free_limit(conf)[0],
               **access_settings(conf)}
     management = {"management_port": conf["management.tcp.port"], "management_ip": conf["management.tcp.ip"],
@@ -106,10 +107,15 @@ def host_specs(conf: dict) -> list[HostSpec]:
                            quorum_declaring={"leader_locator": conf["queue_leader_locator"],
                                              "relaxed_checks": conf[RELAXED_CHECKS]}))]
     specs += [HostSpec(f"queue{i}", "actors.hosts:queue_host", dict(common)) for i in range(conf["queue_hosts"])]
-    specs.append(HostSpec(QUORUM_KIND, "actors.hosts:quorum_host", dict(
+    quorum_hosts = conf["quorum_hosts_resolved"]
+    if quorum_hosts > 1:  # the node's WAL in a process of its own (actors/raft/wal_host.py), before its writers
+        specs.append(HostSpec(WAL_KIND, "actors.raft.wal_host:wal_host", dict(
+            common, node=node, wal_max_size_bytes=conf["raft.wal_max_size_bytes"])))
+    specs += [HostSpec(kind, "actors.hosts:quorum_host", dict(
         common, node=node, node_address=str(node_address(node)), tick_ms=conf["raft.tick_ms"],
         segment_max_entries=conf["raft.segment_max_entries"], wal_max_size_bytes=conf["raft.wal_max_size_bytes"],
-        machine_version=conf["quorum_queue.machine_version"])))
+        machine_version=conf["quorum_queue.machine_version"], quorum_index=i))
+        for i, kind in enumerate(quorum_kinds(quorum_hosts))]
     conn = dict(common, port=conf["listeners.tcp.default"], frame_max=conf["frame_max"],
                 channel_max=conf["channel_max"], heartbeat=conf["heartbeat"],
                 handshake_timeout=conf["handshake_timeout"], max_message_size=conf["max_message_size"])
@@ -199,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     for warning in memory_watermark(conf)[1] + disk_free_limit(conf)[1]:
         structlog.get_logger("warren.config").warning(warning)
     conf["data_dir_resolved"] = str(data_dir)
+    conf["quorum_hosts_resolved"] = conf["quorum_hosts"] or default_quorum_hosts(os.cpu_count() or 1,
+                                                                                conf["connection_hosts"])
+    quorum_names.configure(conf["quorum_hosts_resolved"])  # every host is forked from here and inherits it
     admin_port = conf["admin_port"] or free_port()
     (data_dir / "admin_port").write_text(str(admin_port))
     specs = host_specs(conf)

@@ -99,6 +99,10 @@ class Node:
     def connection_hosts(self) -> list[str]:
         return list(self.status()["connection_hosts"])
 
+    def quorum_hosts(self) -> list[str]:
+        """The quorum hosts, and the WAL's process on a node with several (an older node: one)."""
+        return list(self.status().get("quorum_hosts", [QUORUM_KIND]))
+
 
 def find_node(a: argparse.Namespace) -> Node:
     if a.admin_port:
@@ -277,7 +281,8 @@ def flow_snapshot(node: Node) -> flow_view.Snapshot:
             if e.code == EX_UNAVAILABLE:  # the node itself is gone: nothing to show
                 raise
             return None
-    hosts = dict.fromkeys(node.connection_hosts() + node.queue_hosts() + [QUORUM_KIND])  # conn hosts may hold queues
+    # conn hosts may hold queues; every quorum host, and the WAL's process when it has one
+    hosts = dict.fromkeys(node.connection_hosts() + node.queue_hosts() + node.quorum_hosts())
     return flow_view.snapshot(list(hosts), ask)
 
 

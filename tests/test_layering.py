@@ -48,6 +48,7 @@ CORE_MODULES = [
     "mgmt/memo.py", "mgmt/rows.py", "actors/monitor/relay.py",
     "actors/node/quorum_membership.py", "actors/node/steps.py", "actors/runtime/restarts.py",
     "actors/node/operations.py", "actors/stats/deltas.py", "actors/node/core.py", "actors/node/admin.py",
+    "actors/raft/wal_link.py",
     "actors/node/access_admin.py",
 ]
 # Shells inside a pure package: actors/quorum's member actor, host entry and test launchers.

@@ -30,7 +30,8 @@ from actors.messages.cluster import (
     ChangeMembers, ForgetNode, Hello, HostListening, Introduce, JoinAnswer, JoinRequest, Ping, Pong, SubscribeCluster,
 )
 from actors.messages.raft import ChangeRefusedReply, Committed, NotLeaderReply
-from actors.placement import CLUSTER_NAME, NODE_KIND, host_of, node_of
+from actors.placement import CLUSTER_NAME, NODE_KIND, QUORUM_KIND, host_of, kind_of, node_of, quorum_kinds
+from actors.quorum.names import quorum_hosts
 from actors.raft.member import MemberActor
 from actors.runtime.address import Address
 from actors.runtime.clock import monotonic_ms
@@ -60,6 +61,7 @@ class ClusterActor:
         self.runtime = runtime
         self.core = membership
         self.member = member
+        self._quorum_mismatch_logged: set[str] = set()
         self.address = runtime.spawn(CLUSTER_NAME, self)
         self._disk = RealDisk(data_dir)
         self._corr = itertools.count(1)
@@ -139,6 +141,19 @@ class ClusterActor:
 
     def _learn(self, node: str, endpoint: str, hosts: dict[str, str] | None = None) -> None:
         self.runtime.add_hosts({**(hosts or {}), host_of(node, NODE_KIND): endpoint})
+        self._check_quorum_hosts(node, hosts or {})
+
+    def _check_quorum_hosts(self, node: str, hosts: dict[str, str]) -> None:
+        """Every node must run as many quorum hosts (any node makes any member's address:
+        actors/quorum/names.py). A peer with a quorum host this node has no counterpart for
+        runs more; the peer finds the reverse in this node's Hello. Logged once per peer."""
+        mine = set(quorum_kinds(quorum_hosts()))
+        theirs = {kind_of(h) for h in hosts if kind_of(h).startswith(QUORUM_KIND) and node_of(h) == node}
+        if theirs - mine and node not in self._quorum_mismatch_logged:
+            self._quorum_mismatch_logged.add(node)
+            log.error("cluster.quorum_hosts_differ", node=node, theirs=sorted(theirs), ours=quorum_hosts(),
+                      action="set quorum_hosts to the same number on every node: quorum queues with members on "
+                             "both are unreachable until then")
 
     def _save(self, e: SaveClusterFile) -> None:
         write_atomic(self._disk, CLUSTER_FILE, e.data)

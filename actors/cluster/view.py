@@ -18,7 +18,7 @@ import structlog
 
 from actors.messages.cluster import Directory, HostListening, NodesUp, SubscribeCluster
 from actors.messages.node import NodeStarted
-from actors.placement import CLUSTER_NAME, NODE_KIND, host_of, node_of
+from actors.placement import CLUSTER_NAME, NODE_KIND, WAL_KIND, host_of, kind_of, node_of
 from actors.runtime.address import Address
 
 log = structlog.get_logger("warren.cluster")
@@ -27,9 +27,10 @@ VIEW_NAME = "cluster-view"
 
 
 def tell_local_hosts(runtime: Any, node: str) -> None:
-    """The node host started: every other host of this node subscribes again."""
+    """The node host started: every other host of this node subscribes again (but the WAL's
+    process, which keeps no view of the cluster)."""
     for host in runtime.directory:
-        if node_of(host) == node and host != runtime.host:
+        if node_of(host) == node and host != runtime.host and kind_of(host) != WAL_KIND:
             runtime.send(Address(host, VIEW_NAME), NodeStarted(), sender=Address(runtime.host, CLUSTER_NAME))
 
 OnNodes = Callable[[list[str], list[str]], None]

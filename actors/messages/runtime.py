@@ -4,7 +4,8 @@
 message whose target actor does not exist (its host is restarting, or it was removed), carrying
 the message itself, so a sender waiting for a reply or a confirm learns it will not come; `gone`
 when the actor was removed for good (a deleted queue), not lost with its host.
-`Address` is registered so that addresses can travel inside other messages.
+`Address` is registered so that addresses can travel inside other messages. A frame whose first
+byte is `RAW_FRAME` is no envelope but a protocol's own (mailbox.py's raw frames).
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from actors.messages import message, register
 from actors.runtime.address import Address
 
 register(Address)
+
+RAW_FRAME = 0xC1  # msgpack never uses this byte, so no envelope starts with it
 
 
 @message

@@ -401,7 +401,7 @@ class NodeCore:
                     self._send_policy(rec, tell=False)  # what the declaring node tells it
                     if self.node in rec.members:
                         # started by the declaring node too: a second start is a no-op, a missed one is not
-                        self._out.append(Send(qq.manager(self.node), qq.start_member(rec)(0)))
+                        self._out.append(Send(qq.manager(self.node, rec), qq.start_member(rec)(0)))
             elif kind is QueueDeleted:
                 self._queue_settings.pop((change.vhost, change.name), None)
                 if not actors_done:
@@ -478,7 +478,7 @@ class NodeCore:
     def _host_restarted(self, x: HostRestarted) -> Op:
         gone = HostChannelsGone(x.host, f"{x.incarnation:x}")
         for node in sorted(self.cluster_now - self.down):
-            self._out.append(Send(qq.manager(node), gone))
+            self._out += [Send(manager, gone) for manager in qq.managers(node)]
         yield Apply(RemoveOwnedQueues(f"{x.host}:", prefix=True), RETRY_LATER)
 
     def _node_down(self, x: NodeDown) -> Op:
@@ -540,9 +540,9 @@ class NodeCore:
         followers start together, then the leader's member, which stands for election at once
         (they are there to vote) and is answered once it knows a leader (quorum/host.py)."""
         start = qq.start_member(rec)
-        followers = yield AskAll(tuple(Ask(qq.manager(node), start, queue_down(rec.name))
+        followers = yield AskAll(tuple(Ask(qq.manager(node, rec), start, queue_down(rec.name))
                                        for node in rec.members[1:]))
-        led = yield Ask(qq.manager(rec.members[0]), start, queue_down(rec.name))
+        led = yield Ask(qq.manager(rec.members[0], rec), start, queue_down(rec.name))
         started = sum(reply.ok for reply in followers) + led.ok
         error = qq.not_started(rec, self.node, started)
         if error is not None:
@@ -586,7 +586,7 @@ class NodeCore:
             return reply.error
         yield Apply(RemoveQueue(rec.vhost, rec.name, rec.exclusive_owner), texts.queue_delete_timeout())
         if rec.quorum:  # RabbitMQ deletes a quorum queue with no leader too (its force delete)
-            yield AskAll(tuple(Ask(qq.manager(node), qq.delete_member(rec), MISSING) for node in rec.members))
+            yield AskAll(tuple(Ask(qq.manager(node, rec), qq.delete_member(rec), MISSING) for node in rec.members))
             self.leaders.forget(rec)
         return reply.value if reply.ok else 0
 

@@ -103,12 +103,12 @@ LISTING_OPS = frozenset(_LISTINGS) | {"status"}
 
 
 def listing(reg: Registry, op: str, args: dict, *, queue_hosts: tuple[str, ...], connection_hosts: list[str],
-            pid: int) -> Any:
+            pid: int, quorum_hosts: tuple[str, ...] = ("quorum",)) -> Any:
     """The answer to listing `op` (one of LISTING_OPS)."""
     if op == "status":
         return {"vhosts": len(reg.vhosts()), "users": len(reg.users()), "queues": len(reg.queues()),
                 "exchanges": len(reg.exchanges()), "queue_hosts": list(queue_hosts),
-                "connection_hosts": sorted(connection_hosts), "pid": pid}
+                "connection_hosts": sorted(connection_hosts), "quorum_hosts": list(quorum_hosts), "pid": pid}
     rows = _LISTINGS.get(op)
     return rows(reg, args) if rows is not None else {"error": f"unknown op {op!r}", "exit": 64}
 

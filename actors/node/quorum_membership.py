@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 from actors.messages.quorum import (ChangeQueueMembers, KeepMembers, MemberStatus,
                                     TransferQueueLeader)
 from actors.node import quorum_queues as qq
-from actors.node.steps import Apply, Ask, Op
+from actors.node.steps import Apply, Ask, AskAll, Op
 from actors.quorum.names import member_id
 from effects import Effect, Send, StartTimer
 from metadata.admin_errors import EX_SOFTWARE, EX_UNAVAILABLE, AdminError, no_vhost
@@ -133,8 +133,9 @@ def with_lag(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def reconcile(node: str, records: Iterable[QueueRecord]) -> list[Effect]:
     """What this node's quorum host is told when the node starts serving (see the docstring)."""
     mine = [r for r in records if r.quorum and node in r.members]
-    out: list[Effect] = [Send(qq.manager(node), qq.start_member(r)(0)) for r in mine]
-    out.append(Send(qq.manager(node), KeepMembers(sorted(qq.uid_of(r) for r in mine))))
+    out: list[Effect] = [Send(qq.manager(node, r), qq.start_member(r)(0)) for r in mine]
+    keep = KeepMembers(sorted(qq.uid_of(r) for r in mine))  # every host keeps those of it that it holds
+    out += [Send(manager, keep) for manager in qq.managers(node)]
     return out
 
 
@@ -158,7 +159,7 @@ def quorum_status(core: NodeCore, a: dict) -> Op:
     uid = qq.uid_of(rec)
     rows = []
     for node in rec.members:
-        reply = yield Ask(qq.manager(node), lambda rid: MemberStatus(rid, uid), _NOPROC)
+        reply = yield Ask(qq.manager(node, rec), lambda rid: MemberStatus(rid, uid), _NOPROC)
         rows.append(status_row(node, reply.value if reply.ok else None))
     return {"rows": with_lag(rows), "columns": list(STATUS_COLUMNS)}
 
@@ -186,13 +187,13 @@ def _add(core: NodeCore, rec: QueueRecord, node: str) -> Op:
     if node in rec.members:
         return len(rec.members)
     uid = qq.uid_of(rec)
-    started = yield Ask(qq.manager(node), qq.start_member(rec), _NOPROC)
+    started = yield Ask(qq.manager(node, rec), qq.start_member(rec), _NOPROC)
     if not started.ok:
         return AdminError("node_not_running", EX_UNAVAILABLE)
     reply = yield Ask(core.queue_target(rec), lambda rid: ChangeQueueMembers(rid, member_id(node, uid), True),
                       _NOPROC)
     if not reply.ok:
-        yield Ask(qq.manager(node), qq.delete_member(rec), _NOPROC)
+        yield Ask(qq.manager(node, rec), qq.delete_member(rec), _NOPROC)
         return AdminError(reply.error.detail, EX_UNAVAILABLE)
     return (yield from _record(rec, (*rec.members, node)))
 
@@ -211,7 +212,7 @@ def _delete(core: NodeCore, rec: QueueRecord, node: str) -> Op:
     core.leaders.forget(rec)  # it may have led: the next call asks a member that is left
     size = yield from _record(rec, tuple(n for n in rec.members if n != node))
     if node in core.cluster_now or node == core.node:  # a node that is down deletes it when it serves
-        yield Ask(qq.manager(node), qq.delete_member(rec), _NOPROC)
+        yield Ask(qq.manager(node, rec), qq.delete_member(rec), _NOPROC)
     return size
 
 
@@ -257,6 +258,14 @@ def _errors_only(rows: list[dict[str, Any]], a: dict) -> list[dict[str, Any]]:
     return [r for r in rows if r["result"] != "ok"] if a.get("errors_only") else rows
 
 
+def _statuses(node: str) -> Op:
+    """Every member's status on `node`, by uid: one ask to each of its quorum hosts, at once (a
+    host that does not answer adds none)."""
+    replies = yield AskAll(tuple(Ask(manager, lambda rid: MemberStatus(rid, ""), _NOPROC)
+                                 for manager in qq.managers(node)))
+    return {uid: st for reply in replies if reply.ok for uid, st in (reply.value or {}).items()}
+
+
 def rebalance(core: NodeCore, a: dict) -> Op:
     """Move leaders so that every node that is up leads about as many queues (RabbitMQ's
     rebalance does not change members); the leaders per node as planned."""
@@ -264,8 +273,7 @@ def rebalance(core: NodeCore, a: dict) -> Op:
     up = core.cluster_now - core.down
     leaders: dict[str, tuple[int, str]] = {}  # uid -> (term, node)
     for node in sorted(up):
-        reply = yield Ask(qq.manager(node), lambda rid: MemberStatus(rid, ""), _NOPROC)
-        for uid, st in (reply.value or {}).items() if reply.ok else ():
+        for uid, st in (yield from _statuses(node)).items():
             if st["role"] == "leader" and st["term"] >= leaders.get(uid, (-1, ""))[0]:
                 leaders[uid] = (st["term"], node)
     by_uid = {qq.uid_of(r): r for r in records}
@@ -344,8 +352,7 @@ def grow_onto(rec: QueueRecord, target: int, up: set[str], load: Counter[str]) -
 def reconcile_members(core: NodeCore, _op: Reconcile) -> Op:
     """One round (see the module docstring); whether it added or removed members (or tried to)."""
     settings: Reconciliation = core.reconciliation
-    reply = yield Ask(qq.manager(core.node), lambda rid: MemberStatus(rid, ""), _NOPROC)
-    leading = {uid for uid, st in (reply.value or {}).items() if st["role"] == "leader"} if reply.ok else set()
+    leading = {uid for uid, st in (yield from _statuses(core.node)).items() if st["role"] == "leader"}
     present = core.cluster_now | {core.node}
     up = present - core.down
     changed = False

@@ -24,7 +24,7 @@ from typing import Any
 
 from actors.messages.quorum import DeleteMember, StartMember
 from actors.placement import node_of, quorum_home, quorum_uid
-from actors.quorum.names import manager_id, member_id, uid_of_member
+from actors.quorum.names import MANAGER_NAME, host_names, manager_id, member_id, uid_of_member
 from actors.runtime.address import Address
 from metadata import quorum
 from metadata.records import QueueRecord
@@ -88,8 +88,14 @@ def uid_of(rec: QueueRecord) -> str:
     return uid
 
 
-def manager(node: str) -> Address:
-    return Address.parse(manager_id(node))
+def manager(node: str, rec: QueueRecord | None = None) -> Address:
+    """The manager of the quorum host that holds `node`'s member of `rec` (host 0's without)."""
+    return Address.parse(manager_id(node, None if rec is None else uid_of(rec)))
+
+
+def managers(node: str) -> list[Address]:
+    """The managers of every quorum host of `node` (what every member of a node must hear)."""
+    return [Address(host, MANAGER_NAME) for host in host_names(node)]
 
 
 def member(node: str, rec: QueueRecord) -> Address:

@@ -35,6 +35,7 @@ from actors.node.listings import listing
 from actors.node.quorum_membership import Reconciliation
 from actors.node.quorum_queues import Declaring
 from actors.placement import kind_of
+from actors.quorum.names import quorum_process_kinds
 from actors.runtime.address import Address
 from actors.runtime.effects import ActorEffects
 from effects import AnswerAdmin, ProposeCommand
@@ -112,7 +113,8 @@ class NodeActor:
     def listing(self, op: str, args: dict) -> Any:
         """Answers that need no turn in the serial order (one of listings.LISTING_OPS)."""
         return listing(self.core.registry, op, args, queue_hosts=self.core.queue_kinds,
-                       connection_hosts=[kind_of(sub.host) for sub in self.core.connection_hosts()], pid=os.getpid())
+                       connection_hosts=[kind_of(sub.host) for sub in self.core.connection_hosts()], pid=os.getpid(),
+                       quorum_hosts=quorum_process_kinds())
 
     # -- proposing ---------------------------------------------------------------------------
     def _propose(self, e: ProposeCommand) -> None:

@@ -16,8 +16,10 @@ from flow.state import waiting_state
 from raft.roles import LEADER
 
 
-def flow_links(members: list[Any], wal: Any, host: str, now_ms: int) -> list[dict]:
-    """`members`: QuorumMembers; `wal`: their WalActor."""
+def flow_links(members: list[Any], wal: Any, host: str, now_ms: int,
+               wal_label: str = "quorum queues' write-ahead log", wal_downstream: tuple[str, ...] = ()) -> list[dict]:
+    """`members`: QuorumMembers; `wal`: their WalActor (or WalClient: then its share is the time
+    it had batches in flight to the node's WAL process, which `warrenctl flow` shows too)."""
     wal_name = f"{host}/wal"
     links = []
     for member in members:
@@ -41,7 +43,7 @@ def flow_links(members: list[Any], wal: Any, host: str, now_ms: int) -> list[dic
                           "state": waiting_state(wait.on[follower], now_ms) if follower in wait.on else "running",
                           "downstream": [], "blocked_on": [], "flow_share": share, "credit": {}})
     if links:
-        links.append({"kind": "wal", "name": wal_name, "label": f"{wal_name} (quorum queues' write-ahead log)",
-                      "state": waiting_state(wal.syncing, now_ms), "downstream": [], "blocked_on": [],
+        links.append({"kind": "wal", "name": wal_name, "label": f"{wal_name} ({wal_label})",
+                      "state": waiting_state(wal.syncing, now_ms), "downstream": list(wal_downstream), "blocked_on": [],
                       "flow_share": wal.syncing.flow_share(now_ms), "credit": {}})
     return links

@@ -1,9 +1,18 @@
-"""The "quorum" host entry: one process per node holding the node's WAL for quorum queues and every
-quorum queue member on the node.
+"""The "quorum" host entry: the processes of a node that hold its quorum queue members.
 
-They share a process because a member's `MemberLog` reads the WAL writer's memtables
-(persist/wal/member_log.py), and one WAL per node is what makes group commit pay: every member's
-appends of a loop turn go out in one write and one fdatasync (actors/raft/wal.py).
+With `quorum_hosts = 1` (the default) one process, "quorum", holds every member of the node and
+the node's WAL: every member's appends of a loop turn go out in one write and one fdatasync
+(actors/raft/wal.py). With `quorum_hosts = N > 1` the members are spread over N processes,
+"quorum", "quorum1", ... "quorum{N-1}", each member on the host its queue's hash slot names
+(actors/placement.py's `quorum_kind`), and the node's one WAL runs in a process of its own, "wal"
+(actors/raft/wal_host.py): each host's members append as ever, and the host's `WalClient`
+(actors/raft/wal_client.py) sends each loop turn's records to it as one batch and tells the members
+what the WAL acknowledged (the protocol: actors/raft/wal_link.py). A host keeps its own members'
+files (`members/` for host 0, `membersK/` for host K) and member table (`members.table`,
+`membersK.table`). Before anything of such a host runs, it fences the WAL for its incarnation,
+then recovers its members from the WAL files (read, never cut: their process owns them) and its
+segments. The number of quorum hosts is written in the data dir (`quorum/layout`): members are
+found by it, so a node refuses to start with another.
 
 Members come and go at run time: the manager actor (`members`, actors/quorum/names.py) takes
 `StartMember` and `DeleteMember` (actors/messages/quorum.py) and answers each with a `Reply` once it
@@ -39,7 +48,8 @@ node that goes down wakes the members with a peer on it, and those it led stand 
 every 2 ticks (500 ms) and elections after 8-16 ticks (2-4 s) for the groups that are busy, and
 a dead leader replaced within seconds (tests use faster settings).
 
-Config (HostSpec.config): node, data_dir, and optionally tick_ms, sync_method,
+Config (HostSpec.config): node, data_dir, and optionally quorum_hosts (1) and quorum_index (0:
+which of them this is), tick_ms, sync_method,
 wal_max_size_bytes (512 MiB), segment_max_entries (4096), settings (RaftSettings fields), node_address
 (where x-expires deletions go), gc_threshold, machine_version (the newest quorum queue machine
 version its members run, 1 unless set: actors/quorum/machine.py). Control ops: "status" (args:
@@ -64,7 +74,7 @@ from actors.messages.quorum import ChannelsGone, DeleteMember, HostChannelsGone,
 from actors.stats.deltas import Changes
 from actors.quorum.dead_letter_shell import DeadLetterActor
 from actors.quorum.config import queue_config
-from actors.placement import node_of
+from actors.placement import WAL_KIND, host_of, node_of
 from actors.quorum.front import QueueFront, RaftView, channels
 from actors.quorum.machine import QuorumMachine
 from actors.quorum.flow_links import flow_links
@@ -72,16 +82,20 @@ from actors.quorum.member import QuorumMember, monotonic_ms
 from actors.quorum.member_table import MemberSpec, MemberTable
 from actors.quorum.names import MANAGER_NAME, channel_incarnation, member_id, member_name
 from actors.raft.hosts import Profiler, gc_threshold
+from actors.quorum import names
 from actors.raft.wal import WalActor
+from actors.raft.wal_client import WalClient, fence
+from actors.raft.wal_host import WAL_NAME, fence_endpoint
+from actors.raft.wal_link import LinkCore
 from actors.runtime.address import Address
-from persist.disk import Disk, RealDisk
+from persist.disk import Disk, RealDisk, write_atomic
 from persist.wal.writer import SEGMENT_MAX_ENTRIES, WAL_MAX_SIZE_BYTES, WalWriter
 from raft.config import ClusterConfig, RaftSettings
 from raft.core import RaftCore
 
 log = structlog.get_logger("warren.quorum.host")
 
-TABLE_PATH = "members.table"
+LAYOUT_PATH = "layout"
 tick_ms_default = 250
 settings_default = {"election_ticks": 8, "heartbeat_ticks": 2, "max_inflight": 4,
                     "max_batch_entries": 1024, "max_batch_bytes": 1 << 20, "append_per_turn": True,
@@ -92,7 +106,10 @@ class QuorumHost:
     """The node's quorum members, their WAL, their ticker; the manager actor is this object."""
 
     def __init__(self, runtime: Any, disk: Disk, loop: asyncio.AbstractEventLoop, cfg: dict,
-                 registry: Any = None, incarnation: int = 0) -> None:
+                 registry: Any = None, incarnation: int = 0, link: LinkCore | None = None,
+                 roll: int = 0) -> None:
+        """`link`: this host's side of the link to the node's WAL process (None: the WAL is this
+        process's own); `roll`: a rollover of that WAL to do once recovered (its first file)."""
         self.runtime = runtime
         self.node = cfg["node"]
         self.disk = disk
@@ -101,13 +118,22 @@ class QuorumHost:
         node_address = cfg.get("node_address")
         self.node_address = Address.parse(node_address) if node_address else None
         self._loop = loop
-        self.table = MemberTable(disk, TABLE_PATH)
+        index = cfg.get("quorum_index", 0)
+        suffix = str(index) if index else ""
+        self.table = MemberTable(disk, f"members{suffix}.table")
         specs = self.table.load()
         keys = {member_name(spec.uid) for spec in specs}
         self.writer = WalWriter(disk, cfg.get("wal_max_size_bytes", WAL_MAX_SIZE_BYTES),
-                                cfg.get("segment_max_entries", SEGMENT_MAX_ENTRIES))
+                                cfg.get("segment_max_entries", SEGMENT_MAX_ENTRIES),
+                                members_dir=f"members{suffix}", own_files=link is None)
         self.writer.recover(keep=keys.__contains__)
-        self.wal = WalActor(self.writer, loop, runtime.send_queued)
+        if link is None:
+            self.wal: WalActor = WalActor(self.writer, loop, runtime.send_queued)
+        else:
+            me = Address(runtime.host, names.WAL_CLIENT_NAME)
+            wal_host = host_of(node_of(runtime.host), WAL_KIND)
+            self.wal = WalClient(self.writer, loop, runtime, me, Address(wal_host, WAL_NAME), link)
+            runtime.spawn(me.name, self.wal)
         self.members: dict[str, QuorumMember] = {}
         self.by_id: dict[str, QuorumMember] = {}  # by member id (where dead-letter settlements go)
         self.awake: dict[str, QuorumMember] = {}  # by actor name: the members the ticker ticks
@@ -122,7 +148,10 @@ class QuorumHost:
         self._ticks = 0
         for spec in specs:
             self._start(spec)
-        log.info("quorum.host_started", host=runtime.host, members=len(self.members))
+        if roll and isinstance(self.wal, WalClient):
+            self.wal.roll(link.wal_epoch, roll)
+        log.info("quorum.host_started", host=runtime.host, members=len(self.members),
+                 wal="own" if link is None else "wal process")
 
     # -- the manager's messages ----------------------------------------------------------------
     def receive(self, sender: Address, msg: Any) -> None:
@@ -331,14 +360,36 @@ class QuorumHost:
         return out
 
 
+def check_layout(disk: Disk, quorum_hosts: int, index: int) -> None:
+    """The data dir's quorum members were placed over this many quorum hosts (written by host 0
+    the first time): with another number they would not be found, so the host refuses to start."""
+    if disk.exists(LAYOUT_PATH):
+        written = int(disk.read(LAYOUT_PATH).decode().split("=")[1])
+        if written != quorum_hosts:
+            raise RuntimeError(f"this data dir's quorum queue members are placed over {written} quorum hosts; "
+                               f"quorum_hosts = {quorum_hosts} would not find them")
+        return
+    if index == 0:
+        write_atomic(disk, LAYOUT_PATH, f"quorum_hosts={quorum_hosts}\n".encode())
+
+
 def quorum_host(runtime: Any, spec: Any, registry: Any = None, incarnation: int = 0) -> QuorumHost:
     """`registry`: a registry replica's, which dead-lettered messages are routed with; `incarnation`:
     that replica's (this process's), which names the dead-letter worker."""
     cfg = spec.config
     gc.set_threshold(*cfg.get("gc_threshold", gc_threshold))
     loop = asyncio.get_running_loop()
+    quorum_hosts = cfg.get("quorum_hosts", 1)
+    names.configure(quorum_hosts)
     disk = RealDisk(str(Path(cfg["data_dir"]) / "quorum"), cfg.get("sync_method", "fdatasync"))
-    host = QuorumHost(runtime, disk, loop, cfg, registry, incarnation)
+    check_layout(disk, quorum_hosts, cfg.get("quorum_index", 0))
+    link, roll = None, 0
+    if quorum_hosts > 1:
+        host_epoch = int.from_bytes(os.urandom(7), "big")
+        wal_host = host_of(cfg["node"], WAL_KIND)
+        wal_epoch, roll = fence(fence_endpoint(runtime.directory[wal_host]), runtime.host, host_epoch)
+        link = LinkCore(runtime.host, host_epoch, wal_epoch)
+    host = QuorumHost(runtime, disk, loop, cfg, registry, incarnation, link, roll)
     runtime.spawn(MANAGER_NAME, host)
     tick_s = cfg.get("tick_ms", tick_ms_default) / 1000
     profiler = Profiler()
@@ -358,7 +409,10 @@ def quorum_host(runtime: Any, spec: Any, registry: Any = None, incarnation: int 
         if op == "wal_stats":
             return host.wal.stats()
         if op == "flow_links":
-            return flow_links(list(host.members.values()), host.wal, runtime.host, monotonic_ms())
+            if link is None:
+                return flow_links(list(host.members.values()), host.wal, runtime.host, monotonic_ms())
+            return flow_links(list(host.members.values()), host.wal, runtime.host, monotonic_ms(),
+                              "batches in flight to the node's WAL", (str(host.wal.wal_address),))
         if op == "start_members":  # [{uid, name, nodes, vhost?, arguments?, created_ms?}, ...]
             host.start_members([MemberSpec(m["uid"], m.get("vhost", "/"), m["name"], tuple(m["nodes"]),
                                            dict(m.get("arguments", {})), m.get("created_ms", 0))

@@ -18,7 +18,9 @@ the write and sync block the loop, so the followers' writes overlap the leader's
 of following it, and publishers are not held while this process writes and applies.
 
 Why method calls and not messages: `MemberLog` must live in the writer's process anyway, and a
-local message would cost each commit another loop turn.
+local message would cost each commit another loop turn. (On a node with several quorum hosts the
+WAL has a process of its own and each host's members call a `WalClient` instead, the same
+interface over the ZeroMQ link: actors/raft/wal_client.py.)
 """
 from __future__ import annotations
 

@@ -456,8 +456,12 @@ def _endpoint(address: Any) -> str:
 
 
 def tell_channels_host_restarted(ctx: ConnectionHostContext) -> Callable[[Address, str], None]:
-    """The replica's on_host_restarted: every channel learns that a queue host lost its state."""
+    """The replica's on_host_restarted: every channel learns that a queue host lost its state, and
+    the credit lent to its actors comes back (what its dead incarnation took in and never granted
+    back would otherwise be lost for good: a publisher's channel went out of credit towards a
+    quorum host killed twice)."""
     def on_host_restarted(sender: Address, host: str) -> None:
+        ctx.runtime.peers_down({host})
         for ch in ctx.channels():
             ch.receive(sender, QueueHostRestarted(host))
     return on_host_restarted

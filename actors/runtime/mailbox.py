@@ -41,6 +41,13 @@ is given up as if its actor did not exist (`Undelivered`, credit back), so nothi
 `partition(nodes)` (the control op "partition") is fault injection for tests: frames to and from
 those nodes' hosts are dropped, as a network partition loses them.
 
+Raw frames: a protocol whose bulk must not pass through the envelope (a quorum host's WAL batches,
+actors/messages/wal.py: an envelope would copy its records twice more and decode them for nothing)
+sends frames of its own layout with `send_raw`; their first byte is `RAW_FRAME`, which starts no
+msgpack value, and the receiving host hands them whole to its `raw_handler`. They go out at once,
+not with the turn's flush, so they keep their order among themselves but not with the envelopes
+of the same turn (their protocol must not need it); only to a host of this node.
+
 A `receive` (or `on_unblocked`) that raises is logged with its traceback and the actor is removed;
 the host keeps running.
 A message for an actor that does not exist is answered with `Undelivered(msg)`, so a sender
@@ -55,7 +62,7 @@ from typing import Any, Awaitable, Callable, Protocol
 
 import structlog
 
-from actors.messages.runtime import Credit, Undelivered
+from actors.messages.runtime import RAW_FRAME, Credit, Undelivered
 from actors.runtime import envelope
 from actors.runtime.address import Address
 from actors.runtime.clock import monotonic_ms
@@ -95,6 +102,7 @@ class Runtime:
         self.credit_initial = credit_initial
         self.credit_more_after = credit_more_after
         self.control: Callable[[str, dict], Awaitable[Any]] | None = None
+        self.raw_handler: Callable[[bytes], None] | None = None  # raw frames (see the module docstring)
         self.frames_sent = 0
         self.frames_received = 0
         self._actors: dict[str, Actor] = {}
@@ -140,8 +148,9 @@ class Runtime:
                 self._send_frame(host, parked)
 
     def peers_down(self, hosts: set[str]) -> None:
-        """The nodes of `hosts` are down: every local actor forgets its links to actors there, so
-        no credit stays lent to a peer that will never grant it back (credit_flow:peer_down)."""
+        """`hosts` are down (their nodes), or restarted (their actors lost what they had taken in):
+        every local actor forgets its links to actors there, so no credit stays lent to a peer
+        that will never grant it back (credit_flow:peer_down)."""
         for name, ledger in list(self._ledgers.items()):
             was_blocked = ledger.blocked()
             for link in ledger.links():
@@ -376,9 +385,23 @@ class Runtime:
         self._frame_bytes[host] = len(frame)
         return frame
 
+    def send_raw(self, host: str, frame: bytes) -> None:
+        """One raw frame (its first byte RAW_FRAME) to `host`, a host of this node, now."""
+        assert frame[0] == RAW_FRAME and self._links is not None
+        if self._cut_off and host.startswith(self._cut_off):
+            return
+        self._links.send(host, self.directory[host], frame)
+        self.frames_sent += 1
+
     def _frame_arrived(self, frame: Any) -> None:
         """A frame from another host (bytes, or anything with the buffer protocol)."""
         self.frames_received += 1
+        if frame[0] == RAW_FRAME:
+            if self.raw_handler is None:
+                log.warning("runtime.raw_frame_unexpected", host=self.host, size=len(frame))
+            else:
+                self.raw_handler(frame)
+            return
         try:
             source, items = envelope.decode(frame)
         except Exception:

@@ -1,8 +1,17 @@
 """`WalWriter`: the IO side of the node's shared WAL (drives persist.wal.core.WalCore with a Disk).
 
 Layout under the disk's root:
-    wal/<seq:016d>.wal                 the WAL files; the highest is current, older ones await rollover
+    wal/<seq:016d>.wal                 the WAL files (persist/wal/files.py)
     members/<quoted id>/NNNNNNNN.segment, snapshot, meta    per member (persist/wal/segments.py, snapshots.py)
+(`members_dir`: "members" for quorum host 0, "membersK" for quorum host K of a node with several.)
+
+Two ways to run it. *Writing its own WAL* (the default, `flush`): a node with one quorum host, the
+simulator, the metadata group. *Members only* (`own_files=False`): a quorum host of a node whose
+WAL has a process of its own (actors/raft/wal_host.py). It keeps its members' logs and memtables
+as ever, but `take_batch` hands the records to the shell to send, `durable` applies what the WAL
+process acknowledged, a rollover is started by the WAL process (`start_member_roll`, then
+`roll_step` writes this host's members' segments) and `recover(..., read_only=True)` replays the
+WAL files without touching them, keeping only this host's members.
 
 `flush()` appends everything submitted since the last flush to the current WAL file as one
 (gathered) write, syncs once, tells each in-process MemberLog how far it is durable, and returns
@@ -18,12 +27,7 @@ delete the old WAL files. A crash at any point leaves the old WAL files in place
 (see persist.wal.core.MemberReplay); hard states merge by "newest wins" (records.newer_hard_state),
 so the order files are replayed in does not matter for them.
 
-Preallocation: a WAL file is written ahead with zeros, `prealloc_bytes` at a time, and batches
-overwrite them in place (`write_at`), so the sync after a batch flushes data only: an fdatasync
-after an append must also commit the file's new size through the filesystem's journal. Measured
-on this VM's ext4: 200 µs against 420-490 µs per fdatasync of a 4 KiB batch; the batch that
-crosses into a new stretch of zeros pays for that stretch once. The zeros after the last record
-are not a torn tail: `scan` marks such a cut blank, and recovery cuts it without a warning.
+Preallocation of the WAL files: persist/wal/files.py.
 
 `recover()` loads each member's meta, snapshot and segments, replays every WAL file in order
 (cutting a torn tail: the file is truncated at the last valid record and the cut is logged), raises
@@ -44,15 +48,15 @@ import structlog
 from persist.disk import Disk
 from persist.wal.member_log import MemberLog
 from raft.log import Entry
-from persist.wal.records import encode_hard_state, newer_hard_state, scan
+from persist.wal.files import PREALLOC_BYTES, WalFiles
+from persist.wal.records import encode_hard_state, newer_hard_state
 from persist.wal.segments import SegmentSet
 from persist.wal.snapshots import MemberMeta, SnapshotStore
-from persist.wal.core import Gap, MemberReplay, MemTable, WalCore
+from persist.wal.core import Batch, Gap, MemberReplay, MemTable, WalCore
 
 WAL_MAX_SIZE_BYTES = 512 * 1024 * 1024
 SEGMENT_MAX_ENTRIES = 4096
 ROLL_STEP_BYTES = 8 * 1024 * 1024  # segment bytes a rollover writes per flush (~30 ms on a 300 MB/s disk)
-PREALLOC_BYTES = 1024 * 1024  # zeros written ahead at a time: ~1 s of a node's WAL at 1,000 1 KiB msg/s
 log = structlog.get_logger("warren.persist.wal")
 
 
@@ -81,16 +85,15 @@ class WalCounters:
 
 class WalWriter:
     def __init__(self, disk: Disk, wal_max_size_bytes: int = WAL_MAX_SIZE_BYTES,
-                 segment_max_entries: int = SEGMENT_MAX_ENTRIES, prealloc_bytes: int = PREALLOC_BYTES) -> None:
+                 segment_max_entries: int = SEGMENT_MAX_ENTRIES, prealloc_bytes: int = PREALLOC_BYTES,
+                 *, members_dir: str = "members", own_files: bool = True) -> None:
         self.disk = disk
         self.segment_max_entries = segment_max_entries
-        self.prealloc_bytes = prealloc_bytes
-        self._end = 0  # where the current file's records end
-        self._zeroed = 0  # where the zeros written ahead of them end
+        self.members_dir = members_dir
         self.core = WalCore(wal_max_size_bytes)
         self.logs: dict[str, MemberLog] = {}
-        self._seq = 0
-        self._old_files: list[str] = []
+        self.files = WalFiles(disk, prealloc_bytes)
+        self.own_files = own_files
         self._roll_queue: list[str] | None = None  # members whose frozen table is being written
         self.roll_step_bytes = ROLL_STEP_BYTES
         self.rollovers = 0
@@ -98,7 +101,10 @@ class WalWriter:
 
     @property
     def current_file(self) -> str:
-        return f"wal/{self._seq:016d}.wal"
+        return self.files.current_file
+
+    def _member_dir(self, member: str) -> str:
+        return f"{self.members_dir}/" + quote(member, safe="")
 
     # -- members -------------------------------------------------------------------------------
     def member(self, member: str) -> MemberLog:
@@ -107,15 +113,15 @@ class WalWriter:
         found = self.logs.get(member)
         if found is not None:
             return found
-        directory = _member_dir(member)
-        disk = _MadeOnFirstWrite(self.disk, directory)
+        directory = self._member_dir(member)
+        disk = _MadeOnFirstWrite(self.disk, directory, self.members_dir)
         meta, snaps = MemberMeta(disk, directory), SnapshotStore(disk, directory)
         segments = SegmentSet(disk, directory, self.segment_max_entries)
         segments.load()
         return self._open_member(member, 0, 0, MemTable(), (0, None), (segments, snaps, meta, None))
 
     def _load_member(self, member: str) -> tuple[SegmentSet, SnapshotStore, MemberMeta, Gap | None]:
-        directory = _member_dir(member)
+        directory = self._member_dir(member)
         meta, snaps = MemberMeta(self.disk, directory), SnapshotStore(self.disk, directory)
         meta.load()
         snaps.load()
@@ -145,7 +151,7 @@ class WalWriter:
         self.logs.pop(member, None)
         self.core.mem.pop(member, None)
         self.core.frozen.pop(member, None)
-        self.disk.remove_tree(_member_dir(member))
+        self.disk.remove_tree(self._member_dir(member))
 
     # -- the write path ----------------------------------------------------------------------
     def submit(self, member: str, entries: Sequence[Entry]) -> None:
@@ -159,45 +165,61 @@ class WalWriter:
     def flush(self) -> dict[str, int]:
         """One write and one sync for everything submitted since the last flush; then a step of
         the rollover in progress, or the start of one."""
-        assert self._seq, "recover() first"
+        assert self.own_files and self.files.seq, "recover() first"
         batch = self.core.take_batch()
         written: dict[str, int] = {}
         if batch is not None:
-            path = self.current_file
-            self._write(batch.parts, batch.nbytes)
-            self.disk.sync(path)
+            self.files.write(batch.parts, batch.nbytes)
+            self.files.sync()
             counters = self.counters
             counters.batches += 1
             counters.writes += batch.records
             counters.bytes_written += batch.nbytes
-            written = self.core.written(batch)
-            logs = self.logs
-            for member, upto in written.items():
-                if member in logs:  # not forgotten since it queued these
-                    logs[member]._synced(upto)
-            for member, hard_state in batch.hard.items():
-                if member in logs:
-                    logs[member]._hard_synced(hard_state)
+            written = self.durable(batch)
         if self._roll_queue is None and self.core.should_roll():
             self._start_roll()
-        if self._roll_queue is not None:
-            self._roll_step()
+        if self._roll_queue is not None and self.roll_step():
+            self.files.remove_old()
+        return written
+
+    def take_batch(self) -> Batch | None:
+        """Members only: everything queued since the last batch, for the shell to send."""
+        return self.core.take_batch()
+
+    def durable(self, batch: Batch) -> dict[str, int]:
+        """`batch` is synced: each member's log hears how far it is durable, and its hard state;
+        returns {member: written_upto} for the members' notifications."""
+        written = self.core.written(batch)
+        logs = self.logs
+        for member, upto in written.items():
+            if member in logs:  # not forgotten since it queued these
+                logs[member]._synced(upto)
+        for member, hard_state in batch.hard.items():
+            if member in logs:
+                logs[member]._hard_synced(hard_state)
         return written
 
     def _start_roll(self) -> None:
-        self._old_files.append(self.current_file)
-        self._start_file(self._seq + 1)
+        self.files.roll()
+        self.counters.wal_files = self.files.files_started
         hard = b"".join([encode_hard_state(*ml.durable_hard_state(), member.encode())
                          for member, ml in self.logs.items() if ml.durable_hard_state()[0]])
         if hard:
-            self._write([hard], len(hard))
-            self.disk.sync(self.current_file)
+            self.files.write([hard], len(hard))
+            self.files.sync()
+        self.start_member_roll()
+
+    def start_member_roll(self) -> None:
+        """Freeze the memtables (they hold at least what every WAL file so far holds of these
+        members) for `roll_step` to write into the segments. Members only: the WAL's process
+        started the new file; the caller sends every member's hard state into it."""
         self.core.start_roll()
         self._roll_queue = list(self.logs)
 
-    def _roll_step(self) -> None:
-        """Write up to `roll_step_bytes` of the frozen tables into segments; finish the rollover
-        (delete the old WAL files, release the tables) once every member's is written."""
+    def roll_step(self) -> bool:
+        """Write up to `roll_step_bytes` of the frozen tables into segments; once every member's
+        is written, release the tables and say so (True): the caller deletes the old WAL files
+        (or, members only, tells the WAL's process that this host is done with them)."""
         queue, frozen, budget = self._roll_queue, self.core.frozen, self.roll_step_bytes
         counters = self.counters
         assert queue is not None
@@ -222,39 +244,12 @@ class WalWriter:
             counters.segment_bytes += chunk_bytes
             budget -= chunk_bytes
         if queue:
-            return
+            return False
         self.core.roll_done()
-        for path in self._old_files:
-            self.disk.remove(path)
-        self.disk.fsync_dir("wal")
-        log.info("wal_rolled_over", removed=len(self._old_files), current=self.current_file)
-        self._old_files.clear()
+        log.info("wal_rolled_over", members=self.members_dir, files=self.own_files)
         self._roll_queue = None
         self.rollovers += 1
-
-    def _start_file(self, seq: int) -> None:
-        self.counters.wal_files += 1
-        self._seq = seq
-        self.disk.open(self.current_file)
-        self._end = self._zeroed = 0
-        self._zero_ahead()
-        self.disk.fsync_dir("wal")
-
-    def _write(self, parts: list[bytes], nbytes: int) -> None:
-        """Records at the end of the current file's records, over the zeros written ahead."""
-        if self._end + nbytes > self._zeroed:
-            self._zero_ahead(self._end + nbytes)
-        self.disk.write_at(self.current_file, self._end, parts)
-        self._end += nbytes
-
-    def _zero_ahead(self, past: int = 0) -> None:
-        """Write zeros from where they end now to `prealloc_bytes` past `past` (durable with the
-        next sync, which covers the records written over them too)."""
-        if not self.prealloc_bytes:
-            return
-        upto = past + self.prealloc_bytes
-        self.disk.write_at(self.current_file, self._zeroed, [bytes(upto - self._zeroed)])
-        self._zeroed = upto
+        return True
 
     # -- recovery ----------------------------------------------------------------------------
     def recover(self, keep: Callable[[str], bool] | None = None) -> dict[str, MemberLog]:
@@ -262,16 +257,18 @@ class WalWriter:
         member that never wrote a file or a WAL record left nothing to find: its owner names it
         (the quorum host's member table) and `member()` gives it its empty log again.
         `keep` says which members still exist (default: all): the others' files are deleted and
-        their WAL records skipped (a member forgotten before a crash)."""
-        self.disk.makedirs("wal")
-        self.disk.makedirs("members")
-        names = [unquote(name) for name in self.disk.listdir("members")]
+        their WAL records skipped (a member forgotten before a crash, or, members only, one of
+        another quorum host: its files are in another `members_dir`). Members only, the WAL files
+        are read, never cut or started (their process does that), and no rollover runs here."""
+        members_dir = self.members_dir
+        self.disk.makedirs(members_dir)
+        names = [unquote(name) for name in self.disk.listdir(members_dir)]
         if keep is not None:
             for member in [m for m in names if not keep(m)]:
                 log.info("wal_member_forgotten", member=member)
-                self.disk.remove_tree(_member_dir(member))
+                self.disk.remove_tree(self._member_dir(member))
                 names.remove(member)
-            self.disk.fsync_dir("members")
+            self.disk.fsync_dir(members_dir)
         loaded = {member: self._load_member(member) for member in names}
         replays: dict[str, MemberReplay] = {}
         gaps: list[Gap] = [g for *_, g in loaded.values() if g is not None]
@@ -282,26 +279,15 @@ class WalWriter:
             if gap is not None:
                 gaps.append(gap)
         wal_bytes = 0
-        names = [n for n in self.disk.listdir("wal") if n.endswith(".wal")]
-        for name in names:
-            path = f"wal/{name}"
-            result = scan(self.disk.read(path))
-            if result.cut is not None:
-                if not result.cut.blank:
-                    log.warning("wal_torn_tail_cut", path=path, offset=result.cut.offset,
-                                bytes=result.cut.size, reason=result.cut.reason,
-                                last_file=name == names[-1])
-                self.disk.truncate(path, result.cut.offset)
-                self.disk.sync(path)
-            wal_bytes += result.valid_bytes
-            for rec in result.records:
+        for _path, records, valid_bytes in self.files.scan_all(cut=self.own_files):
+            wal_bytes += valid_bytes
+            for rec in records:
                 if keep is not None and rec.member not in loaded and not keep(rec.member):
                     continue
                 replay = replays.get(rec.member)
                 if replay is None:
                     replay = replays[rec.member] = MemberReplay(rec.member, 1, None, 0)
                 replay.apply(rec)
-            self._old_files.append(path)
         finished = {member: replay.finish() for member, replay in replays.items()}
         gaps += [f for f in finished.values() if isinstance(f, Gap)]
         if gaps:
@@ -312,8 +298,8 @@ class WalWriter:
         self.core = WalCore(self.core.max_size_bytes, wal_bytes)
         for member, replay in replays.items():
             if member not in loaded:
-                self.disk.makedirs(_member_dir(member))
-                self.disk.fsync_dir("members")
+                self.disk.makedirs(self._member_dir(member))
+                self.disk.fsync_dir(members_dir)
             last, mem = finished[member]
             snap = loaded[member][1].meta if member in loaded else None
             if snap is not None and last < snap[0]:
@@ -324,11 +310,15 @@ class WalWriter:
                 last, mem = snap[0], MemTable(snap[0] + 1)
             self._open_member(member, replay.seg_limit, last, mem, replay.hard_state,
                               loaded.get(member))
-        self._start_file(int(names[-1].split(".")[0]) + 1 if names else 1)
+        if not self.own_files:
+            return dict(self.logs)
+        self.files.start_after_recovery()
+        self.counters.wal_files = self.files.files_started
         if self.core.should_roll():
             self._start_roll()
-            while self._roll_queue is not None:
-                self._roll_step()
+            while not self.roll_step():
+                pass
+            self.files.remove_old()
         return dict(self.logs)
 
 
@@ -340,9 +330,10 @@ class _MadeOnFirstWrite:
     the directory does not exist, which reads as empty, and recovery finds the member through
     its WAL records or the quorum host's member table."""
 
-    def __init__(self, disk: Disk, directory: str) -> None:
+    def __init__(self, disk: Disk, directory: str, parent: str) -> None:
         self._disk = disk
         self._dir = directory
+        self._parent = parent
         self._made = False
 
     def __getattr__(self, name: str) -> Any:  # reads go straight through
@@ -351,7 +342,7 @@ class _MadeOnFirstWrite:
     def _make(self) -> None:
         if not self._made:
             self._disk.makedirs(self._dir)
-            self._disk.fsync_dir("members")
+            self._disk.fsync_dir(self._parent)
             self._made = True
 
     def makedirs(self, path: str) -> None:
@@ -371,6 +362,3 @@ class _MadeOnFirstWrite:
         self._make()
         self._disk.rename(src, dst)
 
-
-def _member_dir(member: str) -> str:
-    return "members/" + quote(member, safe="")
