@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 from actors.runtime.address import Address
 
@@ -73,6 +74,28 @@ def queue_kind(vhost: str, name: str, kinds: Sequence[str]) -> str:
 @functools.lru_cache(maxsize=65536)  # on every publish's path; a queue's home never changes
 def queue_address(home: str, vhost: str, name: str) -> Address:
     return Address(home, f"{QUEUE_ACTOR_PREFIX}{vhost}:{name}")
+
+
+def member_hosts(home: str, replicas: Sequence[str]) -> list[str]:
+    """The hosts a queue's actors run on: its home, or a replicated stream's members, one on each
+    of its nodes, on the host of its home's kind (every node of a cluster runs the same kinds)."""
+    if not replicas:
+        return [home]
+    kind = kind_of(home)
+    return [host_of(node, kind) for node in replicas]
+
+
+def stream_member_here(rec: Any, host: str) -> bool:
+    """`host` runs a member of the replicated stream `rec` (a QueueRecord)."""
+    return bool(rec.replicas) and host in member_hosts(rec.home, rec.replicas)
+
+
+def route_host(home: str, replicas: Sequence[str], node: str) -> str:
+    """The host a channel on `node` sends to: a replicated stream's member on its own node when
+    it has one (it hands publishes on to the leader and serves consumers itself), else the home."""
+    if replicas and node in replicas:
+        return host_of(node, kind_of(home))
+    return home
 
 
 QUORUM_HOME_PREFIX = "quorum!"  # "!" is in no node name (name@host) and no kind
