@@ -118,6 +118,7 @@ class Replication:
         if self.members == (self.me,):  # a stream of one member leads unopposed, from the start
             self.role, self.leader = LEADER, self.me
             self.commit = self.log.committed
+            self.state.epoch = max(self.state.epoch, 1)  # what its status shows (never contested)
 
     # -- shape -----------------------------------------------------------------------------------
 
