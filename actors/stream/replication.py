@@ -11,7 +11,9 @@ offset that a majority of members (itself counted by its own fdatasync) has on d
 publish is confirmed and every member hands entries to its consumers (a replica learns the
 commit with the next StreamAppend, an empty one if nothing else is to go). A replica behind the
 leader (restarted, or away) is sent its missing chunks a batch at a time, the next batch when it
-has acked the last (CATCH_UP_BYTES_MAX each), so a replica far behind costs bounded memory.
+has acked the last (CATCH_UP_BYTES_MAX each), so a replica far behind costs bounded memory; a
+replica in step whose acks lag more than IN_FLIGHT_BYTES_MAX behind is no longer pushed to and
+catches up the same way.
 
 Every log carries its *epoch history* (persist/stream/epochs.py): (epoch, first offset) for
 each leader whose chunks it holds. One leader assigns each offset in its epoch once, so two logs
@@ -59,6 +61,7 @@ ELECTION_TIMER = "election"
 ELECTION_BASE_MS = 500
 ELECTION_STEP_MS = 500  # per member ahead in `members`: the first one usually stands alone
 CATCH_UP_BYTES_MAX = 1 << 20  # chunks sent to a replica behind the leader per StreamAppend
+IN_FLIGHT_BYTES_MAX = 8 << 20  # chunks pushed to a replica and not acked yet, at most
 
 
 def divergence(a_history: Sequence[tuple[int, int]], a_end: int,
@@ -107,6 +110,7 @@ class Replication:
     ack_due: bool = False  # a replica owes its leader an ack after the next sync
     _sent: dict[str, int] = field(default_factory=dict)  # leading: attached replicas' next offset to send
     _acked: dict[str, int] = field(default_factory=dict)  # leading: their acks in this epoch
+    _in_flight: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # leading: (end, bytes) pushed
     _votes: set[str] = field(default_factory=set)
     _attached: bool = False  # a replica: its log agrees with its leader's up to its end
     _hello_sent: bool = False
@@ -195,7 +199,7 @@ class Replication:
             state.history.append((epoch, self.log.next_offset))
         self.save(state)
         self.role, self.leader = LEADER, self.me
-        self._sent, self._acked = {}, {}
+        self._sent, self._acked, self._in_flight = {}, {}, {}
         out = [self._send(m, StreamAppend(epoch, self.me, self.log.next_offset, [], self.commit))
                for m in self._others()]
         return out + self._advance()
@@ -231,7 +235,7 @@ class Replication:
     def _follow(self, leader: str | None) -> None:
         self.role, self.leader = REPLICA, leader
         self._attached = self._hello_sent = False
-        self._sent, self._acked = {}, {}
+        self._sent, self._acked, self._in_flight = {}, {}, {}
 
     # -- a replica -------------------------------------------------------------------------------
 
@@ -304,6 +308,7 @@ class Replication:
         chunks = log.read_chunks(at, CATCH_UP_BYTES_MAX) if at < log.next_offset else []
         self._acked.pop(msg.member, None)
         self._sent[msg.member] = _end(chunks, at)
+        self._in_flight[msg.member] = []
         return out + [self._send(msg.member, StreamAppend(self.state.epoch, self.me, at, chunks, self.commit,
                                                           at, list(self.state.history)))]
 
@@ -313,9 +318,14 @@ class Replication:
         assert header is not None
         out = []
         for member, sent in self._sent.items():
-            if sent == header.first_offset and member not in self.down:
-                self._sent[member] = header.next_offset
-                out.append(self._send(member, StreamAppend(self.state.epoch, self.me, sent, [data], self.commit)))
+            if sent != header.first_offset or member in self.down:
+                continue
+            flight = self._in_flight.setdefault(member, [])
+            if sum(size for _, size in flight) + len(data) > IN_FLIGHT_BYTES_MAX:
+                continue  # out of step: the next batch goes when it acks what it has (`ack`)
+            flight.append((header.next_offset, len(data)))
+            self._sent[member] = header.next_offset
+            out.append(self._send(member, StreamAppend(self.state.epoch, self.me, sent, [data], self.commit)))
         return out
 
     def ack(self, msg: StreamAck) -> list[Effect]:
@@ -323,6 +333,9 @@ class Replication:
         if not self.leads or msg.epoch != self.state.epoch or msg.member not in self._sent:
             return out
         self._acked[msg.member] = max(self._acked.get(msg.member, 0), msg.written)
+        flight = self._in_flight.get(msg.member)
+        if flight:
+            self._in_flight[msg.member] = [f for f in flight if f[0] > msg.written]
         out += self._advance()
         sent = self._sent[msg.member]
         if self._acked[msg.member] >= sent and sent < self.log.next_offset and msg.member not in self.down:

@@ -74,6 +74,16 @@ def test_members_and_the_leader_locator(cluster):
     assert len(rows) == 2 and rows[cluster.node_name("n2")]["role"] == "writer"
 
 
+def test_a_deleted_stream_goes_from_every_member(cluster):
+    declare(cluster.url("n1"), "gone")
+    publish(cluster.url("n2"), "gone", [b"x"] * 5)
+    conn = pika.BlockingConnection(pika.URLParameters(cluster.url("n3")))
+    conn.channel().queue_delete("gone")
+    conn.close()
+    declare(cluster.url("n1"), "gone")  # a new stream of that name: every member starts empty
+    assert {r["offset"] for r in status(cluster, "n2", "gone").values()} == {"-1"}
+
+
 def test_kill_9_of_the_leaders_node_loses_nothing_confirmed_and_its_replica_catches_up(cluster):
     declare(cluster.url("n2"), "rs")  # client-local: the leader is on n2
     first = [f"a{i}".encode() for i in range(200)]

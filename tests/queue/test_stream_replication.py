@@ -11,7 +11,7 @@ import random
 import pytest
 
 from actors.messages.stream import StreamAck, StreamAppend, StreamHello
-from actors.stream.replication import CATCH_UP_BYTES_MAX, LEADER, REPLICA, divergence
+from actors.stream.replication import CATCH_UP_BYTES_MAX, IN_FLIGHT_BYTES_MAX, LEADER, REPLICA, divergence
 from persist.stream import epochs
 from tests.queue.stream_net import Net
 
@@ -100,6 +100,24 @@ def test_a_replica_that_was_away_catches_up_a_batch_at_a_time(tmp_path):
             break
     assert net.bodies("n3") == [body] * 30
     assert max(sent) <= CATCH_UP_BYTES_MAX and len([s for s in sent if s]) >= 3
+
+
+def test_a_replica_that_does_not_ack_is_pushed_at_most_the_in_flight_limit(tmp_path):
+    net = Net(tmp_path)
+    net.settle()
+    body = b"y" * 200_000
+    for seq in range(1, 61):  # 12 MB, while n3 hears nothing
+        net.publish("n1", "chA", seq, body)
+        net.sync("n1")
+        while net.deliver("n1", "n2"):
+            pass
+        net.sync("n2")
+        net.deliver("n2", "n1")
+    assert net.confirmed["chA"] == 60
+    pushed = sum(len(c) for m in net.wires[("n1", "n3")] if type(m) is StreamAppend for c in m.chunks)
+    assert 0 < pushed <= IN_FLIGHT_BYTES_MAX
+    net.settle()
+    assert net.bodies("n3") == [body] * 60
 
 
 def test_the_leaders_node_lost_the_next_member_takes_over_and_nothing_confirmed_is_lost(tmp_path):
