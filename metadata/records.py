@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Hashable
 
 from metadata.fieldvalues import as_text
 from wire.codec import FieldTable

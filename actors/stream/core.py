@@ -38,7 +38,7 @@ from typing import Any, Callable, Hashable, Sequence
 
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import (
-    Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, Grant, Publish, Published, Purge, Settle,
+    Cancel, ChannelDown, Consume, ConsumerCancelled, Deliver, Get, Grant, Publish, Published, Purge, Settle,
 )
 from actors.messages.node import ApplyPolicy, Dispose, QueueCounts, QueueStats, StreamStatus
 from actors.messages.runtime import Undelivered

@@ -294,7 +294,7 @@ class Replication:
 
     def hello(self, msg: StreamHello) -> list[Effect]:
         out = self._newer(msg.epoch)
-        if out or not self.leads:
+        if not self.leads:
             if msg.member == self.leader:  # my leader restarted: it leads no more
                 self.leader = None
                 out += self._arm()
