@@ -16,7 +16,8 @@ neither inherits the other's log:
 On 3 nodes the stream has a member on every node on both brokers (x-initial-cluster-size's
 default), its leader on the first node (client-local), where the producer and the consumer
 connect: a publish is confirmed once two of the three members have it on disk. RabbitMQ's nodes
-listen on AMQP ports in 30000-32000 (their distribution ports 20000 above). Prints; asserts nothing.
+listen on AMQP ports in 30000-30999, their distribution ports 1000 above (below the kernel's
+ephemeral range, where a client's port once took one). Prints; asserts nothing.
 """
 from __future__ import annotations
 
@@ -32,14 +33,14 @@ from bench.compare_brokers import by_cmdline
 from bench import quorum_compare
 from bench.quorum_compare import RabbitCluster, WarrenCluster, _spread, alternate_rounds
 
-RABBIT_PORTS = range(30000, 32000)
+RABBIT_PORTS = range(30000, 31000)  # AMQP; the distribution ports are 1000 above (all below the ephemeral range)
 
 
 class Rabbits(RabbitCluster):
-    """quorum_compare's RabbitMQ cluster on AMQP ports in RABBIT_PORTS."""
+    """quorum_compare's RabbitMQ cluster on ports in 30000-32000."""
 
     def __init__(self, root: Path, size: int) -> None:
-        super().__init__(root, size, RABBIT_PORTS)
+        super().__init__(root, size, RABBIT_PORTS, 1000)
 
 STREAM = json.dumps({"x-queue-type": "stream"})
 FIRST = json.dumps({"x-stream-offset": "first"})
