@@ -338,7 +338,8 @@ def _dispose(q: StreamQueue, sender: Hashable, msg: Dispose) -> list[Effect]:
 
 _HANDLERS: dict[type, Callable[[StreamQueue, Hashable, Any], list[Effect]]] = {
     Publish: lambda q, s, m: q.publish(s, m.messages), Settle: _settle,
-    StreamForward: lambda q, s, m: q.publish(m.channel, m.messages, m.origin), StreamConfirmed: _confirmed, Grant: lambda q, s, m: q.grant(s, m),
+    StreamForward: lambda q, s, m: q.publish(m.channel, m.messages, m.origin), StreamConfirmed: _confirmed,
+    Grant: lambda q, s, m: q.grant(s, m),
     Consume: lambda q, s, m: q.consume(s, m), Cancel: _cancel, ChannelDown: _channel_down,
     Undelivered: _channel_down, Get: _refused(spec.get_refused), Purge: _refused(spec.purge_refused),
     QueueStats: _stats, StreamStatus: _status, ApplyPolicy: lambda q, s, m: q.apply_policy(m.settings),

@@ -72,6 +72,8 @@ def test_members_and_the_leader_locator(cluster):
     declare(cluster.url("n2"), "two", **{"x-initial-cluster-size": 2})
     rows = status(cluster, "n2", "two")
     assert len(rows) == 2 and rows[cluster.node_name("n2")]["role"] == "writer"
+    declare(cluster.url("n1"), "spread", **{"x-queue-leader-locator": "balanced"})  # n3 leads none yet
+    assert status(cluster, "n1", "spread")[cluster.node_name("n3")]["role"] == "writer"
 
 
 def test_a_deleted_stream_goes_from_every_member(cluster):
