@@ -37,6 +37,10 @@ entry of an older epoch is committed only together with the new epoch (Raft's 5.
 a later election can lack it). The leader of epoch 1 is the declared one, unopposed: the others
 start counting from epoch 2.
 
+A replica takes a leader's epoch into its history when its log reaches the epoch's start, before
+that data is synced (the history is on disk before any ack); a member that restarts drops the
+epochs that begin past what its log kept, so it never claims an epoch whose chunks it lost.
+
 Invariants: one leader per epoch (a majority voted for it, each member once per epoch); a
 confirmed entry is on a majority's disks and in every later leader's log; a member hands out
 nothing at or past the commit it knows, nor past its own disk.
@@ -119,6 +123,8 @@ class Replication:
 
     def __post_init__(self) -> None:
         assert self.me in self.members, (self.me, self.members)
+        # an epoch taken with chunks a crash then lost (they were appended, not synced) is not the log's
+        self.state.history = [h for h in self.state.history if h[1] <= self.log.next_offset]
         if self.members == (self.me,):  # a stream of one member leads unopposed, from the start
             self.role, self.leader = LEADER, self.me
             self.commit = self.log.committed
@@ -234,7 +240,7 @@ class Replication:
 
     def _follow(self, leader: str | None) -> None:
         self.role, self.leader = REPLICA, leader
-        self._attached = self._hello_sent = False
+        self._attached = self._hello_sent = self.ack_due = False
         self._sent, self._acked, self._in_flight = {}, {}, {}
 
     # -- a replica -------------------------------------------------------------------------------
@@ -285,8 +291,8 @@ class Replication:
         """The log's fdatasync returned (`log.committed` moved)."""
         if self.leads:
             return self._advance()
-        if self.ack_due and self._attached and self.leader is not None:
-            self.ack_due = False
+        due, self.ack_due = self.ack_due, False  # owed to the leader it attached to, if it still has it
+        if due and self._attached and self.leader is not None:
             return [self._send(self.leader, StreamAck(self.state.epoch, self.me, self.log.committed))]
         return []
 

@@ -5,7 +5,8 @@ Members are named by node ("n1".."n3") and addressed by that name; anything else
 channel, whose Confirms and Deliveries are kept. Messages between members wait in per-pair FIFO
 queues (the runtime keeps order per pair of hosts) until `deliver` hands one on; `sync` does what
 the shell does around an fdatasync; a timer fires only when the test says. `crash` closes a
-member's files (what a kill -9 after the flush leaves) and drops what was in flight to it.
+member's files (what a kill -9 after the flush leaves, or with `power` only what was synced) and
+drops what was in flight to it.
 """
 from __future__ import annotations
 
@@ -55,15 +56,20 @@ class Net:
         core = self.cores[m] = StreamQueue("/", "s", log, dict(ARGS), 1000, rep)
         self.run(m, core.start(now_ms=1000))
 
-    def crash(self, m: str) -> None:
-        self.cores.pop(m).log.close()
+    def crash(self, m: str, *, power: bool = False) -> None:
+        """m's process dies; with `power`, its disk keeps only what was synced (the log cut back
+        to `committed`; the EPOCHS file is synced whenever it is written)."""
+        log = self.cores.pop(m).log
+        if power:
+            log.truncate(log.committed)
+        log.close()
         for pair in list(self.wires):
             if m in pair:
                 self.wires[pair].clear()
         self.timers[m].clear()
 
-    def node_down(self, m: str) -> None:
-        self.crash(m)
+    def node_down(self, m: str, *, power: bool = False) -> None:
+        self.crash(m, power=power)
         self.down.add(m)
         for other, core in self.cores.items():
             self.run(other, core.nodes_down({m}))

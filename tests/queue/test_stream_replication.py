@@ -183,13 +183,18 @@ def test_a_restarted_leader_is_replaced_and_follows(tmp_path):
     assert net.confirmed["chA"] == 2
 
 
-@pytest.mark.parametrize("seed", range(30))
+# seeds that failed once: 32 (a replica owed an ack to a leader it no longer had, and synced for
+# ever), 544 (a power cut lost chunks whose epoch the history still named: it is cut at start now)
+REGRESSIONS = [32, 144, 544, 620, 628, 855]
+
+
+@pytest.mark.parametrize("seed", [*range(30), *REGRESSIONS])
 def test_seeds(tmp_path, monkeypatch, seed):
     """Random schedules of deliveries, syncs, timers, publishes through any member and node
     crashes: at most one leader per epoch, every confirmed message in every later leader's log,
     and once the network heals every member holds the same log, with everything confirmed in it.
-    A crash here keeps what reached the OS, so the disk's own syncs are skipped (the schedule's
-    `sync` steps are what the members count as durable). Replay: pytest -k 'test_seeds[SEED]'."""
+    Half the crashes lose what the member had not synced (a power cut); the disk's own syncs are
+    skipped, since the schedule's `sync` steps are what the members count as durable. Replay: pytest -k 'test_seeds[SEED]'."""
     monkeypatch.setattr(os, "fdatasync", lambda fd: None)
     monkeypatch.setattr(os, "fsync", lambda fd: None)
     elections, confirms = run_seed(tmp_path, seed)
@@ -214,7 +219,7 @@ def run_seed(tmp_path, seed: int) -> tuple[int, int]:
             origin[seq] = f"ch-{member}-{net.starts[member]}"
             net.publish(member, origin[seq], seq, sent[seq])
         elif roll < 0.17 and len(live) == 3:
-            net.node_down(rng.choice(live))
+            net.node_down(rng.choice(live), power=rng.random() < 0.5)
         elif roll < 0.20 and net.down:
             net.node_up(sorted(net.down)[0])
         else:
