@@ -64,7 +64,7 @@ from actors.monitor.relay_shell import RelayActor
 from actors.monitor.resources import ResourceMonitor, tell_relay
 from actors.placement import (ALARMS_NAME, CLUSTER_NAME, META_NAME, NODE_KIND, QUEUE_MANAGER_NAME, QUEUE_ROUTER_NAME,
                               RESOURCE_MONITOR_NAME, ROUTER_NAME, alarm_relay, host_of, kind_of, node_address,
-                              queue_address, queue_kind, resource_monitor)
+                              queue_address, queue_kind, resource_monitor, route_host)
 from metadata import definitions
 from metadata.cert_login import DISTINGUISHED_NAME
 from metadata.quorum import CLUSTER_SIZE_DEFAULT
@@ -380,7 +380,7 @@ async def connection_host(runtime: Any, spec: Any) -> None:
                             verify_peer=tls_options is not None and tls_options.verify == tls.VERIFY_PEER,
                             tracking=counts)
     ctx = ConnectionHostContext(
-        runtime, registry, registry_place(registry), settings, gatekeeper,
+        runtime, registry, registry_place(registry, me), settings, gatekeeper,
         vhost_exists=registry.vhost_exists, router_address=Address(runtime.host, ROUTER_NAME),
         node=node_address(me), consumer_timeout_ms=cfg.get("consumer_timeout", 1800000),
         max_message_size=cfg.get("max_message_size", MAX_MESSAGE_SIZE_DEFAULT), tracking=counts)
@@ -485,10 +485,14 @@ async def connection_host(runtime: Any, spec: Any) -> None:
     runtime.control = control
 
 
-def registry_place(registry: Registry) -> Callable[[str, str], Address]:
-    """Where a routed queue's actor is: its record's home (on every publish's path)."""
-    home = registry.queue_home
-    return lambda vhost, name: queue_address(home(vhost, name), vhost, name)
+def registry_place(registry: Registry, node: str) -> Callable[[str, str], Address]:
+    """Where a routed queue's actor is, for a channel on `node`: its record's home, or a replicated
+    stream's member on this node (on every publish's path)."""
+    def place(vhost: str, name: str) -> Address:
+        rec = registry.topology.vhosts[vhost].queues[name]
+        home = route_host(rec.home, rec.replicas, node) if rec.replicas else rec.home
+        return queue_address(home, vhost, name)
+    return place
 
 
 async def _tick(ctx: ConnectionHostContext) -> None:

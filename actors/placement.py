@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 from actors.runtime.address import Address
 
@@ -104,6 +105,28 @@ def quorum_kind(uid: str, quorum_hosts: int) -> str:
     queue declared again is a new incarnation anyway. Which *nodes* hold members is the leader
     locator's choice (actors/node/quorum_queues.py's `place`); this is only where on a node."""
     return quorum_kinds(quorum_hosts)[quorum_slot(uid) % quorum_hosts]
+
+
+def member_hosts(home: str, replicas: Sequence[str]) -> list[str]:
+    """The hosts a queue's actors run on: its home, or a replicated stream's members, one on each
+    of its nodes, on the host of its home's kind (every node of a cluster runs the same kinds)."""
+    if not replicas:
+        return [home]
+    kind = kind_of(home)
+    return [host_of(node, kind) for node in replicas]
+
+
+def stream_member_here(rec: Any, host: str) -> bool:
+    """`host` runs a member of the replicated stream `rec` (a QueueRecord)."""
+    return bool(rec.replicas) and host in member_hosts(rec.home, rec.replicas)
+
+
+def route_host(home: str, replicas: Sequence[str], node: str) -> str:
+    """The host a channel on `node` sends to: a replicated stream's member on its own node when
+    it has one (it hands publishes on to the leader and serves consumers itself), else the home."""
+    if replicas and node in replicas:
+        return host_of(node, kind_of(home))
+    return home
 
 
 QUORUM_HOME_PREFIX = "quorum!"  # "!" is in no node name (name@host) and no kind

@@ -21,7 +21,7 @@ import structlog
 
 from actors.messages.calls import Reply
 from actors.messages.node import MetadataChanged, QueueHostRestarted, Subscribe, Sync
-from actors.placement import queue_address
+from actors.placement import member_hosts, queue_address
 from actors.runtime.address import Address
 from metadata.changes import QueueDeleted, Reset, VhostDeleted
 
@@ -72,8 +72,9 @@ class RegistryReplica:
         for change in changes:
             kind = type(change)
             if kind is QueueDeleted:
-                gone.append((change.vhost, change.name, change.home))
+                gone += [(change.vhost, change.name, h) for h in member_hosts(change.home, change.replicas)]
             elif kind is VhostDeleted or kind is Reset:
                 vhost = change.vhost if kind is VhostDeleted else None
-                gone += [(q.vhost, q.name, q.home) for q in self.registry.queues(vhost)]
+                gone += [(q.vhost, q.name, h) for q in self.registry.queues(vhost)
+                         for h in member_hosts(q.home, q.replicas)]
         return gone

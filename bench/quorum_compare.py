@@ -38,9 +38,10 @@ QUORUM = json.dumps({"x-queue-type": "quorum"})
 class RabbitCluster:
     """`size` oracle nodes, the second and later joined to the first."""
 
-    def __init__(self, root: Path, size: int) -> None:
+    def __init__(self, root: Path, size: int, ports: range = range(20000, 45000), dist_offset: int = 20000) -> None:
         self.cookie = secrets.token_hex(16)
-        self.nodes = [Rabbit(f"rabbit{i}", _oracle_port(), root / f"rabbit{i}") for i in range(size)]
+        self.dist_offset = dist_offset  # each node's Erlang distribution port is its AMQP port + this
+        self.nodes = [Rabbit(f"rabbit{i}", _oracle_port(ports, dist_offset), root / f"rabbit{i}") for i in range(size)]
 
     @property
     def uri(self) -> str:
@@ -51,9 +52,11 @@ class RabbitCluster:
         try:
             for node in self.nodes:
                 node.data_dir.mkdir(parents=True, exist_ok=True)
+                os.environ["ORACLE_DIST_PORT"] = str(node.port + self.dist_offset)
                 node.start()
         finally:
             del os.environ["ORACLE_COOKIE"]
+            os.environ.pop("ORACLE_DIST_PORT", None)
         first = f"oracle{self.nodes[0].port}@localhost"
         for node in self.nodes[1:]:
             for args in (["stop_app"], ["join_cluster", first], ["start_app"]):
@@ -94,12 +97,13 @@ def perf(uri: str, queue: str, out: Path, *extra: str, time_s: float, size: int,
     return json.loads(out.read_text())["summary"]
 
 
-def alternate_rounds(repeat: int, only: str | None, measure_one: Callable[[str, type, int], dict]) -> dict[str, list[dict]]:
+def alternate_rounds(repeat: int, only: str | None, measure_one: Callable[[str, type, int], dict],
+                     rabbit: type = RabbitCluster) -> dict[str, list[dict]]:
     """`repeat` rounds of warren then RabbitMQ (or `only` one): measure_one(name, cluster class,
     round) per broker and round; the rows by broker."""
     rounds: dict[str, list[dict]] = {}
     for round_ in range(repeat):
-        for name, make in (("warren", WarrenCluster), ("rabbitmq", RabbitCluster)):
+        for name, make in (("warren", WarrenCluster), ("rabbitmq", rabbit)):
             if only in (None, name):
                 print(f"== round {round_ + 1}/{repeat}: {name}", file=sys.stderr, flush=True)
                 rounds.setdefault(name, []).append(measure_one(name, make, round_))
@@ -150,11 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _oracle_port() -> int:
-    """A free port whose distribution port (+20000) is one Erlang accepts too (below 65536)."""
+def _oracle_port(ports: range, dist_offset: int = 20000) -> int:
+    """A free port of `ports` whose distribution port (+dist_offset) is free too (and below 65536)."""
     while True:
-        port = 20000 + secrets.randbelow(25000)
-        if can_listen(port, "127.0.0.1") and can_listen(port + 20000, "127.0.0.1"):
+        port = ports.start + secrets.randbelow(len(ports))
+        if can_listen(port, "127.0.0.1") and can_listen(port + dist_offset, "127.0.0.1"):
             return port
 
 

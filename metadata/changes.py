@@ -79,6 +79,7 @@ class QueueCreated:
     home: str = ""  # the host its actor runs on (actors/placement.py); "" until a node adopts it
     members: tuple[str, ...] = ()  # a quorum queue's member nodes (QueueRecord.members)
     created_ms: int = 0
+    replicas: tuple[str, ...] = ()  # a replicated stream's member nodes (QueueRecord.replicas)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +87,7 @@ class QueueDeleted:
     vhost: str
     name: str
     home: str = ""  # where its actor ran, so every copy can tell that actor's host it is gone
+    replicas: tuple[str, ...] = ()  # a replicated stream's member nodes (each tells its own member)
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,6 +80,7 @@ class PutQueue:
     members: tuple[str, ...] = ()  # a new quorum queue's member nodes, as the proposer placed them
     created_ms: int = 0  # and when (the proposer's clock)
     relaxed: bool = False  # the proposer's relaxed_checks_on_redeclaration (metadata/quorum.py)
+    replicas: tuple[str, ...] = ()  # a new replicated stream's member nodes, the leader first
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Hashable
 
 from metadata.fieldvalues import as_text
 from wire.codec import FieldTable
@@ -22,6 +22,9 @@ class QueueRecord:
     # it is the queue's incarnation, actors/placement.py's quorum_home)
     members: tuple[str, ...] = ()
     created_ms: int = 0  # a quorum queue's creation time (every member's machine starts from it)
+    # a replicated stream's member nodes, the declared leader (on `home`'s node) first; () for a
+    # stream of one member and every other queue (actors/stream/replication.py)
+    replicas: tuple[str, ...] = ()
 
     @property
     def quorum(self) -> bool:

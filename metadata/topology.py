@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from metadata import arguments as qargs
-from metadata import names, quorum, texts
+from metadata import names, quorum, stream, texts
 from metadata.changes import (
     Bound, Change, Emit, ExchangeCreated, ExchangeDeleted, QueueCreated, QueueDeleted, QueueMembersSet, Unbound,
     VhostCreated, VhostDeleted,
@@ -93,7 +93,8 @@ class Topology:
     def queue_created(self, c: QueueCreated) -> None:
         self.vhosts[c.vhost].queues[c.name] = QueueRecord(c.vhost, c.name, c.durable, c.exclusive_owner,
                                                           c.auto_delete, dict(c.arguments), home=c.home,
-                                                          members=tuple(c.members), created_ms=c.created_ms)
+                                                          members=tuple(c.members), created_ms=c.created_ms,
+                                                          replicas=tuple(c.replicas))
 
     def queue_members_set(self, c: QueueMembersSet) -> None:
         queues = self.vhosts[c.vhost].queues
@@ -131,7 +132,7 @@ class Topology:
             out.append(VhostCreated(vhost))
             out.extend(_exchange_created(x) for x in self.exchanges(vhost))
             out.extend(QueueCreated(q.vhost, q.name, q.durable, q.exclusive_owner, q.auto_delete, dict(q.arguments),
-                                    q.home, q.members, q.created_ms) for q in self.queues(vhost))
+                                    q.home, q.members, q.created_ms, q.replicas) for q in self.queues(vhost))
             out.extend(_binding(Bound, b) for b in self.bindings(vhost))
         return out
 
@@ -233,7 +234,8 @@ class Topology:
         if error is not None:
             return error
         emit(QueueCreated(cmd.vhost, name, cmd.durable, owner, cmd.auto_delete, dict(args), cmd.home,
-                          *((cmd.members, cmd.created_ms) if quorum.is_quorum(args) else ())))
+                          *((cmd.members, cmd.created_ms) if quorum.is_quorum(args) else ((), 0)),
+                          tuple(cmd.replicas) if stream.is_stream(args) else ()))
         return replace(vh.queues[name], created=True)
 
     def remove_queue(self, cmd: RemoveQueue, emit: Emit) -> QueueRecord | AmqpError | None:
@@ -280,7 +282,7 @@ class Topology:
 
     def _delete_queue(self, vh: VhostTopology, q: QueueRecord, emit: Emit) -> None:
         sources = _unbind_all(vh, list(vh.by_destination.get((QUEUE, q.name), ())), emit)
-        emit(QueueDeleted(q.vhost, q.name, q.home))
+        emit(QueueDeleted(q.vhost, q.name, q.home, q.replicas))
         self._auto_delete(vh, q.vhost, sources, emit)
 
     # ---------------------------------------------------------------- commands: bindings

@@ -186,6 +186,7 @@ class CreateQueue:
     auto_delete: bool
     arguments: FieldTable
     durable: bool
+    members: tuple[str, ...] = ()  # a replicated stream's member nodes, the leader first (QueueRecord.replicas)
 
 
 @message

@@ -66,17 +66,18 @@ from actors.messages.cluster import ForgetNode
 from actors.messages.quorum import HostChannelsGone, NotQueueLeader
 from actors.node import quorum_membership as qm
 from actors.node import quorum_queues as qq
+from actors.node import streams as sq
 from actors.node.admin import ADMIN
 from actors.node.operations import Operations, Origin
 from actors.node.steps import MISSING, RETRY_LATER, Apply, Ask, AskAll, Op, command, home_down, queue_down
 from actors.messages.node import (
-    ApplyPolicy, AutoDeleteQueue, BindExchange, BindQueue, CloseConnections, ConnectionClosed, CreateQueue,
+    ApplyPolicy, AutoDeleteQueue, BindExchange, BindQueue, CloseConnections, ConnectionClosed,
     DeclareExchange, DeclareQueue, DeleteExchange, DeleteQueue, Dispose, MetadataChanged, QueueDeclared,
     QueueHostRestarted, QueueStats, Subscribe, Sync, UnbindExchange, UnbindQueue,
 )
 from actors.messages.runtime import Undelivered
-from actors.placement import (CLUSTER_NAME, NODE_KIND, QUEUE_ROUTER_NAME, ROUTER_NAME, host_of, node_of,
-                              queue_address, queue_kind, queue_manager)
+from actors.placement import (CLUSTER_NAME, NODE_KIND, QUEUE_ROUTER_NAME, ROUTER_NAME, host_of, member_hosts,
+                              node_of, queue_address, queue_kind, queue_manager, route_host)
 from actors.runtime.address import Address
 from effects import AnswerAdmin, Effect, Log, Send, StartTimer
 from metadata import names, passwords, quorum, stream
@@ -372,19 +373,24 @@ class NodeCore:
         self._queue_hosts_seen.add(host)
         # durable queues after a node restart, all queues after a crash of that host alone
         for rec in self.registry.queues():
-            if rec.home == host:
-                self._create_actor(rec)
+            if host in member_hosts(rec.home, rec.replicas):
+                self._create_actor(rec, host)
                 self._queue_settings.pop((rec.vhost, rec.name), None)  # the new actor knows no policy yet
                 self._send_policy(rec)
         for rid, (_resume, step) in list(self._calls.items()):  # asked of its predecessor: maybe lost with it
             if step.absent is not None and step.to.host == host:
                 self._out.append(Send(step.to, step.request(rid)))
 
-    def _create_actor(self, rec: QueueRecord) -> None:
-        self._out.append(Send(queue_manager(rec.home), _create(rec, 0)))
+    def _create_actor(self, rec: QueueRecord, host: str) -> None:
+        self._out.append(Send(queue_manager(host), sq.create(rec, 0)))
 
     def _homed_here(self, home: str) -> bool:
         return node_of(home) == self.node
+
+    def _here(self, rec: QueueRecord) -> str | None:
+        """This node's host of the queue's actor: its home, or a replicated stream's member here."""
+        host = route_host(rec.home, rec.replicas, self.node)
+        return host if node_of(host) == self.node else None
 
     def _consequences(self, cmd: Command, result: Any, changes: list, *, actors_done: bool,
                       proposed_here: bool) -> None:
@@ -394,8 +400,9 @@ class NodeCore:
             kind = type(change)
             if kind is QueueCreated:
                 rec = self.registry.queue(change.vhost, change.name)
-                if rec is not None and self._homed_here(rec.home) and not actors_done:
-                    self._create_actor(rec)
+                here = None if rec is None else self._here(rec)
+                if here is not None and not actors_done:
+                    self._create_actor(rec, here)
                     self._send_policy(rec)
                 elif rec is not None and rec.quorum and not actors_done:
                     self._send_policy(rec, tell=False)  # what the declaring node tells it
@@ -405,7 +412,8 @@ class NodeCore:
             elif kind is QueueDeleted:
                 self._queue_settings.pop((change.vhost, change.name), None)
                 if not actors_done:
-                    self._dispose_if_homed_here(change.vhost, change.name, change.home)
+                    self._dispose_if_homed_here(change.vhost, change.name,
+                                                route_host(change.home, change.replicas, self.node))
             elif kind is VhostDeleted or kind is UserDeleted:  # rabbit_connection_tracking's closes
                 close = (CloseConnections(change.vhost, None, CONNECTION_FORCED, f"vhost '{change.vhost}' is deleted")
                          if kind is VhostDeleted else CloseConnections(None, None, CONNECTION_FORCED,
@@ -419,12 +427,12 @@ class NodeCore:
         if type(cmd) is RemoveVhost and isinstance(result, list):  # its queues went with the vhost
             for rec in result:
                 self._queue_settings.pop((rec.vhost, rec.name), None)
-                self._dispose_if_homed_here(rec.vhost, rec.name, rec.home)
+                self._dispose_if_homed_here(rec.vhost, rec.name, route_host(rec.home, rec.replicas, self.node))
         elif type(cmd) is ForgetNodeQueues:
             self._out.append(Send(Address(host_of(self.node, NODE_KIND), CLUSTER_NAME), ForgetNode(cmd.node)))
         for vhost in sorted(policies):
             for rec in self.registry.queues(vhost):
-                if self._homed_here(rec.home):
+                if self._here(rec) is not None:  # a replicated stream: each member node tells its own
                     self._send_policy(rec)
                 elif rec.quorum:  # its leader is told by the node the change went through, as
                     # rabbit_policy's policy_changed runs where the policy was set; every node
@@ -452,7 +460,9 @@ class NodeCore:
         if settings != last:
             self._queue_settings[key] = settings
             if tell:
-                self._out.append(Send(self.queue_target(rec), ApplyPolicy(settings)))
+                here = self._here(rec) if rec.replicas else None
+                to = self.queue_target(rec) if here is None else queue_address(here, rec.vhost, rec.name)
+                self._out.append(Send(to, ApplyPolicy(settings)))
 
     def _adopt(self, records: Iterable[Any]) -> list[Any]:
         """A definitions file's queues are homed on this node, which brings them in (its quorum queues
@@ -506,7 +516,11 @@ class NodeCore:
                 # the channel's name, the one it checked (a clash, never seen with 128 random bits: a fresh one)
                 name = (x.server_name if x.server_name and self.registry.queue(x.vhost, x.server_name) is None
                         else self.registry.fresh_queue_name(x.vhost))
-            home, members = self._home(x.vhost, name), ()
+            home, members, replicas = self._home(x.vhost, name), (), ()
+            if stream.is_stream(x.arguments) and self.registry.queue(x.vhost, name) is None:
+                home, replicas = sq.place(self.registry, x.arguments, self.node, self.cluster_now, self.down,
+                                          self.queue_kinds, x.vhost, name, self._salt,
+                                          self.registry.queue_policy_definition(x.vhost, name, stream.TYPE))
             if quorum.is_quorum(x.arguments) and self.registry.queue(x.vhost, name) is None:
                 placed = qq.place(self.registry, x.arguments, self.node, self.cluster_now, self.down,
                                   self._salt, self.quorum_cluster_size,
@@ -515,15 +529,19 @@ class NodeCore:
                 home, members = placed.home, placed.members
             rec, _ = yield Apply(PutQueue(x.vhost, name, x.durable, x.exclusive, x.auto_delete, x.arguments, x.owner,
                                           server_named, home, members, self._now_ms() if members else 0,
-                                          self.declaring.relaxed_checks),
+                                          self.declaring.relaxed_checks, replicas),
                                  texts.queue_declare_timeout(name, x.vhost, self.node))
         if isinstance(rec, AmqpError):
             return rec
         down = home_down(rec)
         if rec.created and rec.quorum:
             return (yield from self._start_members(rec))
+        if rec.created and rec.replicas:
+            yield from sq.start_members(rec, self.unreachable(), down)
+            self._send_policy(rec)
+            return QueueDeclared(rec.name, 0, 0)
         if rec.created:
-            yield Ask(queue_manager(rec.home), lambda rid: _create(rec, rid), queue_down(rec.name), down)
+            yield Ask(queue_manager(rec.home), lambda rid: sq.create(rec, rid), queue_down(rec.name), down)
             self._send_policy(rec)
             return QueueDeclared(rec.name, 0, 0)
         # a durable classic queue comes back with its host: a declare while that restarts waits for it
@@ -560,6 +578,8 @@ class NodeCore:
         """Where a call to the queue goes: its actor, or the quorum queue member that leads."""
         if rec.quorum:
             return self.leaders.target(rec, self.unreachable())
+        if rec.replicas:
+            return sq.target(rec, self.unreachable())
         return queue_address(rec.home, rec.vhost, rec.name)
 
     def _queue_delete(self, x: DeleteQueue) -> Op:
@@ -580,11 +600,14 @@ class NodeCore:
         A queue whose actor is missing on a live node (a crashed host's transient queue, say) has
         nothing to agree or count: its record goes. So does a quorum queue no member leads (RabbitMQ's
         force delete); its members are deleted after the record, on every member node that is up."""
-        reply = yield Ask(self.queue_target(rec), lambda rid: Dispose(rid, if_unused, if_empty),
-                          MISSING, MISSING if rec.quorum else home_down(rec))
+        to = self.queue_target(rec)
+        reply = yield Ask(to, lambda rid: Dispose(rid, if_unused, if_empty), MISSING,
+                          MISSING if rec.quorum or rec.replicas else home_down(rec))
         if not reply.ok and reply.error is not MISSING:
             return reply.error
         yield Apply(RemoveQueue(rec.vhost, rec.name, rec.exclusive_owner), texts.queue_delete_timeout())
+        if rec.replicas:
+            yield from sq.dispose_others(rec, to, self.unreachable())
         if rec.quorum:  # RabbitMQ deletes a quorum queue with no leader too (its force delete)
             yield AskAll(tuple(Ask(qq.manager(node, rec), qq.delete_member(rec), MISSING) for node in rec.members))
             self.leaders.forget(rec)
@@ -643,10 +666,6 @@ class NodeCore:
 @dataclass(frozen=True, slots=True)
 class _StartupOp:
     cmd: Command
-
-
-def _create(rec: QueueRecord, rid: int) -> CreateQueue:
-    return CreateQueue(rid, rec.vhost, rec.name, rec.auto_delete, rec.arguments, rec.durable)
 
 
 _RETRY_TIMER = "leader-retry:"

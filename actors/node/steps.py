@@ -63,7 +63,7 @@ def queue_down(name: str) -> AmqpError:
 def home_down(rec: QueueRecord) -> AmqpError:
     """What a call to a queue ends with when its node is down: a classic queue's home node, RabbitMQ's
     text; a quorum queue's any member may lead, so its Ask is never to a node known down."""
-    if rec.quorum:
+    if rec.quorum or rec.replicas:  # a replicated stream: likewise, any member may lead
         return queue_down(rec.name)
     return texts.home_node_down(node_of(rec.home), rec.name, rec.vhost)
 

@@ -22,7 +22,7 @@ import structlog
 from actors.messages.calls import Reply
 from actors.messages.node import CreateQueue
 from actors.stats.deltas import Changes
-from actors.placement import kind_of, queue_address
+from actors.placement import kind_of, queue_address, stream_member_here
 from actors.queue.core import ClassicQueue
 from actors.queue.group_commit import GroupCommit
 from actors.queue.priority import PriorityReady
@@ -31,8 +31,7 @@ from actors.queue.shell import Backing, Levels, QueueActor, monotonic_ms, now_ms
 from actors.queue.sync_thread import ThreadSyncs
 from actors.runtime.address import Address
 from actors.store.shell import NAME as STORE_NAME, MsgStoreActor
-from actors.stream.core import StreamQueue
-from actors.stream.shell import StreamActor, open_stream, stream_dir, stream_names
+from actors.stream.shell import StreamActor, stream_core, stream_dir, stream_names
 from flow.intake import IntakePace
 from metadata import stream
 from persist.classic.backed import BackedReady
@@ -83,7 +82,8 @@ class QueueManager:
 
     def receive(self, sender: Address, msg: CreateQueue) -> None:
         if f"q:{msg.vhost}:{msg.name}" not in self.queues:
-            actor = self._create(msg.vhost, msg.name, msg.auto_delete, dict(msg.arguments), msg.durable)
+            actor = self._create(msg.vhost, msg.name, msg.auto_delete, dict(msg.arguments), msg.durable,
+                                 tuple(msg.members))
             key, changes = (msg.vhost, msg.name), self.changes
             actor.on_input = lambda: changes.touch(key, monotonic_ms())
             actor.on_input()
@@ -93,12 +93,12 @@ class QueueManager:
         self.runtime.send(sender, Reply(msg.rid), sender=self.address)
 
     def _create(self, vhost: str, name: str, auto_delete: bool, arguments: dict,
-                durable: bool) -> QueueActor | StreamActor:
+                durable: bool, members: tuple[str, ...] = ()) -> QueueActor | StreamActor:
         storage = self.storage
         if storage is not None:
             self.ensure_recovered()
         if stream.is_stream(arguments):
-            return self._create_stream(vhost, name, arguments)
+            return self._create_stream(vhost, name, arguments, members)
         if storage is None or not storage.recovered:
             assert storage is None or not durable, "a durable queue created before the registry snapshot arrived"
             if storage is not None:
@@ -137,10 +137,11 @@ class QueueManager:
             return self._scratch
         return self.storage.disk.root
 
-    def _create_stream(self, vhost: str, name: str, arguments: dict) -> StreamActor:
-        directory = stream_dir(self._stream_root(), kind_of(self.runtime.host), vhost, name)
-        core = StreamQueue(vhost, name, open_stream(directory, vhost, name, arguments), arguments, now_ms())
-        return StreamActor(self.runtime, core, self._deleted)
+    def _create_stream(self, vhost: str, name: str, arguments: dict, members: tuple[str, ...]) -> StreamActor:
+        host = self.runtime.host
+        directory = stream_dir(self._stream_root(), kind_of(host), vhost, name)
+        return StreamActor(self.runtime, stream_core(host, directory, vhost, name, arguments, members, now_ms()),
+                           self._deleted)
 
     def ensure_recovered(self) -> None:
         """Recover this host's storage once the registry snapshot is here (it names the durable
@@ -150,7 +151,7 @@ class QueueManager:
         if storage is None or storage.recovered or self.registry is None or not self.registry_ready():
             return
         host = self.runtime.host
-        here = [q for q in self.registry.queues() if q.durable and q.home == host]
+        here = [q for q in self.registry.queues() if q.durable and (q.home == host or stream_member_here(q, host))]
         storage.recover([(q.vhost, q.name) for q in here if not stream.is_stream(q.arguments)])
         streams = {(q.vhost, q.name) for q in here if stream.is_stream(q.arguments)}
         for key, directory in stream_names(self._stream_root(), kind_of(host)).items():
@@ -159,10 +160,12 @@ class QueueManager:
 
     def nodes(self, up: list[str], down: list[str]) -> None:
         """The cluster view changed (ClusterView's `on_nodes`): channels on down nodes are gone."""
-        gone = set(down)
-        if gone:
-            for actor in list(self.queues.values()):
+        gone, back = set(down), set(up)
+        for actor in list(self.queues.values()):
+            if gone:
                 actor.nodes_down(gone)
+            if back and isinstance(actor, StreamActor):
+                actor.nodes_up(back)
 
     def touch_all(self) -> None:
         """Every queue's stats row changed (paging moved their messages)."""

@@ -141,6 +141,8 @@ class QueueActor:
     def deleted(self) -> bool:
         return self.core.deleted
 
+    reports = True  # its stats row is the queue's (actors/stats/reporters.py)
+
     def write(self) -> None:
         """The store's commit is about to sync: write what this queue owes the disk."""
         assert self.backing is not None and self._durable

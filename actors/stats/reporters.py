@@ -65,6 +65,8 @@ def queue_changes(manager: Any, msg: CollectStats) -> tuple[bool, list[dict], li
     actors = list(queues.values()) if full else held(keys)
     rows = []
     for actor in actors:
+        if not actor.reports:  # a replicated stream's replica: its leader's host reports the stream
+            continue
         stats = actor.stats()
         rows.append({**stats, "message_stats": actor.core.counters.as_dict(), "flow": stats["state"]})
         changes.unsettled((actor.core.vhost, actor.core.name), stats["state"] != "running")

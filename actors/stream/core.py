@@ -10,20 +10,26 @@ business (flow/qos.py sends `Grant`): a `Settle` changes nothing here. Consumers
 each other: a consumer that falls behind reads older chunks from disk through its own reader, at
 most its credit per call, while the others go on at the tail.
 
-THE ORDERING RULE: confirms and deliveries both wait for the sync. `publish` appends into the OS
-and records the highest confirm seq per channel; the shell flushes the log and calls
-`sync_started()` (the confirms held so far are the ones that sync covers), and calls `synced()`
-only after the fdatasync returned and `log.commit` moved; only then do those confirms leave and
-readers (bounded by `log.committed`) see the new entries. So nothing is delivered that a crash
-could take back, as Osiris delivers only committed chunks.
+THE ORDERING RULE: confirms and deliveries both wait for the commit. `publish` appends into the
+OS and records each batch's end offset with its channel's highest confirm seq; the shell flushes
+the log and calls `sync_started()`, and calls `synced()` only after the fdatasync returned and
+`log.commit` moved. A stream of one member commits there; a replicated one (replication.py)
+commits once a majority of its members has the chunks on disk. Only below the commit do
+confirms leave and readers see entries (`Replication.readable`), so nothing is delivered that a
+crash could take back, as Osiris delivers only committed chunks.
+
+Replicated, the stream has one such core per member node, each at the same address on its
+node; the one that leads appends. A channel publishes to the member on its own node, which hands
+the batch on to the leader and confirms it when the leader says it is committed (confirms.py:
+also what is sent again when the leader changes). Consumers read from the member they consumed
+at, below the commit it knows.
 
 Retention runs after every sync that rolled a segment over and on the shell's retention timer
 (`on_timer`, which also drops the log's decoded newest chunks while nobody consumes), with the limits of the arguments met with the policy (metadata/stream.py's
 `retention`). Counters: `messages` is what the log holds (first to next offset), as RabbitMQ's
 list_queues reports a stream; queue.declare-ok reports 0 messages, as 3.10 does.
 
-Left out here: replication (a single-node stream; the log is its only copy), single active
-consumer and consumer priorities on streams, x-stream-filter (3.13).
+Left out here: single active consumer and consumer priorities on streams, x-stream-filter (3.13).
 """
 from __future__ import annotations
 
@@ -32,16 +38,23 @@ from typing import Any, Callable, Hashable, Sequence
 
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import (
-    Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, Grant, Publish, Published, Purge, Settle,
+    Cancel, ChannelDown, Consume, ConsumerCancelled, Deliver, Get, Grant, Publish, Published, Purge, Settle,
 )
 from actors.messages.node import ApplyPolicy, Dispose, QueueCounts, QueueStats, StreamStatus
 from actors.messages.runtime import Undelivered
+from actors.messages.stream import (
+    StreamAck, StreamAppend, StreamConfirmed, StreamForward, StreamHello, StreamVote, StreamVoteReply,
+)
+from actors.stream.confirms import Publishes
 from actors.stats.counters import MessageCounters
 from actors.stream.header import OFFSET, split
+from actors.stream.replication import ELECTION_TIMER, Replication
 from effects import Send, StartTimer
 from metadata import stream as spec
 from persist.classic.message import Message
+from persist.stream import chunk
 from persist.stream.chunk import Entry
+from persist.stream.epochs import Epochs
 from persist.stream.log import Reader, StreamLog
 from wire.errors import NOT_ALLOWED, AmqpError
 
@@ -49,6 +62,7 @@ Effect = Any
 RETENTION_TIMER = "retention"
 RETENTION_CHECK_MS = 60_000  # how often the age limit is looked at without a roll-over
 READ_BATCH_MAX = 1000  # entries one consumer is handed per call, whatever its credit
+SOLE = "local"  # the member name of a stream of one member built without a Replication
 
 
 @dataclass(slots=True)
@@ -61,7 +75,7 @@ class StreamConsumer:
 
 class StreamQueue:
     def __init__(self, vhost: str, name: str, log: StreamLog, arguments: dict[str, Any],
-                 now_ms: int = 0) -> None:
+                 now_ms: int = 0, replication: Replication | None = None) -> None:
         self.vhost = vhost
         self.name = name
         self.log = log
@@ -69,10 +83,10 @@ class StreamQueue:
         self.retention = spec.retention(arguments)
         log.segment_bytes = self.retention.segment_bytes
         self._now = now_ms
+        self.rep = replication or Replication(SOLE, (SOLE,), log, Epochs(), lambda _: None, lambda m: m)
         self._consumers: dict[tuple[Hashable, str], StreamConsumer] = {}
-        self._held: dict[Hashable, int] = {}  # channel -> highest confirm seq appended, not yet syncing
-        self._syncing: dict[Hashable, int] = {}  # what the sync in flight covers
-        self.unsynced = False  # appended since the last sync: the shell owes one
+        self.publishes = Publishes(self.rep, self._append)
+        self._appended = False  # appended since the last sync: the shell owes one
         self._rolled = False  # a segment rolled over since the last sync: retention is due
         self.deleted = False
         self.counters = MessageCounters()  # message_stats (actors/stats/counters.py), once per batch
@@ -83,13 +97,18 @@ class StreamQueue:
     def consumer_count(self) -> int:
         return len(self._consumers)
 
+    @property
+    def unsynced(self) -> bool:
+        """The shell owes a sync: something was appended, or a replica owes its leader an ack."""
+        return self._appended or self.rep.ack_due
+
     def stats(self) -> dict[str, Any]:
         log = self.log
         return {"name": self.name, "vhost": self.vhost, "type": spec.TYPE, "messages": log.entries,
                 "messages_ready": log.entries, "messages_unacknowledged": 0, "consumers": len(self._consumers),
                 "memory": log.recent_bytes, "message_bytes": log.bytes, "message_bytes_ready": log.bytes,
                 "message_bytes_unacknowledged": 0, "exclusive_consumer_pid": None, "exclusive_consumer_tag": None,
-                "first_offset": log.first_offset, "committed_offset": log.committed - 1,
+                "first_offset": log.first_offset, "committed_offset": self.rep.readable - 1,
                 "segments": len(log.segments), "readers": [
                     {"consumer_tag": c.tag, "channel": str(c.channel), "offset": c.reader.next_offset,
                      "lag": log.committed - c.reader.next_offset, "credit": c.credit}
@@ -100,7 +119,7 @@ class StreamQueue:
     def start(self, *, now_ms: int = 0) -> list[Effect]:
         self._now = max(self._now, now_ms)
         self._retain()
-        return [StartTimer(RETENTION_TIMER, RETENTION_CHECK_MS)]
+        return [StartTimer(RETENTION_TIMER, RETENTION_CHECK_MS), *self.rep.start(), *self._committed()]
 
     def handle(self, sender: Hashable, msg: Any, *, now_ms: int = 0) -> list[Effect]:
         if now_ms > self._now:
@@ -109,15 +128,24 @@ class StreamQueue:
 
     def on_timer(self, name: str, *, now_ms: int = 0) -> list[Effect]:
         self._now = max(self._now, now_ms)
+        if name == ELECTION_TIMER:
+            return [*self.rep.on_timer(), *self._committed()]
         assert name == RETENTION_TIMER, name
         if not self._consumers:  # nobody at the tail: an idle stream keeps no bodies in RAM
             self.log.forget_recent()
         self._retain()
         return [StartTimer(RETENTION_TIMER, RETENTION_CHECK_MS)]
 
-    def publish(self, channel: Hashable, messages: Sequence[Published]) -> list[Effect]:
+    def publish(self, channel: Hashable, messages: Sequence[Published], origin: str | None = None) -> list[Effect]:
+        """A channel's batch, from this node (`origin` None) or handed on by member `origin`."""
         if not messages:
             return []
+        if origin is None:
+            return [*self.publishes.from_channel(channel, messages), *self._committed()]
+        return [*self.publishes.route(origin, channel, messages), *self._committed()]
+
+    def _append(self, origin: str, channel: Hashable, messages: Sequence[Published]) -> list[Effect]:
+        """The leader appends a batch as one chunk, each message stamped with its offset."""
         log = self.log
         first = log.next_offset
         segments = len(log.segments)
@@ -129,38 +157,48 @@ class StreamQueue:
             if parts is None:
                 parts = splits[p.header] = split(p.header)
             entries.append(Entry(p.exchange, p.routing_key, parts[0] + pack(first + i) + parts[1], p.body))
-        log.append(entries, self._now)
+        data = chunk.encode(first, self._now, entries)
+        log.append_chunk(data, entries)
         self.counters.publish += len(messages)
-        self.unsynced = True
+        self._appended = True
         self._rolled = self._rolled or len(log.segments) != segments
         seq = messages[-1].seq
-        if seq and seq > self._held.get(channel, 0):
-            self._held[channel] = seq
-        return []
+        if seq:
+            self.publishes.pending.append((log.next_offset, origin, channel, seq))
+        return self.rep.appended(data)
 
     def sync_started(self) -> None:
-        """The shell flushed the log for a sync: the confirms held so far are what it covers;
-        later publishes wait for the next one."""
-        self.unsynced = False
-        syncing = self._syncing
-        for channel, upto in self._held.items():
-            if upto > syncing.get(channel, 0):
-                syncing[channel] = upto
-        self._held = {}
+        """The shell flushed the log for a sync; what is appended from now on waits for the next."""
+        self._appended = False
 
     def synced(self) -> list[Effect]:
-        """The sync begun at `sync_started` is done (`log.commit` moved): confirm what it covered,
-        hand the new entries out, and apply retention if a segment rolled over."""
-        if self.unsynced:  # a sync made whole at once (Dispose): it covers everything
-            self.sync_started()
-        syncing, self._syncing = self._syncing, {}
-        effects: list[Effect] = [Send(channel, Confirm(upto)) for channel, upto in syncing.items()]
-        for consumer in self._consumers.values():
-            effects.extend(self._deliver(consumer))
+        """The sync begun at `sync_started` is done (`log.commit` moved): a replica acks it, a
+        leader commits what a majority has; confirm and hand out what is committed, and apply
+        retention if a segment rolled over."""
+        self._appended = False
+        effects = [*self.rep.synced(), *self._committed()]
         if self._rolled:
             self._rolled = False
             self._retain()
         return effects
+
+    def _committed(self) -> list[Effect]:
+        """After every input that may have moved the commit or the leader: the confirms the
+        commit covers, the consumers' new entries, the batches owed to a new leader."""
+        effects = [*self.publishes.committed(self.rep.commit), *self.publishes.follow()]
+        for consumer in self._consumers.values():
+            effects.extend(self._deliver(consumer))
+        return effects
+
+    def replicate(self, sender: Hashable, msg: Any) -> list[Effect]:
+        """A message between the members (replication.py), then whatever the commit now allows."""
+        return [*_REPLICATION[type(msg)](self.rep, msg), *self._committed()]
+
+    def nodes_down(self, nodes: set[str]) -> list[Effect]:
+        return [*self.rep.nodes_down(nodes), *self._committed()]
+
+    def nodes_up(self, nodes: set[str]) -> list[Effect]:
+        return self.rep.nodes_up(nodes)
 
     # -- consumers ------------------------------------------------------------------------------
 
@@ -197,9 +235,10 @@ class StreamQueue:
         return self._deliver(consumer)
 
     def _deliver(self, consumer: StreamConsumer) -> list[Effect]:
-        if consumer.credit <= 0 or consumer.reader.next_offset >= self.log.committed:
+        readable = self.rep.readable
+        if consumer.credit <= 0 or consumer.reader.next_offset >= readable:
             return []
-        read = consumer.reader.read(min(consumer.credit, READ_BATCH_MAX))
+        read = consumer.reader.read(min(consumer.credit, READ_BATCH_MAX), readable)
         if not read:
             return []
         consumer.credit -= len(read)
@@ -209,8 +248,8 @@ class StreamQueue:
 
     def more_to_read(self) -> bool:
         """A consumer with credit is behind the log's end (READ_BATCH_MAX cut its last call)."""
-        committed = self.log.committed
-        return any(c.credit > 0 and c.reader.next_offset < committed for c in self._consumers.values())
+        readable = self.rep.readable
+        return any(c.credit > 0 and c.reader.next_offset < readable for c in self._consumers.values())
 
     def read_more(self) -> list[Effect]:
         effects: list[Effect] = []
@@ -229,8 +268,7 @@ class StreamQueue:
     def channel_down(self, channel: Hashable) -> None:
         for key in [k for k in self._consumers if k[0] == channel]:
             self.cancel(*key)
-        self._held.pop(channel, None)
-        self._syncing.pop(channel, None)
+        self.publishes.channel_down(channel)
 
     def delete(self) -> list[Effect]:
         """Dispose: consumers are told, the log's files go (the shell syncs first: confirms owed leave)."""
@@ -279,21 +317,37 @@ def _stats(q: StreamQueue, sender: Hashable, msg: QueueStats) -> list[Effect]:
 
 
 def _status(q: StreamQueue, sender: Hashable, msg: StreamStatus) -> list[Effect]:
-    log = q.log
-    return [Send(sender, Reply(msg.rid, {"offset": log.next_offset - 1, "committed_offset": log.committed - 1,
-                                         "first_offset": log.first_offset, "readers": q.consumer_count,
-                                         "segments": len(log.segments)}))]
+    log, rep = q.log, q.rep
+    return [Send(sender, Reply(msg.rid, {"role": rep.role, "offset": log.next_offset - 1,
+                                         "committed_offset": rep.readable - 1, "first_offset": log.first_offset,
+                                         "readers": q.consumer_count, "segments": len(log.segments),
+                                         "epoch": rep.epoch}))]
+
+
+def _confirmed(q: StreamQueue, sender: Hashable, msg: StreamConfirmed) -> list[Effect]:
+    """The leader committed publishes that reached this member: their channels hear it from here."""
+    return q.publishes.confirm(msg.confirms)
 
 
 def _dispose(q: StreamQueue, sender: Hashable, msg: Dispose) -> list[Effect]:
-    # the shell synced the whole log first: every confirm held or in flight is covered
-    return [*q.synced(), *q.delete(), Send(sender, Reply(msg.rid, 0))]
+    # the shell synced the whole log first: a stream of one member confirms all it holds
+    sole = q.rep.members == (q.rep.me,)
+    confirms = q.publishes.confirm(list(q.publishes.owed().items())) if sole else []
+    return [*confirms, *q.delete(), Send(sender, Reply(msg.rid, 0))]
 
 
 _HANDLERS: dict[type, Callable[[StreamQueue, Hashable, Any], list[Effect]]] = {
-    Publish: lambda q, s, m: q.publish(s, m.messages), Settle: _settle, Grant: lambda q, s, m: q.grant(s, m),
+    Publish: lambda q, s, m: q.publish(s, m.messages), Settle: _settle,
+    StreamForward: lambda q, s, m: q.publish(m.channel, m.messages, m.origin), StreamConfirmed: _confirmed,
+    Grant: lambda q, s, m: q.grant(s, m),
     Consume: lambda q, s, m: q.consume(s, m), Cancel: _cancel, ChannelDown: _channel_down,
     Undelivered: _channel_down, Get: _refused(spec.get_refused), Purge: _refused(spec.purge_refused),
     QueueStats: _stats, StreamStatus: _status, ApplyPolicy: lambda q, s, m: q.apply_policy(m.settings),
     Dispose: _dispose,
 }
+
+_REPLICATION: dict[type, Callable[[Replication, Any], list[Effect]]] = {
+    StreamAppend: Replication.append, StreamAck: Replication.ack, StreamHello: Replication.hello,
+    StreamVote: Replication.vote, StreamVoteReply: Replication.vote_reply,
+}
+_HANDLERS.update({kind: StreamQueue.replicate for kind in _REPLICATION})

@@ -7,6 +7,11 @@ thread, one in flight per stream, so every publish batch that arrives while one 
 next; only after it returns does `core.synced()` release the confirms and the deliveries it
 covers (THE ORDERING RULE, core.py). A consumer cut by the read batch limit is served again on the next turn,
 so one consumer reading a long backlog from disk never holds the loop for long.
+
+A replicated stream has such an actor on each member node, on the host of the same kind and
+under the same name (`member_address`); they talk to each other through the runtime like any
+actors (replication.py), and a replica's sync is what its ack to the leader waits for. Its
+epoch state (persist/stream/epochs.py) lives beside its segments.
 """
 from __future__ import annotations
 
@@ -20,13 +25,15 @@ import structlog
 
 from actors.messages.channel_queue import ChannelDown
 from actors.messages.node import Dispose
-from actors.placement import node_of
+from actors.placement import host_of, kind_of, node_of
 from actors.runtime.address import Address
 from actors.runtime.clock import monotonic_ms, now_ms
 from actors.runtime.effects import ActorEffects
 from actors.stream.core import StreamQueue
+from actors.stream.replication import Replication
 from effects.interpreter import Interpreter
 from metadata import stream as spec
+from persist.stream import epochs
 from persist.stream.log import StreamLog, make_durable
 
 log = structlog.get_logger("warren.stream")
@@ -47,6 +54,24 @@ def open_stream(directory: Path, vhost: str, name: str, arguments: dict[str, Any
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "NAME").write_text(f"{vhost}\n{name}\n")
     return StreamLog.open(directory, spec.retention(arguments).segment_bytes)
+
+
+def member_address(host: str, member: str, vhost: str, name: str) -> Address:
+    """The stream's actor on node `member`: on that node's host of the kind of `host` (every node
+    of a cluster runs the same host kinds)."""
+    return Address(host_of(member, kind_of(host)), f"q:{vhost}:{name}")
+
+
+def stream_core(host: str, directory: Path, vhost: str, name: str, arguments: dict[str, Any],
+                members: tuple[str, ...], now: int) -> StreamQueue:
+    """The core of this host's member of a stream (members: its nodes, the declared leader first;
+    none for a stream of one member, on this node)."""
+    me = node_of(host)
+    log = open_stream(directory, vhost, name, arguments)
+    rep = Replication(me, tuple(members) or (me,), log, epochs.load(directory),
+                      lambda state: epochs.save(directory, state),
+                      lambda member: member_address(host, member, vhost, name))
+    return StreamQueue(vhost, name, log, arguments, now, rep)
 
 
 def stream_names(root: str, host_kind: str) -> dict[tuple[str, str], Path]:
@@ -85,6 +110,11 @@ class StreamActor:
     @property
     def deleted(self) -> bool:
         return self.core.deleted
+
+    @property
+    def reports(self) -> bool:
+        """Its stats row is the stream's: it leads (a stream's counts come from one member)."""
+        return self.core.rep.leads
 
     def receive(self, sender: Address, msg: Any) -> None:
         self.on_input()
@@ -142,12 +172,21 @@ class StreamActor:
     def _fire(self, name: str) -> None:
         if not self.core.deleted:
             self.run(self.core.on_timer(name, now_ms=now_ms()))
+            self._schedule()
 
     def nodes_down(self, nodes: set[str]) -> None:
-        """Channels on lost nodes are gone: their consumers go (nothing is held for them)."""
+        """Channels on lost nodes are gone: their consumers go (nothing is held for them); a lost
+        leader is replaced (replication.py)."""
         for channel in self.core.channels():
             if node_of(channel.host) in nodes and not self.core.deleted:
                 self.receive(channel, ChannelDown())
+        if not self.core.deleted:
+            self.run(self.core.nodes_down(nodes))
+            self._schedule()
+
+    def nodes_up(self, nodes: set[str]) -> None:
+        if not self.core.deleted:
+            self.run(self.core.nodes_up(nodes))
 
     def flow_state(self, now: int) -> str:
         runtime = self.runtime.flow_state(self.address)

@@ -100,7 +100,16 @@ class StreamLog:
     def append(self, entries: Sequence[Entry], timestamp_ms: int) -> int:
         """Write `entries` as one chunk (into the OS, see `sync`); returns their first offset."""
         first = self.next_offset
-        data = chunk.encode(first, timestamp_ms, entries)
+        self.append_chunk(chunk.encode(first, timestamp_ms, entries), list(entries))
+        return first
+
+    def append_chunk(self, data: bytes, entries: list[Entry] | None = None) -> ChunkHeader:
+        """Write one encoded chunk whose first offset is `next_offset` (a replica appends its
+        leader's chunks as they are, so every member's chunks and offsets are the same); `entries`
+        are its decoded entries when the caller has them (kept for readers at the tail)."""
+        header = chunk.read_header(data)
+        assert header is not None and header.first_offset == self.next_offset, "a chunk goes at the log's end"
+        first, timestamp_ms = header.first_offset, header.timestamp_ms
         seg = self.segments[-1] if self.segments else None
         if seg is None or (seg.bytes >= self.segment_bytes and seg.chunks):
             seg = self._roll(first, timestamp_ms)
@@ -111,11 +120,78 @@ class StreamLog:
             seg.first_ts = timestamp_ms
         seg.bytes += len(data)
         seg.chunks += 1
-        seg.end = first + len(entries)
+        seg.end = header.next_offset
         seg.last_ts = timestamp_ms
         self.last_chunk = first
-        self._remember(first, list(entries), len(data))
-        return first
+        if entries is not None:
+            self._remember(first, entries, len(data))
+        elif self._recent:  # the remembered chunks must end where the log does (recent_chunk)
+            self.forget_recent()
+        return header
+
+    def read_chunks(self, offset: int, max_bytes: int) -> list[bytes]:
+        """The encoded chunks from the one starting at `offset` on (whole chunks, at least one if
+        there is any, then while under `max_bytes`), durable or not: what a leader sends a replica."""
+        found = self.chunk_at(offset)
+        if found is None:
+            return []
+        si, pos, first = found
+        assert first == offset, "a replica is sent whole chunks from a chunk's first offset"
+        if self._file is not None:
+            self._file.flush()
+        out: list[bytes] = []
+        size = 0
+        for seg in self.segments[si:]:
+            with open(self.directory / f"{seg.stem}.segment", "rb") as f:
+                while True:
+                    f.seek(pos)
+                    head = f.read(chunk.HEADER_BYTES)
+                    header = chunk.read_header(head)
+                    if header is None:
+                        break
+                    data = head + f.read(header.payload_bytes)
+                    if len(data) < header.size or (out and size + len(data) > max_bytes):
+                        return out
+                    out.append(data)
+                    size += len(data)
+                    pos += header.size
+            pos = 0
+        return out
+
+    def truncate(self, offset: int) -> int:
+        """Cut the log back to the chunk boundary at `offset` (a replica drops what its new leader
+        does not have); durable when it returns. Never below `committed` that was confirmed: the
+        caller's rule. Returns the new `next_offset`."""
+        if offset >= self.next_offset:
+            return self.next_offset
+        while self.segments and self.segments[-1].base >= offset and len(self.segments) > 1:
+            self._close_writer()
+            self._unlink(self.segments.pop())
+        seg = self.segments[-1]
+        self._close_writer()
+        rows_raw = (self.directory / f"{seg.stem}.index").read_bytes()
+        rows = [INDEX_ROW.unpack_from(rows_raw, i * INDEX_ROW.size) for i in range(len(rows_raw) // INDEX_ROW.size)]
+        keep = [r for r in rows if r[0] < offset]
+        cut = rows[len(keep)][2] if len(keep) < len(rows) else seg.bytes
+        for suffix, size in ((".segment", cut), (".index", len(keep) * INDEX_ROW.size)):
+            with open(self.directory / f"{seg.stem}{suffix}", "r+b") as f:
+                f.truncate(size)
+                os.fsync(f.fileno())
+        if not keep:
+            self._unlink(self.segments.pop())
+            self.committed = min(self.committed, seg.base)
+            self.last_chunk = -1
+        else:
+            with open(self.directory / f"{seg.stem}.segment", "rb") as f:
+                last = _chunk_at(f, keep[-1][2])
+            assert last is not None
+            seg.end, seg.bytes, seg.chunks, seg.last_ts = last.next_offset, cut, len(keep), keep[-1][1]
+            self.last_chunk = last.first_offset
+            self._file = open(self.directory / f"{seg.stem}.segment", "ab")
+            self._index = open(self.directory / f"{seg.stem}.index", "ab", buffering=0)
+            self.committed = min(self.committed, seg.end)
+        self.forget_recent()
+        return self.next_offset
 
     def _remember(self, first: int, entries: list[Entry], size: int) -> None:
         recent, sizes = self._recent, self._recent_bytes
@@ -378,15 +454,16 @@ class Reader:
         self._seg_base, self._pos = seg.base, pos
         return True
 
-    def read(self, max_entries: int) -> list[tuple[int, Entry]]:
+    def read(self, max_entries: int, upto: int | None = None) -> list[tuple[int, Entry]]:
         """Up to `max_entries` (at least one chunk's worth may be cut) committed entries from
-        next_offset on, as (offset, entry)."""
+        next_offset on, as (offset, entry), none at or past `upto` (a replicated stream's commit)."""
         out: list[tuple[int, Entry]] = []
         log = self.log
         if self.next_offset < log.first_offset:  # retention went past this reader
             self.close()
             self.next_offset = log.first_offset
-        while len(out) < max_entries and self.next_offset < log.committed:
+        limit = log.committed if upto is None else min(upto, log.committed)
+        while len(out) < max_entries and self.next_offset < limit:
             recent = log.recent_chunk(self.next_offset)
             if recent is not None:  # at the tail: no file read
                 self.close()

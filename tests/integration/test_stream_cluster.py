@@ -1,9 +1,7 @@
-"""A stream on a three-node cluster: declared through n1 (its one member lives there), published to
-through n2 with confirms, read from "first" through n3; after kill -9 of n1 and its restart,
-every confirmed message is read back from "first" through n2, and publishing goes on.
-
-Streams are not replicated yet (README): while n1 is down the stream is unavailable, and this
-test checks only that nothing confirmed is lost across the kill.
+"""A stream on a three-node cluster: declared through n1 (its leader's node; a member on every
+node), published to through n2 with confirms, read from "first" through n3; after kill -9 of n1
+and its restart, every confirmed message is read back from "first" through n2, and publishing
+goes on. What happens while n1 is down: tests/integration/test_stream_replication.py.
 """
 from __future__ import annotations
 

@@ -68,8 +68,9 @@ def test_listing_status_and_kill_9(node):
     rows = table(ok(node, "list_queues", "name", "type", "messages"))
     assert ["ops", "stream", "30"] in rows
     status = table(ok(node, "stream_status", "ops"))
-    assert status[1] == ["role", "node", "offset", "committed_offset", "first_offset", "readers", "segments"]
-    assert status[2][0] == "writer" and status[2][2:] == ["29", "29", "0", "0", "1"]
+    assert status[1] == ["role", "node", "offset", "committed_offset", "first_offset", "readers", "segments",
+                         "epoch"]
+    assert status[2][0] == "writer" and status[2][2:] == ["29", "29", "0", "0", "1", "1"]
     _http_rows(node)
     node.kill()
     mgmt, prometheus = node.http

@@ -143,3 +143,33 @@ def test_memory_holds_summaries_only(tmp_path):
     reader.close()
     log.close()
     assert os.path.exists(tmp_path / f"{1998:020d}.index")
+
+
+def test_a_replica_appends_its_leaders_chunks_and_cuts_back_to_a_chunk_boundary(tmp_path):
+    """read_chunks hands out whole encoded chunks, append_chunk writes them as they are (same
+    offsets, same bytes), truncate cuts both files at a chunk boundary across segments, durably."""
+    leader, replica = StreamLog.open(tmp_path / "a", 300), StreamLog.open(tmp_path / "b", 300)
+    for i in range(10):
+        leader.append([Entry("", "q", b"", b"%d" % i * 50), Entry("", "q", b"", b"y")], i)
+    chunks = leader.read_chunks(0, 1 << 20)
+    assert len(chunks) == 10 and leader.read_chunks(4, 1) == chunks[2:3]  # at least one, then while under
+    assert leader.read_chunks(4, len(chunks[2]) + len(chunks[3])) == chunks[2:4]
+    for data in chunks:
+        replica.append_chunk(data)
+    replica.sync()
+    assert replica.next_offset == 20 and len(replica.segments) > 1
+    assert replica.truncate(14) == 14 and replica.committed == 14
+    replica.append_chunk(chunks[7])
+    replica.close()
+    reopened = StreamLog.open(tmp_path / "b", 300)
+    reader = reopened.reader(0)
+    assert [e.body for _, e in reader.read(100)] == [e.body for i in range(8) for e in chunk_entries(chunks[i])]
+    reader.close()
+    assert reopened.truncate(0) == 0 and reopened.segments == []
+    reopened.close()
+    leader.close()
+
+
+def chunk_entries(data: bytes) -> list[Entry]:
+    header = chunk.read_header(data)
+    return chunk.decode(header, data[chunk.HEADER_BYTES:])
