@@ -554,18 +554,9 @@ class NodeCore:
         return QueueDeclared(rec.name, stats.value.messages, stats.value.consumers)
 
     def _start_members(self, rec: QueueRecord) -> Op:
-        """A new quorum queue's members, started on their nodes; declare-ok once one leads. The
-        followers start together, then the leader's member, which stands for election at once
-        (they are there to vote) and is answered once it knows a leader (quorum/host.py)."""
-        start = qq.start_member(rec)
-        followers = yield AskAll(tuple(Ask(qq.manager(node, rec), start, queue_down(rec.name))
-                                       for node in rec.members[1:]))
-        led = yield Ask(qq.manager(rec.members[0], rec), start, queue_down(rec.name))
-        started = sum(reply.ok for reply in followers) + led.ok
-        error = qq.not_started(rec, self.node, started)
+        error = yield from qq.start_members(rec, self.node, lambda: self.queue_target(rec))
         if error is not None:
             return error
-        yield Ask(self.queue_target(rec), QueueStats, queue_down(rec.name))  # answered by a leader
         self._send_policy(rec)
         self._trigger_reconciliation()  # 4.0's queue_created trigger, on the declaring node
         return QueueDeclared(rec.name, 0, 0)

@@ -22,7 +22,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from actors.messages.node import QueueStats
 from actors.messages.quorum import DeleteMember, StartMember
+from actors.node.steps import Ask, AskAll, Op, queue_down
 from actors.placement import node_of, quorum_home, quorum_uid
 from actors.quorum.names import MANAGER_NAME, host_names, manager_id, member_id, uid_of_member
 from actors.runtime.address import Address
@@ -109,6 +111,21 @@ def start_member(rec: QueueRecord) -> Callable[[int], StartMember]:
 
 def delete_member(rec: QueueRecord) -> Callable[[int], DeleteMember]:
     return lambda rid: DeleteMember(rid, uid_of(rec))
+
+
+def start_members(rec: QueueRecord, node: str, target: Callable[[], Address]) -> Op:
+    """A new quorum queue's members, started on their nodes; None once one leads, else the error.
+    The followers start together, then the leader's member, which stands for election at once
+    (they are there to vote) and is answered once it knows a leader (quorum/host.py); `target` is
+    then the member to ask, which answers once a leader is known."""
+    start = start_member(rec)
+    followers = yield AskAll(tuple(Ask(manager(n, rec), start, queue_down(rec.name)) for n in rec.members[1:]))
+    led = yield Ask(manager(rec.members[0], rec), start, queue_down(rec.name))
+    error = not_started(rec, node, sum(reply.ok for reply in followers) + led.ok)
+    if error is not None:
+        return error
+    yield Ask(target(), QueueStats, queue_down(rec.name))  # answered by a leader
+    return None
 
 
 def not_started(rec: QueueRecord, node: str, started: int) -> AmqpError | None:
