@@ -50,7 +50,11 @@ endpoint never changes, so nothing else would ever replace that socket: its peer
 from this host again (and once libzmq has dropped the session's pipe, a send to it raises EAGAIN,
 which made the runtime's whole flush fail). So such a socket is replaced by a new one towards the
 same endpoint `reconnect_ivl_max_ms` after the failure, or at once when a frame finds it without a
-pipe (what waited in the old one is dropped, as with a connection that died).
+pipe (what waited in the old one is dropped, as with a connection that died). Not always for good,
+though: seen here under load, the same stranger can leave libzmq reconnecting on its own, and the
+frames that waited then reach the host that binds the endpoint next. A socket that completes a
+handshake before its renewal is due is therefore kept (`_failed`): replacing a working link would
+drop what is in flight on it.
 """
 from __future__ import annotations
 
@@ -96,6 +100,7 @@ class Links:
         self._pulls: list[zmq.Socket] = []
         self._push: dict[str, zmq.Socket] = {}
         self._monitors: dict[zmq.Socket, zmq.Socket] = {}  # watched socket -> its monitor
+        self._failed: set[zmq.Socket] = set()  # outgoing sockets whose last handshake failed for good
         self._refusals = RefusalLog()
 
     def bind(self, endpoint: str, *, curve: bool = False) -> str:
@@ -158,9 +163,15 @@ class Links:
         sock.connect(endpoint)
         return sock
 
+    def _renew_failed(self, host: str, sock: zmq.Socket, endpoint: str) -> None:
+        """The renewal due after a failed handshake, unless the socket got through since."""
+        if sock in self._failed:
+            self._renew(host, sock, endpoint)
+
     def _renew(self, host: str, sock: zmq.Socket, endpoint: str) -> None:
         """`sock`'s handshake failed for good (see above): a new socket towards `endpoint`, unless
         the host was forgotten or moved (or the links closed) meanwhile."""
+        self._failed.discard(sock)
         if self._push.get(host) is not sock:
             return
         log.info("runtime.link_renewed", host=self._host, to=host, endpoint=endpoint)
@@ -173,6 +184,7 @@ class Links:
         sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, heartbeat_timeout_ms)
 
     def _close(self, sock: zmq.Socket, linger_ms: int) -> None:
+        self._failed.discard(sock)
         monitor = self._monitors.pop(sock, None)
         if monitor is not None:
             self._loop.remove_reader(monitor.getsockopt(zmq.FD))
@@ -220,9 +232,11 @@ class Links:
             if event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 log.debug("runtime.peer_connected", host=self._host, endpoint=peer, incoming=incoming)
                 self._refusals.forget(peer)
+                self._failed.discard(sock)
                 continue
             if not incoming and event["event"] in _final_failures:
-                self._loop.call_later(reconnect_ivl_max_ms / 1000, self._renew, host, sock, endpoint)
+                self._failed.add(sock)
+                self._loop.call_later(reconnect_ivl_max_ms / 1000, self._renew_failed, host, sock, endpoint)
             attempts = self._refusals.due(peer)
             if not attempts:
                 continue

@@ -212,9 +212,11 @@ def _stranger(listener: socket.socket) -> None:
 
 def test_a_link_whose_handshake_met_a_stranger_on_the_port_reaches_the_host_that_binds_it_later(
         tmp_path: Path) -> None:
-    """libzmq never reconnects a socket whose handshake failed on a protocol error: a stranger on a
-    node host's port while that host restarts would leave the link dead for good (everything sent
-    to the host queued in it for ever) and the host deaf to this one. The link is made again."""
+    """libzmq may never reconnect a socket whose handshake failed on a protocol error: a stranger
+    on a node host's port while that host restarts would leave the link dead for good (everything
+    sent to the host queued in it for ever) and the host deaf to this one. The link is made again,
+    or libzmq reconnects on its own (seen under load); either way what is sent once the host is
+    back reaches it, and what went while the stranger held the port arrives at most once."""
     async def main():
         listener = socket.create_server(("127.0.0.1", 0))
         endpoint = f"tcp://127.0.0.1:{listener.getsockname()[1]}"
@@ -224,18 +226,19 @@ def test_a_link_whose_handshake_met_a_stranger_on_the_port_reaches_the_host_that
         me, to = Address("a", "src"), Address("b", "rec")
         with structlog.testing.capture_logs() as logs:
             stranger = asyncio.get_running_loop().run_in_executor(None, _stranger, listener)
-            a.send(to, Note("m", 0), sender=me)  # lost: it went to the stranger
-            await logged(logs, {"runtime.peer_handshake_failed"})
-            await stranger
+            a.send(to, Note("m", 0), sender=me)  # to the stranger first
+            await stranger  # returns once the client hung up on it: the handshake failed
             listener.close()
             b = Runtime("b", {"b": f"ipc://{tmp_path}/b"}, remote=(endpoint, CurveKeys(b"cookie")))
             await b.start()
             rec = Recorder()
             b.spawn("rec", rec)
-            await logged(logs, {"runtime.link_renewed"})  # what was sent before went with the old socket
+            # a's link to b got through: a new socket's or (libzmq reconnecting) the old one's
+            await async_until(lambda: any(e["event"] == "runtime.peer_connected" and e["host"] == "a" for e in logs),
+                              lambda: f"a's link to b through: {logs}", deadline_s)
             a.send(to, Note("m", 1), sender=me)
-            await rec.done
-        assert [body for _, _, body in rec.got] == [1]
+            await async_until(lambda: any(body == 1 for _, _, body in rec.got), lambda: f"got {rec.got}", deadline_s)
+        assert [body for _, _, body in rec.got] in ([1], [0, 1])
         await a.close()
         await b.close()
     run(main())
