@@ -58,7 +58,7 @@ from typing import Any, Sequence
 
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import (
-    Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, Grant, Publish, Published,
+    Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, Publish, Published,
     Purge, Rejected, Settle,
 )
 from actors.messages.quorum import ConsumerResync, FindLeader, NotQueueLeader, QueueLeader, ResendFrom
