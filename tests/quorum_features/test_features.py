@@ -125,7 +125,9 @@ def test_message_ttl_and_per_message_expiration(conns, name):
 
 def test_x_expires_deletes_a_queue_nobody_uses(conns, name):
     decl, _pub, _con = conns
-    declare(decl.channel(), name, **{"x-expires": 500})
+    # used through the declaring node alone: not `declare`, whose wait for the other nodes to see
+    # it could outlast its 500 ms
+    decl.channel().queue_declare(name, durable=True, arguments={"x-queue-type": "quorum", "x-expires": 500})
 
     def gone() -> bool:
         ch = decl.channel()
