@@ -179,6 +179,7 @@ class ChannelCore:
             lost_queues.undelivered(self, sender, msg.msg, msg.gone)
         elif kind is QueueHostRestarted:
             lost_queues.queue_host_restarted(self, msg.host)
+            self.quorum.host_restarted(msg.host)
         else:
             raise ValueError(f"channel got an unexpected message {kind.__name__}")
 

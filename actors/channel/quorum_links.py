@@ -78,6 +78,13 @@ class QuorumLinks:
             out += self._sends(queue, client.take()[0])
         return out
 
+    def host_restarted(self, host: str) -> None:
+        """A quorum host crashed and came back: the clients whose target member lives there lost
+        what they sent it."""
+        for client in self._clients.values():
+            if Address.parse(client.target).host == host:
+                client.target_restarted()
+
     def forget(self, queue: Address) -> None:
         """The queue was deleted: its client goes."""
         if self._clients.pop(queue, None) is not None:

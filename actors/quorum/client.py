@@ -20,11 +20,14 @@ leads (`take()[0]`: Sends to member ids). The channel sees one queue, whichever 
   lead refused something). Terms only grow: a stale redirect never switches back. With nothing
   heard from the target for `retry_ticks` while something waits (confirms, a call), the client
   asks every member (`FindLeader`) and switches on the answers as above.
-- Re-sends happen on a switch, i.e. only when (leader, term) changes or the target itself refused
-  what it was sent (it was not leading at that moment: an election, a leadership transfer): a
-  leader that stays leader in its term has lost nothing the client sent it (one FIFO link to a
-  live process; a member that restarts leads again only in a later term), it is merely slow, and
-  re-sending to it then would only add load where there is too much already.
+- Re-sends happen on a switch, i.e. only when the leader changes or the target itself refused
+  what it was sent (it was not leading at that moment: an election, a leadership transfer) or
+  lost it (its host restarted: `target_restarted`): a target that says it leads and has refused
+  nothing has lost nothing the client sent it (one FIFO link to a live process; one that stops
+  leading with proposals outstanding says so), whatever term it names - news of its term (a
+  client starts at term 0) only sets `term`. It is merely slow; re-sending to it would add load
+  where there is too much already, and apply a call twice (a no-ack basic.get, dequeued twice,
+  loses a message; calls carry no id the machine remembers).
 - A switch re-sends, in this order: a `ConsumerResync` per consumer (what it holds unacked, what
   it settled lately, whose Settle may have died with the old leader, and the last msg id it was
   given: the new leader settles those again, which is harmless, and returns the rest, redelivered
@@ -55,7 +58,7 @@ from typing import Any, Sequence
 
 from actors.messages.calls import Reply
 from actors.messages.channel_queue import (
-    Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, Grant, Publish, Published,
+    Cancel, ChannelDown, Confirm, Consume, ConsumerCancelled, Deliver, Get, Publish, Published,
     Purge, Rejected, Settle,
 )
 from actors.messages.quorum import ConsumerResync, FindLeader, NotQueueLeader, QueueLeader, ResendFrom
@@ -181,8 +184,7 @@ class QuorumClient:
             if con is None or not con.cancelled:  # the channel cancelled it already: nothing to say
                 self._up.append(msg)
         elif kind is QueueLeader:
-            if (msg.term > self.term or (msg.term == self.term and msg.leader != self.target)
-                    or self.refused_by_target):
+            if self._switches_to(msg.leader, msg.term):
                 self._switch(msg.leader, msg.term)
         elif kind is NotQueueLeader:
             self._redirected(sender, msg)
@@ -260,16 +262,33 @@ class QuorumClient:
             # leadership transfer): the next leader news re-sends it, even naming the same member
             # (who may well lead again in the same term, having said nothing: the retry asks)
             self.refused_by_target = True
-        if msg.leader is not None and (msg.term > self.term or self.refused_by_target
-                                       or (msg.term == self.term and msg.leader != self.target)):
+        if msg.leader is None:
+            if not tracked:
+                self.parked.append(refused)  # an election runs: the next switch or retry sends it
+        elif self._switches_to(msg.leader, msg.term):
             if not tracked:
                 self.parked.append(refused)
             self._switch(msg.leader, msg.term)
-        elif msg.leader is None:
-            if not tracked:
-                self.parked.append(refused)  # an election runs: the next switch or retry sends it
         elif not tracked:
             self._out.append(Send(self.target, refused))  # refused by the old leader: send it on
+
+    def _switches_to(self, leader: str, term: int) -> bool:
+        """Whether news that `leader` leads in `term` is a switch (and its re-sends). News that the
+        target leads, which has refused nothing, only teaches the term (a client starts at term 0,
+        and learns it from a leader's probe or a FindLeader answer): the target has everything it
+        was sent, on one FIFO link (a member that stops leading says so first, NotQueueLeader; one
+        whose host restarted and lost it is `host_restarted`), so re-sending it would apply a call
+        twice - a no-ack basic.get dequeuing a second message that nobody receives."""
+        if leader == self.target and not self.refused_by_target:
+            self.term = max(self.term, term)
+            return False
+        return term > self.term or self.refused_by_target or (term == self.term and leader != self.target)
+
+    def target_restarted(self) -> None:
+        """The target's host crashed and came back: what it was sent and had not answered is lost,
+        as if it had refused it (the next leader news re-sends it; the retry asks for that news)."""
+        if self.outstanding() or self.consumers:
+            self.refused_by_target = True
 
     def _resend_from(self, expected: int) -> None:
         """The leader's sequence for us had a gap at `expected`: send again what is unconfirmed from

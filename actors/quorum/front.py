@@ -28,8 +28,8 @@ Ordering rules kept here:
   before it: a consumer's deliveries that the old leader made (or never sent) are then in its state.
 - A resync returns no delivery this leader made itself and the channel has not seen yet (after the
   last msg id it saw): that one is on its way on a FIFO link, and would come twice, the second
-  time after its ack. (A switch to the member that leads already - a channel that learns the
-  term from a probe or a FindLeader answer - resyncs while such a delivery is on its way.) What
+  time after its ack. (A switch to the member that leads already - a channel whose target
+  did not lead, told by a FindLeader answer - resyncs while such a delivery is on its way.) What
   an earlier leader delivered may have died with it and goes back, as what the channel saw and
   neither holds nor settled (a requeue lost with a leader).
 
@@ -87,7 +87,7 @@ from actors.quorum.machine import QuorumMachine
 from actors.quorum.queries import requeue_plan, stats
 from actors.quorum.names import get_tag
 from actors.quorum.state import QueueState
-from effects import Effect, Log, Send, StartTimer
+from effects import Log, Send, StartTimer
 from persist.classic.message import Message
 from raft.commands import USER
 from raft.log import Entry

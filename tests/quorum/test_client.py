@@ -122,7 +122,33 @@ def test_a_slow_leader_that_still_leads_gets_nothing_twice():
     q.take()
     q.receive(A, QueueLeader(A, 4))
     q.receive(B, NotQueueLeader(A, 4, None))
-    assert q.take() == ([], []) and q.switches == 1
+    assert q.take() == ([], []) and (q.term, q.switches) == (4, 0)  # the first news taught the term
+
+
+def test_news_of_the_targets_term_resends_no_call_so_a_no_ack_get_is_applied_once():
+    """A client starts at term 0 with its target right: the leader's probe, or a FindLeader answer
+    while it is slow, names it in its term. A Get re-sent then was applied twice (a no-ack get
+    dequeued a second message that nobody received)."""
+    for news in (QueueLeader(A, 3), NotQueueLeader(A, 3, None)):
+        q = client(retry_ticks=1)
+        q.send(Get(1, False))
+        q.send(Publish([published(1, b"a")]))
+        q.take()
+        q.receive(A if type(news) is QueueLeader else B, news)
+        assert q.take() == ([], []) and (q.target, q.term, q.switches) == (A, 3, 0)
+        q.receive(A, QueueLeader(A, 4))  # deposed and elected again, having refused nothing
+        assert q.take() == ([], []) and q.term == 4
+
+
+def test_a_target_whose_host_restarted_gets_what_it_lost_on_the_next_news():
+    q = client(retry_ticks=1)
+    q.send(Get(1, False))
+    q.take()
+    q.target_restarted()
+    q.tick()
+    assert q.take() == ([Send(A, FindLeader()), Send(B, FindLeader()), Send(C, FindLeader())], [])
+    q.receive(A, QueueLeader(A, 2))  # elected again after its restart
+    assert q.take() == ([Send(A, Get(1, False))], []) and q.switches == 1
 
 
 def test_an_idle_client_never_retries():

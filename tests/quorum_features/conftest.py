@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pika
+import pika.exceptions
 import pytest
 
 from scripts.local_cluster import Cluster, Node, start_node
+from tests.waiting import until
 
 CONSUMER_TIMEOUT_MS = 2000
 _names = itertools.count()
@@ -70,8 +72,11 @@ def name(request) -> str:
 
 @pytest.fixture
 def conns(broker):
-    """(declaring, publishing, consuming) connections; on one node all three to it."""
+    """(declaring, publishing, consuming) connections; on one node all three to it. On three, the
+    declaring one knows the others (`peers`): `declare` waits until their nodes see the queue."""
     opened = [broker.connect(role) for role in ("declare", "publish", "consume")]
+    if broker.kind == "three":
+        opened[0].peers = opened[1:]
     yield opened
     for c in opened:
         if c.is_open:
@@ -79,4 +84,25 @@ def conns(broker):
 
 
 def declare(ch: Any, name: str, **arguments: Any) -> None:
+    """A quorum queue, declared through `ch`; seen by the nodes of its connection's `peers` too.
+    A declare-ok says that the declaring node's copy of the metadata has the queue, not yet every
+    node's (RabbitMQ 4's Khepri replies from the local member: "immediately consistent on the node
+    that issues the reply ... eventually consistent everywhere else", rabbit_khepri.erl; 3.10's
+    Mnesia committed on every node): a publish through another node at once may find no queue,
+    and be confirmed as unroutable. A passive declare-ok through a connection says its connection
+    host routes to the queue (the node answers after telling its hosts, on the same pipe)."""
     ch.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum", **arguments})
+    for peer in getattr(ch.connection, "peers", ()):
+        until(lambda peer=peer: _sees(peer, name), f"queue {name} seen through another node")
+
+
+def _sees(conn: pika.BlockingConnection, name: str) -> bool:
+    ch = conn.channel()  # a 404 closes it
+    try:
+        ch.queue_declare(name, passive=True)
+    except pika.exceptions.ChannelClosedByBroker as e:
+        if e.reply_code != 404:
+            raise
+        return False
+    ch.close()
+    return True
