@@ -8,6 +8,11 @@ vhost, 67 no such user, 69 unavailable / validation failed, 70 software error su
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from metadata.records import QueueRecord
+    from metadata.registry import Registry
 
 EX_USAGE, EX_DATAERR, EX_NOUSER, EX_UNAVAILABLE, EX_SOFTWARE = 64, 65, 67, 69, 70
 
@@ -24,3 +29,12 @@ def no_user(name: str) -> AdminError:
 
 def no_vhost(vhost: str) -> AdminError:
     return AdminError(f"Virtual host '{vhost}' does not exist", EX_DATAERR)
+
+
+def named_queue(registry: Registry, a: dict) -> QueueRecord | AdminError:
+    """The queue an admin call names (`vhost`, default "/", and `name`), or rabbitmqctl's error."""
+    vhost = a.get("vhost", "/")
+    if not registry.vhost_exists(vhost):
+        return no_vhost(vhost)
+    rec = registry.queue(vhost, a["name"])
+    return AdminError("not_found", EX_UNAVAILABLE) if rec is None else rec

@@ -52,7 +52,7 @@ from actors.node import quorum_queues as qq
 from actors.node.steps import Apply, Ask, AskAll, Op
 from actors.quorum.names import member_id
 from effects import Effect, Send, StartTimer
-from metadata.admin_errors import EX_SOFTWARE, EX_UNAVAILABLE, AdminError, no_vhost
+from metadata.admin_errors import EX_SOFTWARE, EX_UNAVAILABLE, AdminError, named_queue
 from metadata.commands import SetQueueMembers
 from metadata.policies import TARGET_GROUP_SIZE
 from metadata.records import QueueRecord
@@ -141,12 +141,9 @@ def reconcile(node: str, records: Iterable[QueueRecord]) -> list[Effect]:
 
 # ---------------------------------------------------------------- the operations
 def _queue(core: NodeCore, a: dict) -> QueueRecord | AdminError:
-    vhost, name = a.get("vhost", "/"), a["name"]
-    if not core.registry.vhost_exists(vhost):
-        return no_vhost(vhost)
-    rec = core.registry.queue(vhost, name)
-    if rec is None:
-        return AdminError("not_found", EX_UNAVAILABLE)
+    rec = named_queue(core.registry, a)
+    if isinstance(rec, AdminError):
+        return rec
     if not rec.quorum:
         return AdminError(a.get("classic_error", "classic_queue_not_supported"), EX_UNAVAILABLE)
     return rec

@@ -27,7 +27,7 @@ from actors.node.steps import MISSING, Ask, AskAll, Op
 from actors.placement import host_of, member_hosts, node_of, queue_address, queue_kind, queue_manager
 from actors.runtime.address import Address
 from metadata import quorum, stream
-from metadata.admin_errors import EX_UNAVAILABLE, AdminError, no_vhost
+from metadata.admin_errors import EX_UNAVAILABLE, AdminError, named_queue
 from metadata.records import QueueRecord
 from metadata.registry import Registry
 from wire.errors import NOT_FOUND, AmqpError
@@ -88,12 +88,10 @@ def dispose_others(rec: QueueRecord, answered: Address, unreachable: set[str]) -
 
 
 def stream_status(core: NodeCore, a: dict) -> Op:
-    vhost, name = a.get("vhost", "/"), a["name"]
-    if not core.registry.vhost_exists(vhost):
-        return no_vhost(vhost)
-    rec = core.registry.queue(vhost, name)
-    if rec is None:
-        return AdminError("not_found", EX_UNAVAILABLE)
+    rec = named_queue(core.registry, a)
+    if isinstance(rec, AdminError):
+        return rec
+    vhost, name = rec.vhost, rec.name
     if not stream.is_stream(rec.arguments):
         return AdminError("not_a_stream", EX_UNAVAILABLE)
     hosts = member_hosts(rec.home, rec.replicas)

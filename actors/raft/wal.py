@@ -102,6 +102,10 @@ class WalActor:
             log.warning("wal.slow_flush", seconds=round(elapsed, 3), members=len(written))
         if self.writer.rolling:
             self.kick()  # the next turn writes the next slice of the rollover
+        self._notify(written)
+
+    def _notify(self, written: dict[str, int]) -> None:
+        """Tell each member of a synced batch how far it is written (see above)."""
         self.flushes += 1
         for member, upto in written.items():
             # entries newly durable (a truncation-only batch reports less; it adds nothing)

@@ -122,15 +122,6 @@ class WalClient(WalActor):
         if self.writer.core.pending_bytes() or self._unsent_after or self._roll is not None:
             self.kick()  # what waited for the window goes now; a rollover may be done
 
-    def _notify(self, written: dict[str, int]) -> None:
-        self.flushes += 1
-        for member, upto in written.items():
-            self.entries_flushed += max(0, upto - self._upto.get(member, upto))
-            self._upto[member] = upto
-            on_written = self._members.get(member)
-            if on_written is not None:
-                on_written(upto)
-
     # -- rollover --------------------------------------------------------------------------------
     def roll(self, wal_epoch: int, file_seq: int) -> None:
         """The WAL asks this host to roll its members over the files before `file_seq`."""

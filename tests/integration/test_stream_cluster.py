@@ -9,12 +9,10 @@ import pika
 import pytest
 
 from scripts.local_cluster import Cluster
+from tests.integration.stream_clients import STREAM, read_first
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration
-
-STREAM = {"x-queue-type": "stream"}
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
@@ -32,28 +30,13 @@ def publish(url: str, bodies: list[bytes]) -> None:
     conn.close()
 
 
-def read_first(url: str, n: int) -> list[tuple[int, bytes]]:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
-    ch = conn.channel()
-    ch.basic_qos(prefetch_count=64)
-    got: list[tuple[int, bytes]] = []
-
-    def on(c, method, props, body):
-        got.append((props.headers["x-stream-offset"], body))
-        c.basic_ack(method.delivery_tag)
-    ch.basic_consume("cs", on, arguments={"x-stream-offset": "first"})
-    until(lambda: conn.process_data_events(0.02) or len(got) >= n, f"{n} messages from first")
-    conn.close()
-    return got
-
-
 def test_confirmed_messages_survive_kill_9_of_the_streams_node(cluster):
     conn = pika.BlockingConnection(pika.URLParameters(cluster.url("n1")))
     conn.channel().queue_declare("cs", durable=True, arguments=STREAM)
     conn.close()
     first = [f"a{i}".encode() for i in range(100)]
     publish(cluster.url("n2"), first)
-    assert read_first(cluster.url("n3"), 100) == list(enumerate(first))
+    assert read_first(cluster.url("n3"), "cs", 100, prefetch=64) == list(enumerate(first))
     cluster.kill("n1")
     cluster.restart("n1")
 
@@ -64,6 +47,6 @@ def test_confirmed_messages_survive_kill_9_of_the_streams_node(cluster):
         except pika.exceptions.AMQPError:  # n2 still sees the stream's node down: not confirmed
             return False
     until(republish, "a confirmed publish once n1 is back")
-    got = read_first(cluster.url("n2"), 101)
+    got = read_first(cluster.url("n2"), "cs", 101, prefetch=64)
     assert got[:100] == list(enumerate(first))
     assert got[100] == (100, b"b0")

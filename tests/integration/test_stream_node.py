@@ -17,12 +17,10 @@ import pytest
 from actors.runtime.ports import stable_port
 from scripts.local_cluster import start_node
 from tests.integration.admin_support import ok
+from tests.integration.stream_clients import STREAM, read_first
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration
-
-STREAM = {"x-queue-type": "stream"}
-
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
@@ -42,21 +40,6 @@ def publish(url: str, name: str, n: int, args: dict | None = None, size: int = 1
     for i in range(n):
         ch.basic_publish("", name, str(i).encode().ljust(size, b"."))
     conn.close()
-
-
-def read_first(url: str, name: str, n: int) -> list[tuple[int, bytes]]:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
-    ch = conn.channel()
-    ch.basic_qos(prefetch_count=100)
-    got: list[tuple[int, bytes]] = []
-
-    def on(c, method, props, body):
-        got.append((props.headers["x-stream-offset"], body))
-        c.basic_ack(method.delivery_tag)
-    ch.basic_consume(name, on, arguments={"x-stream-offset": "first"})
-    until(lambda: conn.process_data_events(0.02) or len(got) >= n, f"{n} messages from first")
-    conn.close()
-    return got
 
 
 def table(text: str) -> list[list[str]]:

@@ -12,12 +12,10 @@ import pytest
 
 from scripts.local_cluster import Cluster
 from tests.integration.admin_support import ok
+from tests.integration.stream_clients import STREAM, read_first
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration
-
-STREAM = {"x-queue-type": "stream"}
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
@@ -39,21 +37,6 @@ def publish(url: str, name: str, bodies: list[bytes]) -> None:
     for body in bodies:
         ch.basic_publish("", name, body)  # returns once confirmed (pika raises on a nack)
     conn.close()
-
-
-def read_first(url: str, name: str, n: int) -> list[tuple[int, bytes]]:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
-    ch = conn.channel()
-    ch.basic_qos(prefetch_count=200)
-    got: list[tuple[int, bytes]] = []
-
-    def on(c, method, props, body):
-        got.append((props.headers["x-stream-offset"], body))
-        c.basic_ack(method.delivery_tag)
-    ch.basic_consume(name, on, arguments={"x-stream-offset": "first"})
-    until(lambda: conn.process_data_events(0.02) or len(got) >= n, f"{n} messages from first")
-    conn.close()
-    return got
 
 
 def status(cluster: Cluster, through: str, name: str) -> dict[str, dict[str, str]]:
@@ -91,7 +74,7 @@ def test_kill_9_of_the_leaders_node_loses_nothing_confirmed_and_its_replica_catc
     first = [f"a{i}".encode() for i in range(200)]
     publish(cluster.url("n1"), "rs", first)  # through a replica: handed on to the leader
     cluster.kill("n2")
-    assert read_first(cluster.url("n3"), "rs", 200) == list(enumerate(first))
+    assert read_first(cluster.url("n3"), "rs", 200, prefetch=200) == list(enumerate(first))
 
     def republish() -> bool:
         try:
@@ -107,5 +90,5 @@ def test_kill_9_of_the_leaders_node_loses_nothing_confirmed_and_its_replica_catc
     end = int(rows[leader[0]]["offset"])
     until(lambda: int(status(cluster, "n2", "rs")[cluster.node_name("n2")]["committed_offset"] or -1) >= end,
           "the restarted replica caught up")
-    got = read_first(cluster.url("n2"), "rs", 201)  # read from n2's own member
+    got = read_first(cluster.url("n2"), "rs", 201, prefetch=200)  # read from n2's own member
     assert got[:201] == [*enumerate(first), (200, b"b0")]
