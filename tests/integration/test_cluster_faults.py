@@ -16,7 +16,7 @@ import pika
 import pika.exceptions
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, sees_queue
 from tests.integration.nodes import wait_serving
 from tests.waiting import until
 
@@ -314,6 +314,7 @@ def test_a_consumer_on_a_paused_node_is_cancelled_when_its_node_wakes(cluster: C
     ch3.queue_declare("watched-on-n3", durable=True)
     ch3.confirm_delivery()
     c1, ch1 = connect(cluster, "n1")
+    until(lambda: sees_queue(c1, "watched-on-n3"), "n1 seeing the queue declared on n3")
     held, cancelled = [], []
     ch1.add_on_cancel_callback(lambda method: cancelled.append(method.method.consumer_tag))
     tag = ch1.basic_consume("watched-on-n3", lambda ch, method, props, body: held.append(body))

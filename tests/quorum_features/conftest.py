@@ -18,6 +18,7 @@ import pika.exceptions
 import pytest
 
 from scripts.local_cluster import Cluster, Node, start_node
+from tests.integration.cluster import sees_queue
 from tests.waiting import until
 
 CONSUMER_TIMEOUT_MS = 2000
@@ -93,16 +94,6 @@ def declare(ch: Any, name: str, **arguments: Any) -> None:
     host routes to the queue (the node answers after telling its hosts, on the same pipe)."""
     ch.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum", **arguments})
     for peer in getattr(ch.connection, "peers", ()):
-        until(lambda peer=peer: _sees(peer, name), f"queue {name} seen through another node")
+        until(lambda peer=peer: sees_queue(peer, name), f"queue {name} seen through another node")
 
 
-def _sees(conn: pika.BlockingConnection, name: str) -> bool:
-    ch = conn.channel()  # a 404 closes it
-    try:
-        ch.queue_declare(name, passive=True)
-    except pika.exceptions.ChannelClosedByBroker as e:
-        if e.reply_code != 404:
-            raise
-        return False
-    ch.close()
-    return True
