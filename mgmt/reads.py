@@ -183,12 +183,15 @@ def _policy(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> dict 
 
 
 def _connections(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> list:
+    # Only opened connections, as RabbitMQ's listing (rabbit_reader emits connection_created
+    # at connection.open): one still in its handshake has no user or vhost yet.
     return [shapes.connection(view, c) for c in view.sample.connections
-            if _mine(caller, c) and c["vhost"] in ({a["vhost"]} if "vhost" in a else vhosts | {""})]
+            if _mine(caller, c) and c["vhost"] in ({a["vhost"]} if "vhost" in a else vhosts)]
 
 
 def _connection(view: View, caller: auth.Caller, a: dict, vhosts: set[str]) -> dict | None:
-    c = next((c for c in view.sample.connections if c["name"] == a["name"] and _mine(caller, c)), None)
+    c = next((c for c in view.sample.connections if c["name"] == a["name"] and c["vhost"] and _mine(caller, c)),
+             None)
     return None if c is None else shapes.connection(view, c)
 
 
