@@ -17,6 +17,14 @@ member); this core only carries who exists, who answers and where their hosts li
   faster than it could be seen down is down and up again at once: every host must learn that what
   it had in flight to that node is lost, and the restarted node gets this one's Hello, so it learns
   where this node's hosts listen.
+- Seen down by a peer: silence is judged on each side, so one side may see the other down while
+  the other does not (a node stopped for about `down_after_ticks` wakes having heard its peers
+  just before it stopped). The side that saw a peer down has let go of its consumers and what it
+  had in flight, so the peer must let go too: a Hello carries how often its sender saw the
+  receiver down (`downs_of_you`, counted over the sender's run), and a rise in it makes the receiver see
+  the sender down and up again at once, as a restart does, unless the receiver itself saw the
+  sender down in the last `down_after_ticks` (the same silence, seen on both sides). Only
+  silence counts as seeing down: such a bounce is a consequence, told to nobody.
 - Local hosts subscribe; they get the cluster's Directory (every other node's hosts -> endpoint)
   and NodesUp (up and down nodes) whenever either changes, and once when they subscribe.
 - Joining: a JoinRequest is not decided here. `admission` returns the node to admit and the shell
@@ -57,6 +65,9 @@ class Peer:
     heard_at: int | None = None  # tick of the last message; None: never since this node started
     up: bool = False
     incarnation: int | None = None  # from its last Hello
+    downs: int = 0  # how often its silence made this node see it down (told in our Hellos)
+    down_at: int | None = None  # the tick of the last of those
+    downs_of_me: int = 0  # how often it saw this node down, as its last Hello said
 
 
 class Membership:
@@ -123,6 +134,8 @@ class Membership:
         for node, peer in self.peers.items():
             if peer.up and peer.heard_at is not None and self.now - peer.heard_at >= self.down_after_ticks:
                 peer.up = False
+                peer.downs += 1
+                peer.down_at = self.now
                 changed = True
                 out.append(Log("cluster.node_down", "warning",
                                (("node", node), ("silent_ticks", self.now - peer.heard_at))))
@@ -191,10 +204,16 @@ class Membership:
             out += [SaveClusterFile(self.cluster_file()),
                     Log("cluster.node_joined", fields=(("node", msg.node), ("endpoint", msg.endpoint)))]
         endpoints = {**msg.hosts, host_of(msg.node, NODE_KIND): msg.endpoint}
-        if peer.incarnation is not None and msg.incarnation != peer.incarnation and peer.up:
+        restarted = peer.incarnation is not None and msg.incarnation != peer.incarnation
+        if restarted and peer.up:
             peer.up = False  # restarted before its silence was noticed: down, then up below
             out += [Log("cluster.node_restarted", "warning", (("node", msg.node),)), *self._publish_up()]
+        elif (msg.downs_of_you > peer.downs_of_me and peer.up and peer.incarnation is not None
+              and (peer.down_at is None or self.now - peer.down_at > self.down_after_ticks)):
+            peer.up = False  # it saw this node down and let go of what this node had there: down, then up below
+            out += [Log("cluster.seen_down_by_peer", "warning", (("node", msg.node),)), *self._publish_up()]
         peer.incarnation = msg.incarnation
+        peer.downs_of_me = msg.downs_of_you
         moved = peer.endpoint != msg.endpoint
         if moved:
             peer.endpoint = msg.endpoint
@@ -205,7 +224,7 @@ class Membership:
             peer.hosts = endpoints
             out += self._publish_directory()
         if first:
-            out.append(Send(self.address_of(msg.node), self._my_hello()))
+            out.append(Send(self.address_of(msg.node), self._my_hello(msg.node)))
         return out
 
     def _heard(self, node: str, peer: Peer, answered: bool = False) -> list[Effect]:
@@ -216,15 +235,15 @@ class Membership:
         peer.up = True
         out: list[Effect] = [Log("cluster.node_up", fields=(("node", node),)), *self._publish_up()]
         if not answered:
-            out.append(Send(self.address_of(node), self._my_hello()))
+            out.append(Send(self.address_of(node), self._my_hello(node)))
         return out
 
-    def _my_hello(self) -> Hello:
-        return Hello(self.me, self.endpoint, dict(self.hosts), sorted(self.members()), self.incarnation)
+    def _my_hello(self, to: str) -> Hello:
+        return Hello(self.me, self.endpoint, dict(self.hosts), sorted(self.members()), self.incarnation,
+                     self.peers[to].downs)
 
     def _hello_all(self) -> list[Effect]:
-        hello = self._my_hello()
-        return [Send(self.address_of(n), hello) for n in self.peers]
+        return [Send(self.address_of(n), self._my_hello(n)) for n in self.peers]
 
     def _publish_directory(self) -> list[Effect]:
         directory = Directory(self.directory())

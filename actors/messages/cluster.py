@@ -23,6 +23,7 @@ class Hello:
     hosts: dict[str, str]  # the node's other hosts -> their tcp endpoints
     members: list[str]  # the nodes this node believes are in the cluster
     incarnation: int = 0  # this run of the node (a new one each start): a change means it restarted
+    downs_of_you: int = 0  # how often this run of the sender saw the receiver down (by its silence)
 
 
 @message

@@ -81,7 +81,35 @@ def test_a_word_from_a_down_peer_brings_it_back_and_asks_for_its_hello():
     assert m.down() == [B]
     out = m.receive(Ping(B, 9))
     assert logs(out) == ["cluster.node_up"]
-    assert sends(out) == [Send(addr(B), Hello(A, EA, {}, [A, B])), Send(addr(B), Pong(A, 9))]
+    # the Hello tells B that A saw it down once (B's channels must let go of what they had here)
+    assert sends(out) == [Send(addr(B), Hello(A, EA, {}, [A, B], 0, 1)), Send(addr(B), Pong(A, 9))]
+    assert m.up() == [A, B]
+
+
+def test_a_peer_that_saw_this_node_down_unseen_is_down_and_up_again():
+    """B saw A down (A stopped just after hearing B, so A's own silence fell short): A lets go of
+    what it had at B as B let go of A's, once per time B says it saw A down."""
+    m = core()
+    m.subscribe("conn0")
+    m.receive(Hello(B, EB, {}, [A, B], 7))
+    out = m.receive(Hello(B, EB, {}, [A, B], 7, 1))
+    assert logs(out) == ["cluster.seen_down_by_peer", "cluster.node_up"]
+    assert [s.msg for s in sends(out, NodesUp)] == [NodesUp([A], [B]), NodesUp([A, B], [])]
+    assert m.receive(Hello(B, EB, {}, [A, B], 7, 1)) == []  # the same news again: nothing
+    hellos = sends(m.host_listening(f"{A}:conn0", "tcp://127.0.0.1:41000"), Hello)
+    assert [s.msg.downs_of_you for s in hellos] == [0]  # a bounce is not a down seen: told to nobody
+
+
+def test_a_peer_that_saw_this_node_down_while_this_node_saw_it_down_too_is_not_bounced_again():
+    m = core()
+    m.subscribe("conn0")
+    m.receive(Hello(B, EB, {}, [A, B], 7))
+    for _ in range(5):
+        m.tick()
+    assert m.down() == [B]
+    m.receive(Ping(B, 1))  # up again: the same silence, seen on both sides
+    out = m.receive(Hello(B, EB, {}, [A, B], 7, 1))
+    assert "cluster.seen_down_by_peer" not in logs(out) and sends(out, NodesUp) == []
     assert m.up() == [A, B]
 
 
