@@ -60,8 +60,8 @@ confirmed entry is on a majority's disks and in every later leader's log; a memb
 nothing at or past the commit it knows, nor past its own disk.
 Left out: pre-vote (a restarted member that stands before it hears the leader moves the epoch
 on; safe, one election more), retention coordinated across members (each applies the same
-limits to its own log; a member added after the leader's retention dropped segments cannot
-attach: its empty log cannot start past offset 0).
+limits to its own log; a new member whose leader's retention dropped the first segments
+starts its empty log where the leader's begins).
 """
 from __future__ import annotations
 
@@ -277,6 +277,8 @@ class Replication:
             log.truncate(msg.truncate_to)
             self._leader_history = list(msg.history or [])
             self._attached, self._hello_sent, self.ack_due = True, False, True
+        if self._attached and msg.truncate_to is not None and msg.at > log.next_offset and not log.segments:
+            log.start_at(msg.at)  # a new member; the leader's retention dropped what came before
         if not self._attached or msg.at > log.next_offset:
             self._attached = False
             return out + self._ask_attach()

@@ -109,3 +109,26 @@ def test_a_removed_member_refuses_what_it_held_for_its_channels(tmp_path):
     net.set_members(("n1", "n2"))
     effects = net.cores["n3"].handle("node", Dispose(5, False, False))
     assert [e.msg for e in effects if getattr(e, "to", None) == "chC"] == [Rejected([1])]
+
+
+def test_a_new_member_starts_where_the_leaders_retention_left_the_log(tmp_path):
+    net = Net(tmp_path, ("n1", "n2"))
+    net.settle()
+    for m in ("n1", "n2"):
+        net.cores[m].log.segment_bytes = 4096
+    body = b"r" * 1000
+    for seq in range(1, 21):
+        net.publish("n1", "chA", seq, body)
+        net.settle()
+    leader_log = net.cores["n1"].log
+    leader_log.retain(8192, None, 1000)
+    assert leader_log.first_offset > 0
+    net.set_members(("n1", "n2", "n3"))
+    net.settle()
+    n3 = net.cores["n3"].log
+    assert (n3.first_offset, n3.next_offset) == (leader_log.first_offset, 20)
+    assert net.bodies("n3") == [body] * (20 - leader_log.first_offset)
+    net.node_down("n2")  # and it acks: with n1 it commits
+    net.publish("n1", "chA", 21, b"after")
+    net.settle()
+    assert net.confirmed["chA"] == 21
