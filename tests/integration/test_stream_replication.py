@@ -132,8 +132,10 @@ def test_add_replica_catches_up_and_delete_replica_removes_the_member_and_its_lo
     finally:
         cluster.restart("n1")
     assert stream_dirs(cluster, "n1", "grown")
-    out = ok(cluster.nodes["n3"], "delete_replica", "grown", cluster.node_name("n1"))
-    assert out == f"Removing a replica of queue grown on node {cluster.node_name('n1')}...\n"
+    # n3 may not have heard that n1 is back yet (node_not_running until it has)
+    r = until(lambda: (r := warrenctl(cluster.nodes["n3"], "delete_replica", "grown", cluster.node_name("n1")))
+              .stderr != "Error: node_not_running\n" and r, "n3 sees n1 running")
+    assert (r.returncode, r.stdout) == (0, f"Removing a replica of queue grown on node {cluster.node_name('n1')}...\n")
     until(lambda: not stream_dirs(cluster, "n1", "grown"), "n1's log of the stream deleted")
     left = sorted(n for n in everyone if n != cluster.node_name("n1"))
     for n in cluster.names:
@@ -155,12 +157,12 @@ def test_add_replica_catches_up_and_delete_replica_removes_the_member_and_its_lo
 # the reason on two lines, warrenctl on one, as for every command)
 REFUSALS = [
     (("add_replica", "nope", "{n3}"), "Error: not_found\n"),
-    (("add_replica", "--vhost", "nov", "rs", "{n3}"), "Error: not_found\n"),
-    (("add_replica", "rs", "rabbit@nowhere"), "Error: node_not_running\n"),
+    (("add_replica", "--vhost", "nov", "ops.three", "{n3}"), "Error: not_found\n"),
+    (("add_replica", "ops.three", "rabbit@nowhere"), "Error: node_not_running\n"),
     (("add_replica", "ops.qq", "{n3}"), "Error: Cannot add replicas to a quorum queue\n"),
     (("add_replica", "ops.cq", "{n3}"), "Error: Cannot add replicas to a classic queue\n"),
     (("delete_replica", "nope", "{n3}"), "Error: not_found\n"),
-    (("delete_replica", "rs", "rabbit@nowhere"), "Error: node_not_running\n"),
+    (("delete_replica", "ops.three", "rabbit@nowhere"), "Error: node_not_running\n"),
     (("delete_replica", "ops.qq", "{n3}"), "Error: Cannot delete replicas from a quorum queue\n"),
     (("delete_replica", "ops.cq", "{n3}"), "Error: Cannot delete replicas from a classic queue\n"),
     (("delete_replica", "ops.one", "{n1}"), "Error: Cannot delete the last member of a stream\n"),
@@ -174,10 +176,11 @@ def test_refusals_as_rabbitmq_streams_gives_them(cluster):
     ch.queue_declare("ops.qq", durable=True, arguments={"x-queue-type": "quorum"})
     ch.queue_declare("ops.cq", durable=True)
     ch.queue_declare("ops.one", durable=True, arguments={**STREAM, "x-initial-cluster-size": 1})
+    ch.queue_declare("ops.three", durable=True, arguments=STREAM)  # a member on every node
     conn.close()
     names = {n: cluster.node_name(n) for n in cluster.names}
     for args, expected in REFUSALS:
         r = warrenctl(cluster.nodes["n1"], *(a.format(**names) for a in args))
         assert (r.returncode, r.stderr) == (69, expected), args
-    r = warrenctl(cluster.nodes["n1"], "add_replica", "rs", names["n3"], "--formatter", "json")  # a member already
+    r = warrenctl(cluster.nodes["n1"], "add_replica", "ops.three", names["n3"], "--formatter", "json")  # a member: ok
     assert (r.returncode, r.stdout) == (0, f'{{"node":"{names["n1"]}","result":"ok"}}\n')
