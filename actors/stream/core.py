@@ -354,7 +354,8 @@ _HANDLERS: dict[type, Callable[[StreamQueue, Hashable, Any], list[Effect]]] = {
     Grant: lambda q, s, m: q.grant(s, m),
     Consume: lambda q, s, m: q.consume(s, m), Cancel: _cancel, ChannelDown: _channel_down,
     Undelivered: _channel_down, Get: _refused(spec.get_refused), Purge: _refused(spec.purge_refused),
-    QueueStats: _stats, StreamStatus: _status, StreamMembers: _members, ApplyPolicy: lambda q, s, m: q.apply_policy(m.settings),
+    QueueStats: _stats, StreamStatus: _status, StreamMembers: _members,
+    ApplyPolicy: lambda q, s, m: q.apply_policy(m.settings),
     Dispose: _dispose,
 }
 
