@@ -123,9 +123,10 @@ def stream_member_here(rec: Any, host: str) -> bool:
 
 def route_host(home: str, replicas: Sequence[str], node: str) -> str:
     """The host a channel on `node` sends to: a replicated stream's member on its own node when
-    it has one (it hands publishes on to the leader and serves consumers itself), else the home."""
-    if replicas and node in replicas:
-        return host_of(node, kind_of(home))
+    it has one (it hands publishes on to the leader and serves consumers itself), else its first
+    member's (the home's node may hold none since delete_replica), else the home."""
+    if replicas:
+        return host_of(node if node in replicas else replicas[0], kind_of(home))
     return home
 
 

@@ -100,6 +100,15 @@ class QueueMembersSet:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamReplicasSet:
+    """A replicated stream's member nodes changed (QueueRecord.replicas; new members last)."""
+
+    vhost: str
+    name: str
+    replicas: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class _Binding:
     vhost: str
     source: str
@@ -215,8 +224,9 @@ class PolicyCleared:
 
 
 Change = (Reset | VhostCreated | VhostDeleted | ExchangeCreated | ExchangeDeleted | QueueCreated | QueueDeleted
-          | QueueMembersSet | Bound | Unbound | UserSet | UserDeleted | PermissionSet | PermissionCleared
-          | TopicPermissionSet | TopicPermissionCleared | VhostLimitsSet | VhostLimitsCleared | UserLimitsSet
+          | QueueMembersSet | StreamReplicasSet | Bound | Unbound | UserSet | UserDeleted | PermissionSet
+          | PermissionCleared | TopicPermissionSet | TopicPermissionCleared | VhostLimitsSet | VhostLimitsCleared
+          | UserLimitsSet
           | PolicySet | PolicyCleared)
 RECORDS: tuple[type, ...] = typing.get_args(Change)
 # how a command hands its records to the registry, which applies each one as it is emitted

@@ -22,7 +22,8 @@ admin commands answer `AdminError` values (admin_errors.py):
 - `RemoveOwnedQueues`: the QueueRecords removed (an owner connection closed);
 - `RemoveNodeTransients`, `ForgetNodeQueues`: the QueueRecords removed (their node restarted, is
   gone, or was forgotten);
-- `SetQueueMembers`: the updated QueueRecord, or None when the queue (that incarnation) is gone;
+- `SetQueueMembers`, `SetStreamReplicas`: the updated QueueRecord, or None when the queue (that
+  incarnation) is gone;
 - `LoadDefinitions`: None;
 - `AddVhost`: None; `RemoveVhost`: the QueueRecords that went with the vhost, or an AdminError;
 - user, permission, topic permission, limit and policy commands: None or an AdminError.
@@ -158,6 +159,18 @@ class SetQueueMembers:
     members: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class SetStreamReplicas:
+    """A replicated stream's member nodes after `warrenctl add_replica` / `delete_replica`
+    (actors/node/stream_membership.py); its members act on the committed record. `home` names the
+    incarnation, as for SetQueueMembers."""
+
+    vhost: str
+    name: str
+    home: str
+    replicas: tuple[str, ...]
+
+
 # -- vhosts, users, permissions -------------------------------------------------------------------
 
 
@@ -288,7 +301,8 @@ class ClearPolicy:
 
 
 Command = (PutExchange | RemoveExchange | PutQueue | RemoveQueue | AddBinding | RemoveBinding | RemoveOwnedQueues
-           | RemoveNodeTransients | ForgetNodeQueues | SetQueueMembers | LoadDefinitions | AddVhost | RemoveVhost | AddUser
+           | RemoveNodeTransients | ForgetNodeQueues | SetQueueMembers | SetStreamReplicas
+           | LoadDefinitions | AddVhost | RemoveVhost | AddUser
            | RemoveUser | ChangePassword | SetUserTags | SetPermissions | ClearPermissions | SetTopicPermissions
            | ClearTopicPermissions | SetVhostLimits | ClearVhostLimits | SetUserLimits | ClearUserLimits | SetPolicy
            | ClearPolicy)

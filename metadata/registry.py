@@ -33,14 +33,15 @@ from metadata.access import AccessControl, Permission, TopicPermission, User
 from metadata.admin_errors import AdminError, no_vhost
 from metadata.changes import (
     Bound, Change, Emit, ExchangeCreated, ExchangeDeleted, PermissionCleared, PermissionSet, PolicyCleared, PolicySet,
-    QueueCreated, QueueDeleted, QueueMembersSet, Reset, TopicPermissionCleared, TopicPermissionSet, Unbound,
-    UserDeleted, UserLimitsSet, UserSet, VhostCreated, VhostDeleted, VhostLimitsCleared, VhostLimitsSet,
+    QueueCreated, QueueDeleted, QueueMembersSet, Reset, StreamReplicasSet, TopicPermissionCleared, TopicPermissionSet,
+    Unbound, UserDeleted, UserLimitsSet, UserSet, VhostCreated, VhostDeleted, VhostLimitsCleared, VhostLimitsSet,
 )
 from metadata.commands import (
     AddBinding, AddUser, AddVhost, ChangePassword, ClearPermissions, ClearPolicy, ClearTopicPermissions,
     ClearUserLimits, ClearVhostLimits, Command, ForgetNodeQueues, LoadDefinitions, PutExchange, PutQueue,
     RemoveBinding, RemoveExchange, RemoveNodeTransients, RemoveOwnedQueues, RemoveQueue, RemoveUser, RemoveVhost,
-    SetPermissions, SetPolicy, SetQueueMembers, SetTopicPermissions, SetUserLimits, SetUserTags, SetVhostLimits,
+    SetPermissions, SetPolicy, SetQueueMembers, SetStreamReplicas, SetTopicPermissions, SetUserLimits, SetUserTags,
+    SetVhostLimits,
 )
 from metadata.limits import LimitTable
 from metadata.policies import Policy, PolicyTable
@@ -73,7 +74,7 @@ class Registry:
             Reset: self._reset, VhostCreated: self.topology.vhost_created, VhostDeleted: self._vhost_deleted,
             ExchangeCreated: self.topology.exchange_created, ExchangeDeleted: self.topology.exchange_deleted,
             QueueCreated: self.topology.queue_created, QueueDeleted: self.topology.queue_deleted,
-            QueueMembersSet: self.topology.queue_members_set,
+            QueueMembersSet: self.topology.queue_members_set, StreamReplicasSet: self.topology.stream_replicas_set,
             Bound: self.topology.bound, Unbound: self.topology.unbound,
             UserSet: self.access.user_set, UserDeleted: self._user_deleted,
             PermissionSet: self.access.permission_set, PermissionCleared: self.access.permission_cleared,
@@ -90,7 +91,7 @@ class Registry:
             RemoveOwnedQueues: self.topology.remove_owned_queues,
             RemoveNodeTransients: self.topology.remove_node_transients,
             ForgetNodeQueues: self.topology.forget_node_queues,
-            SetQueueMembers: self.topology.set_queue_members,
+            SetQueueMembers: self.topology.set_queue_members, SetStreamReplicas: self.topology.set_stream_replicas,
             LoadDefinitions: lambda cmd, emit: self._load(cmd.records, emit),
             AddVhost: self._add_vhost, RemoveVhost: self._remove_vhost,
             AddUser: self.access.add_user, RemoveUser: self.access.remove_user,

@@ -3,8 +3,8 @@ commands that change them.
 
 Theory of operation: `Topology` is plain state changed only by applying change records
 (`VhostCreated`, `VhostDeleted`, `ExchangeCreated`, `ExchangeDeleted`, `QueueCreated`,
-`QueueDeleted`, `QueueMembersSet`, `Bound`, `Unbound`; changes.py). Its commands (`PutExchange`,
-`RemoveExchange`, `PutQueue`, `RemoveQueue`, `SetQueueMembers`, `AddBinding`, `RemoveBinding`,
+`QueueDeleted`, `QueueMembersSet`, `StreamReplicasSet`, `Bound`, `Unbound`; changes.py). Its commands (`PutExchange`,
+`RemoveExchange`, `PutQueue`, `RemoveQueue`, `SetQueueMembers`, `SetStreamReplicas`, `AddBinding`, `RemoveBinding`,
 `RemoveOwnedQueues`; commands.py)
 validate exactly as RabbitMQ 3.10 does (first failure wins, texts from texts.py) and then express
 their whole effect as records handed to `emit`, which applies each one before the command goes on:
@@ -27,11 +27,12 @@ from typing import Any
 from metadata import arguments as qargs
 from metadata import names, quorum, stream, texts
 from metadata.changes import (
-    Bound, Change, Emit, ExchangeCreated, ExchangeDeleted, QueueCreated, QueueDeleted, QueueMembersSet, Unbound,
-    VhostCreated, VhostDeleted,
+    Bound, Change, Emit, ExchangeCreated, ExchangeDeleted, QueueCreated, QueueDeleted, QueueMembersSet,
+    StreamReplicasSet, Unbound, VhostCreated, VhostDeleted,
 )
 from metadata.commands import (AddBinding, ForgetNodeQueues, PutExchange, PutQueue, RemoveBinding, RemoveExchange,
-                               RemoveNodeTransients, RemoveOwnedQueues, RemoveQueue, SetQueueMembers)
+                               RemoveNodeTransients, RemoveOwnedQueues, RemoveQueue, SetQueueMembers,
+                               SetStreamReplicas)
 from metadata.fieldvalues import MISSING, inequivalence, table_key, type_name
 from metadata.headers import validate_binding
 from metadata.matchers import MATCHERS, Matcher
@@ -99,6 +100,10 @@ class Topology:
     def queue_members_set(self, c: QueueMembersSet) -> None:
         queues = self.vhosts[c.vhost].queues
         queues[c.name] = replace(queues[c.name], members=tuple(c.members))
+
+    def stream_replicas_set(self, c: StreamReplicasSet) -> None:
+        queues = self.vhosts[c.vhost].queues
+        queues[c.name] = replace(queues[c.name], replicas=tuple(c.replicas))
 
     def queue_deleted(self, c: QueueDeleted) -> None:
         vh = self.vhosts[c.vhost]
@@ -278,6 +283,18 @@ class Topology:
             return None
         if tuple(cmd.members) != current.members:
             emit(QueueMembersSet(cmd.vhost, cmd.name, tuple(cmd.members)))
+        return vh.queues[cmd.name]
+
+    def set_stream_replicas(self, cmd: SetStreamReplicas, emit: Emit) -> QueueRecord | None:
+        """A stream's members after add_replica / delete_replica; nothing when that incarnation is
+        gone, the queue is no stream, or no member would be left."""
+        vh = self.vhosts.get(cmd.vhost)
+        current = None if vh is None else vh.queues.get(cmd.name)
+        if (current is None or current.home != cmd.home or not stream.is_stream(current.arguments)
+                or not cmd.replicas):
+            return None
+        if tuple(cmd.replicas) != current.replicas:
+            emit(StreamReplicasSet(cmd.vhost, cmd.name, tuple(cmd.replicas)))
         return vh.queues[cmd.name]
 
     def _delete_queue(self, vh: VhostTopology, q: QueueRecord, emit: Emit) -> None:

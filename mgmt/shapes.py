@@ -119,8 +119,11 @@ def queue(view: View, rec: Any, *, detail: bool = False, policy: tuple[str, str,
         for key in ("exclusive_consumer_tag", "single_active_consumer_tag", "recoverable_slaves", "idle_since",
                     "head_message_timestamp"):
             out.pop(key)
-    if qtype == "stream":  # a single-node stream: its one member, the writer, is its home's node
-        out.update(leader=node, members=[node], online=[node] if s is not None else [])
+    if qtype == "stream":  # its record's members (a stream declared on one node: its home's); the
+        # leader is the member whose row the sample holds (a stream's counts come from its writer)
+        members = list(rec.replicas) or [node]
+        leader = (s or {}).get("leader") or members[0]
+        out.update(node=leader, leader=leader, members=members, online=members if s is not None else [])
     if detail:
         out.update(consumer_details=[consumer(view, c) for c in view.sample.consumers
                                      if c["queue_name"] == rec.name and c["vhost"] == rec.vhost],

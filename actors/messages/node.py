@@ -257,3 +257,12 @@ class StreamStatus:
     """node -> stream queue: its log and readers (value: the rows of `warrenctl stream_status`)."""
 
     rid: int
+
+
+@message
+class StreamMembers:
+    """node -> a replicated stream's member: the stream's member nodes are now `members` (its
+    committed record's replicas, actors/node/stream_membership.py); answered once it took them."""
+
+    rid: int
+    members: tuple[str, ...]

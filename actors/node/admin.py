@@ -1,7 +1,7 @@
 """The node's admin operations on vhosts, policies, queues, exchanges and bindings, and
 forget_cluster_node: warrenctl's and the HTTP API's, run in the node core's serial order; and
-`ADMIN`, every admin operation by name (these, access_admin.py's and quorum_membership.py's),
-which `NodeCore.run_admin` looks up.
+`ADMIN`, every admin operation by name (these, access_admin.py's, quorum_membership.py's,
+streams.py's and stream_membership.py's), which `NodeCore.run_admin` looks up.
 
 Each operation is a generator of steps (steps.py) over the core, as the core's own operations
 are: a change is one registry command (metadata/commands.py) applied with the admin time-out; a
@@ -19,7 +19,7 @@ from actors.messages.channel_queue import Purge
 from actors.messages.node import DeclareExchange, DeclareQueue
 from actors.node import access_admin
 from actors.node import quorum_membership as qm
-from actors.node import streams
+from actors.node import stream_membership, streams
 from actors.node.steps import ADMIN_TIMEOUT, Apply, Ask, Op, admin_command, home_down, queue_down
 from effects import Log
 from metadata.admin_errors import EX_UNAVAILABLE, AdminError, no_vhost
@@ -122,5 +122,6 @@ ADMIN: dict[str, Callable[[NodeCore, dict], Op]] = {
     "declare_queue": declare_queue,
     "bind": _binding(AddBinding), "unbind": _binding(RemoveBinding),
     **qm.ADMIN_OPS, **access_admin.ADMIN_OPS, **streams.ADMIN_OPS,
+    **stream_membership.ADMIN_OPS,
 }
 ADMIN_OPS = frozenset(ADMIN)

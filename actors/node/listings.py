@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from actors.placement import node_of
+from metadata import stream
 from metadata.admin_errors import EX_DATAERR, EX_UNAVAILABLE
 from metadata.arguments import queue_type
 from metadata.limits import as_json
 from metadata.policies import definition_json
+from metadata.records import QueueRecord
 from metadata.registry import Registry
 
 
@@ -88,9 +91,19 @@ def _queue_policies(reg: Registry, args: dict) -> list[dict]:
         out.append({"vhost": q.vhost, "name": q.name, "policy": policy, "operator_policy": operator,
                     "effective_policy_definition": settings, "durable": q.durable, "auto_delete": q.auto_delete,
                     "exclusive": q.exclusive_owner is not None, "arguments": printable(q.arguments),
-                    "type": queue_type(q.arguments), **({"members": list(q.members)} if q.quorum else {}),
+                    "type": queue_type(q.arguments), **_members(q),
                     "owner_pid": None if q.exclusive_owner is None else str(q.exclusive_owner)})
     return out
+
+
+def _members(q: QueueRecord) -> dict:
+    """A quorum queue's or a stream's member nodes (a stream on one node: its home's), as list_queues
+    shows them; a classic queue has none."""
+    if q.quorum:
+        return {"members": list(q.members)}
+    if stream.is_stream(q.arguments):
+        return {"members": list(q.replicas) or [node_of(q.home)]}
+    return {}
 
 
 _LISTINGS: dict[str, Callable[[Registry, dict], list[dict]]] = {

@@ -151,7 +151,9 @@ class QueueManager:
         if storage is None or storage.recovered or self.registry is None or not self.registry_ready():
             return
         host = self.runtime.host
-        here = [q for q in self.registry.queues() if q.durable and (q.home == host or stream_member_here(q, host))]
+        # a replicated stream's members are its replicas (its home's node may hold none since delete_replica)
+        here = [q for q in self.registry.queues()
+                if q.durable and (stream_member_here(q, host) if q.replicas else q.home == host)]
         storage.recover([(q.vhost, q.name) for q in here if not stream.is_stream(q.arguments)])
         streams = {(q.vhost, q.name) for q in here if stream.is_stream(q.arguments)}
         for key, directory in stream_names(self._stream_root(), kind_of(host)).items():

@@ -129,3 +129,11 @@ class Publishes:
         when it is deleted: its shell synced the log first)."""
         return {channel: batches[-1][0] for channel, batches in self._unconfirmed.items() if batches}
 
+    def refuse_all(self) -> list[Effect]:
+        """A member removed from the stream (delete_replica) goes with batches no leader will
+        confirm through it: each is refused (basic.nack), so no publisher waits for ever."""
+        effects: list[Effect] = [Send(channel, Rejected([m.seq for _, messages in batches for m in messages]))
+                                 for channel, batches in self._unconfirmed.items() if batches]
+        self._unconfirmed.clear()
+        self._held = 0
+        return effects

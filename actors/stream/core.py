@@ -40,7 +40,7 @@ from actors.messages.calls import Reply
 from actors.messages.channel_queue import (
     Cancel, ChannelDown, Consume, ConsumerCancelled, Deliver, Get, Grant, Publish, Published, Purge, Settle,
 )
-from actors.messages.node import ApplyPolicy, Dispose, QueueCounts, QueueStats, StreamStatus
+from actors.messages.node import ApplyPolicy, Dispose, QueueCounts, QueueStats, StreamMembers, StreamStatus
 from actors.messages.runtime import Undelivered
 from actors.messages.stream import (
     StreamAck, StreamAppend, StreamConfirmed, StreamForward, StreamHello, StreamVote, StreamVoteReply,
@@ -109,6 +109,7 @@ class StreamQueue:
                 "memory": log.recent_bytes, "message_bytes": log.bytes, "message_bytes_ready": log.bytes,
                 "message_bytes_unacknowledged": 0, "exclusive_consumer_pid": None, "exclusive_consumer_tag": None,
                 "first_offset": log.first_offset, "committed_offset": self.rep.readable - 1,
+                "leader": self.rep.leader,
                 "segments": len(log.segments), "readers": [
                     {"consumer_tag": c.tag, "channel": str(c.channel), "offset": c.reader.next_offset,
                      "lag": log.committed - c.reader.next_offset, "credit": c.credit}
@@ -199,6 +200,9 @@ class StreamQueue:
 
     def nodes_up(self, nodes: set[str]) -> list[Effect]:
         return self.rep.nodes_up(nodes)
+
+    def set_members(self, members: Sequence[str]) -> list[Effect]:
+        return [*self.rep.set_members(members), *self._committed()]
 
     # -- consumers ------------------------------------------------------------------------------
 
@@ -329,10 +333,18 @@ def _confirmed(q: StreamQueue, sender: Hashable, msg: StreamConfirmed) -> list[E
     return q.publishes.confirm(msg.confirms)
 
 
+def _members(q: StreamQueue, sender: Hashable, msg: StreamMembers) -> list[Effect]:
+    """The stream's committed member list changed (replication.py's `set_members`): a smaller
+    majority may commit; publishes handed to a removed leader go again to the next one."""
+    return [*q.set_members(msg.members), Send(sender, Reply(msg.rid))]
+
+
 def _dispose(q: StreamQueue, sender: Hashable, msg: Dispose) -> list[Effect]:
     # the shell synced the whole log first: a stream of one member confirms all it holds
     sole = q.rep.members == (q.rep.me,)
     confirms = q.publishes.confirm(list(q.publishes.owed().items())) if sole else []
+    if q.rep.me not in q.rep.members:  # removed by delete_replica: what it holds is not confirmed
+        confirms = q.publishes.refuse_all()
     return [*confirms, *q.delete(), Send(sender, Reply(msg.rid, 0))]
 
 
@@ -342,7 +354,8 @@ _HANDLERS: dict[type, Callable[[StreamQueue, Hashable, Any], list[Effect]]] = {
     Grant: lambda q, s, m: q.grant(s, m),
     Consume: lambda q, s, m: q.consume(s, m), Cancel: _cancel, ChannelDown: _channel_down,
     Undelivered: _channel_down, Get: _refused(spec.get_refused), Purge: _refused(spec.purge_refused),
-    QueueStats: _stats, StreamStatus: _status, ApplyPolicy: lambda q, s, m: q.apply_policy(m.settings),
+    QueueStats: _stats, StreamStatus: _status, StreamMembers: _members,
+    ApplyPolicy: lambda q, s, m: q.apply_policy(m.settings),
     Dispose: _dispose,
 }
 

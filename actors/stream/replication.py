@@ -41,12 +41,27 @@ A replica takes a leader's epoch into its history when its log reaches the epoch
 that data is synced (the history is on disk before any ack); a member that restarts drops the
 epochs that begin past what its log kept, so it never claims an epoch whose chunks it lost.
 
+Membership changes (`set_members`, warrenctl add_replica / delete_replica): the member list
+is the stream's metadata record (QueueRecord.replicas), committed by the metadata Raft group
+before any member hears of it, one member added or removed per change (actors/node/
+stream_membership.py), so any majority of the old list and any of the new one overlap (Raft's
+single-server change, section 4.1 of Ongaro's thesis). Each member takes the new list when told;
+from then on the majority is the new list's, and what comes from a node not in it (a removed
+member that has not heard yet) is ignored. A new member starts with an empty log and no epoch,
+behind the others in `members`, so it says StreamHello and catches up through the leader's
+catch-up path as a restarted replica does; it counts towards the commit once its log reaches the
+epoch's start, as any member does. A leader that is removed steps down (its node then deletes
+its log) and the others elect a leader among themselves, as RabbitMQ 3.10's coordinator restarts
+the stream with a new writer; a removed replica just stops. A member of the old list that was
+down hears the new list when its host restarts (the record it is built from).
+
 Invariants: one leader per epoch (a majority voted for it, each member once per epoch); a
 confirmed entry is on a majority's disks and in every later leader's log; a member hands out
 nothing at or past the commit it knows, nor past its own disk.
-Left out: membership changes (the members are fixed at declaration), pre-vote (a restarted member
-that stands before it hears the leader moves the epoch on; safe, one election more), retention
-coordinated across members (each applies the same limits to its own log).
+Left out: pre-vote (a restarted member that stands before it hears the leader moves the epoch
+on; safe, one election more), retention coordinated across members (each applies the same
+limits to its own log; a new member whose leader's retention dropped the first segments
+starts its empty log where the leader's begins).
 """
 from __future__ import annotations
 
@@ -175,7 +190,7 @@ class Replication:
         return StreamHello(self.state.epoch, self.me, self.log.next_offset, list(self.state.history))
 
     def _arm(self) -> list[Effect]:
-        if self._timer or self.leads:
+        if self._timer or self.leads or self.me not in self.members:
             return []
         self._timer = True
         live = [m for m in self.members if m not in self.down or m == self.me]
@@ -183,7 +198,7 @@ class Replication:
 
     def on_timer(self) -> list[Effect]:
         self._timer = False
-        if self.leads or self.leader is not None:
+        if self.leads or self.leader is not None or self.me not in self.members:
             return []
         return self._stand() + self._arm()  # armed again: a split vote or a refusal tries once more
 
@@ -211,6 +226,8 @@ class Replication:
         return out + self._advance()
 
     def vote(self, msg: StreamVote) -> list[Effect]:
+        if msg.candidate not in self.members:
+            return []  # removed, or not added yet as far as this member knows
         out = self._newer(msg.epoch)
         state = self.state
         mine = (self._last_epoch(), self.log.next_offset)
@@ -246,6 +263,8 @@ class Replication:
     # -- a replica -------------------------------------------------------------------------------
 
     def append(self, msg: StreamAppend) -> list[Effect]:
+        if msg.leader not in self.members or self.me not in self.members:
+            return []  # a removed leader that has not heard yet, or this member was removed
         if msg.epoch < self.state.epoch:  # a deposed leader: it steps down when it hears the epoch
             return [self._send(msg.leader, self._hello())]
         out = self._newer(msg.epoch, msg.leader)
@@ -258,6 +277,8 @@ class Replication:
             log.truncate(msg.truncate_to)
             self._leader_history = list(msg.history or [])
             self._attached, self._hello_sent, self.ack_due = True, False, True
+        if self._attached and msg.truncate_to is not None and msg.at > log.next_offset and not log.segments:
+            log.start_at(msg.at)  # a new member; the leader's retention dropped what came before
         if not self._attached or msg.at > log.next_offset:
             self._attached = False
             return out + self._ask_attach()
@@ -299,6 +320,8 @@ class Replication:
     # -- the leader ------------------------------------------------------------------------------
 
     def hello(self, msg: StreamHello) -> list[Effect]:
+        if msg.member not in self.members:
+            return []  # its StreamHello comes again once it is a member here (set_members announces)
         out = self._newer(msg.epoch)
         if not self.leads:
             if msg.member == self.leader:  # my leader restarted: it leads no more
@@ -335,6 +358,8 @@ class Replication:
         return out
 
     def ack(self, msg: StreamAck) -> list[Effect]:
+        if msg.member not in self.members:
+            return []
         out = self._newer(msg.epoch)
         if not self.leads or msg.epoch != self.state.epoch or msg.member not in self._sent:
             return out
@@ -383,6 +408,33 @@ class Replication:
             return []
         announce = StreamAppend(self.state.epoch, self.me, self.log.next_offset, [], self.commit)
         return [self._send(m, announce) for m in sorted(back)]  # it answers with a StreamHello
+
+    def set_members(self, members: Sequence[str]) -> list[Effect]:
+        """The stream's committed member list changed (see the docstring): the majority is the
+        new list's; a leader announces itself to new members (they attach with a StreamHello) and
+        may commit more with a smaller majority; a replica whose leader went stands for election;
+        a member that was removed serves no more (it steps down if it led)."""
+        members = tuple(members)
+        if members == self.members or not members:
+            return []
+        old, self.members = self.members, members
+        for m in set(old) - set(members):
+            self._sent.pop(m, None)
+            self._acked.pop(m, None)
+            self._in_flight.pop(m, None)
+            self.down.discard(m)
+        self._votes &= set(members)
+        if self.me not in members:
+            self._follow(None)
+            return []
+        if self.leads:
+            announce = StreamAppend(self.state.epoch, self.me, self.log.next_offset, [], self.commit)
+            new = [m for m in members if m not in old and m not in self.down]
+            return [self._send(m, announce) for m in new] + self._advance()
+        if self.leader is not None and self.leader not in members:
+            self._follow(None)
+            return self._arm()
+        return []
 
     def status(self) -> dict[str, Any]:
         return {"role": self.role, "epoch": self.state.epoch, "leader": self.leader}

@@ -97,6 +97,13 @@ class StreamLog:
 
     # -- writing -----------------------------------------------------------------------------------
 
+    def start_at(self, offset: int) -> None:
+        """An empty log starts at `offset` (a new replica of a stream whose leader's retention
+        dropped everything before it): its first chunk goes there. Nothing to make durable: an
+        empty log that restarts is sent the same chunks again."""
+        assert not self.segments, "only an empty log starts anew"
+        self.committed = offset
+
     def append(self, entries: Sequence[Entry], timestamp_ms: int) -> int:
         """Write `entries` as one chunk (into the OS, see `sync`); returns their first offset."""
         first = self.next_offset

@@ -6,7 +6,7 @@ channel, whose Confirms and Deliveries are kept. Messages between members wait i
 queues (the runtime keeps order per pair of hosts) until `deliver` hands one on; `sync` does what
 the shell does around an fdatasync; a timer fires only when the test says. `crash` closes a
 member's files (what a kill -9 after the flush leaves, or with `power` only what was synced) and
-drops what was in flight to it.
+drops what was in flight to it. `set_members` is a committed membership change.
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ class Net:
     def __init__(self, root: Path, members: tuple[str, ...] = ("n1", "n2", "n3")) -> None:
         self.root = root
         self.members = members
+        self.known = set(members)  # every member there has been: a removed one is still addressed
         self.cores: dict[str, StreamQueue] = {}
         self.wires: dict[tuple[str, str], deque] = defaultdict(deque)
         self.timers: dict[str, set[str]] = defaultdict(set)
@@ -81,6 +82,25 @@ class Net:
             if other != m:
                 self.run(other, core.nodes_up({m}))
 
+    def set_members(self, members: tuple[str, ...]) -> None:
+        """A committed membership change (actors/node/stream_membership.py): every running member
+        of the old list takes the new one, then a new member starts (empty) from it."""
+        old, self.members = self.members, tuple(members)
+        self.known |= set(members)
+        for m in old:
+            if m in self.cores:
+                self.run(m, self.cores[m].set_members(self.members))
+        for m in self.members:
+            if m not in old:
+                self.start(m)
+
+    def dispose(self, m: str) -> None:
+        """A removed member is disposed of: its log's directory goes."""
+        core = self.cores.pop(m)
+        self.run(m, core.delete())
+        core.log.delete()
+        self.timers[m].clear()
+
     def leader(self) -> str | None:
         leaders = [m for m, c in self.cores.items() if c.rep.leads]
         return leaders[-1] if leaders else None
@@ -91,7 +111,7 @@ class Net:
         for e in effects:
             if type(e) is StartTimer:
                 self.timers[m].add(e.name)
-            elif type(e) is Send and e.to in self.members:
+            elif type(e) is Send and e.to in self.known:
                 self.wires[(m, e.to)].append(e.msg)
             elif type(e) is Send and type(e.msg) is Confirm:
                 self.confirmed[e.to] = max(self.confirmed[e.to], e.msg.upto)
