@@ -23,9 +23,9 @@ def test_a_case_is_its_seed():
 def test_mutated_frames_from_several_connections_leave_the_node_and_its_other_clients_alone(tmp_path):
     node = start_node(tmp_path / "node")
     try:
-        findings = fuzz(node, range(1000, 1160), workers=4)
+        findings = fuzz(node, range(1000, 1100), workers=4)
     finally:
         node.stop()
     assert findings.ok, findings.report()
-    assert findings.cases == 160 and findings.confirmed > 0
-    assert sum(n for kind, n in findings.endings.items() if kind.startswith("close")) > 40  # errors were provoked
+    assert findings.cases == 100 and findings.confirmed > 0
+    assert sum(n for kind, n in findings.endings.items() if kind.startswith("close")) > 25  # errors were provoked
