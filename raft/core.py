@@ -52,7 +52,7 @@ from raft import commands
 from raft.config import ClusterConfig, RaftSettings
 from raft.election import ElectionMixin
 from raft.log import Entry, Log
-from raft.machine import ApplyMeta, Machine
+from raft.machine import ApplyMeta, Machine, replayed_effects
 from raft.membership import MembershipMixin
 from raft.messages import (AppendEntries, AppendReply, Heartbeat, HeartbeatReply,
                                    InstallSnapshot, InstallSnapshotReply, Message, PreVote,
@@ -122,6 +122,9 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin, 
             else:
                 self.state, self.machine_version = machine.restore(value), version
         last, _ = log.last_index_term()
+        # what the log held at start: applied again, a leader may have carried out its effects
+        # before the restart (machine.replayed_effects); lowered where the log is cut
+        self.replay_upto = last
         lo = self.snapshot_index + 1
         while lo <= last:  # in slices: a long log (a quorum queue's backlog) is not read whole
             chunk = log.entries(lo, last + 1, settings.max_batch_bytes)
@@ -216,6 +219,7 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin, 
     def truncate_from(self, index: int) -> None:
         assert index > self.commit, f"{self.id}: truncate at {index} <= commit {self.commit}"
         self.log.truncate_from(index)
+        self.replay_upto = min(self.replay_upto, index - 1)
         while len(self.configs) > 1 and self.configs[-1][0] >= index:
             self.configs.pop()
         while len(self.versions) > 1 and self.versions[-1][0] >= index:
@@ -253,6 +257,8 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin, 
                     if waiting is not None and waiting[0] == e.term:  # same entry (§5.3)
                         out.append(ClientReply(waiting[1], reply))
                     if effects and leader:
+                        if e.index <= self.replay_upto:
+                            effects = replayed_effects(self.machine, effects)
                         out.extend([MachineEffect(x) for x in effects])
                 else:
                     self.apply_entry(e, out)
@@ -275,6 +281,8 @@ class RaftCore(ElectionMixin, ReplicationMixin, SnapshotMixin, MembershipMixin, 
             if mine:
                 out.append(ClientReply(waiting[1], reply))
             if self.role == LEADER:
+                if e.index <= self.replay_upto:
+                    effects = replayed_effects(self.machine, effects)
                 out.extend(MachineEffect(x) for x in effects)
         elif kind == commands.CONFIG and mine:
             out.append(ClientReply(waiting[1], "ok"))

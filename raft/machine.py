@@ -13,7 +13,10 @@ simulator's KvMachine in tests/sim); the core only ever uses the state `apply` r
 Optional hooks: `live_indexes(state)` names the log indexes the state still refers to (the log
 is never compacted at or above the lowest of them); `version()` the highest machine version the
 code runs (1 without it); `upgrade(state, old, new)` converts the state where the log switches
-versions.
+versions; `replayed_effects(effects)` keeps, of the effects of an entry a restarted member applies
+again (one its log held when it started: a leader before the restart may have carried them out
+already, as ra's recovery drops the effects of what was applied before), those that are safe to
+carry out twice (all of them without it).
 """
 from __future__ import annotations
 
@@ -34,6 +37,11 @@ class Machine(Protocol):
     def snapshot(self, state: Any) -> Any: ...
 
     def restore(self, value: Any) -> Any: ...
+
+
+def replayed_effects(machine: Machine, effects: list) -> list:
+    hook = getattr(machine, "replayed_effects", None)
+    return hook(effects) if hook else effects
 
 
 def live_indexes(machine: Machine, state: Any) -> Iterable[int]:

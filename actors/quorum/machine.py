@@ -634,6 +634,15 @@ class QuorumMachine:
         yield from state.ready.indexes()
         yield from state.tracked
 
+    def replayed_effects(self, effects: list) -> list:
+        """The effects of an entry applied again after a restart: no dead-lettering, whose copies a
+        leader before the restart may have published already (a TTL'd message expired again
+        on replay would otherwise reach its dead-letter queue twice, and a Celery countdown task
+        run twice). At-least-once loses nothing by it: a new leader's worker attaches again and
+        is handed every message not yet settled; at-most-once may drop the copy of a message
+        whose entry no leader had applied before the restart, which its contract allows."""
+        return [e for e in effects if type(e) is not DeadLetter and type(e) is not DeadLetterDeliver]
+
     def on_leader(self, state: QueueState) -> list:
         """What a member that just became leader carries out before new effects: the timers
         asked for, the dead-letter worker, a pending deletion (rabbit_fifo:state_enter(leader))."""
