@@ -48,6 +48,7 @@ from actors.cluster.membership import Membership, down_after_ticks_default, live
 from actors.cluster.shell import ClusterActor, read_members, tick_ms as cluster_tick_ms
 from actors.cluster.view import ClusterView, tell_local_hosts
 from actors.quorum import host as quorum
+from actors.raft.hosts import Profiler
 from actors.quorum.names import QUORUM_KIND
 from actors.node.admin import ADMIN_OPS
 from actors.node.core import CONNECTION_ADMIN_NAME, TIMEOUT_MS_DEFAULT, Startup
@@ -105,11 +106,17 @@ DEFINITIONS_FILE = "definitions.json"  # where a node kept its metadata before i
 HOUSEKEEPING_NAME = "housekeeping"  # a queue host's storage rounds, told the node's memory limit
 
 
-def _host_info(op: str) -> Any:
-    """Control ops every host answers."""
+def _host_info(op: str, args: dict | None = None) -> Any:
+    """Control ops every host answers: "pid"; "profile" (as the raft host's: {"path": P} starts
+    cProfile of the host's loop thread, {"path": None} writes it to P; for benchmarks)."""
     if op == "pid":
         return os.getpid()
+    if op == "profile":
+        return _PROFILER.toggle((args or {}).get("path"))
     return {"error": f"unknown op {op!r}"}
+
+
+_PROFILER = Profiler()
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +199,7 @@ async def node_host(runtime: Any, spec: Any) -> NodeHost:
             return list((await queue_stats.collect()).queues.values())
         if op == "forget_cluster_node":
             return await _forget(cluster, node, args["node"])
-        return _host_info(op)
+        return _host_info(op, args)
     runtime.control = control
     return NodeHost(node, facts, cluster.status)
 
@@ -361,7 +368,7 @@ def queue_host(runtime: Any, spec: Any) -> None:
         if op == "flow_links":
             return queues.manager.flow_links()
         answer = queues.control(op)
-        return answer if answer is not None else _host_info(op)
+        return answer if answer is not None else _host_info(op, args)
     runtime.control = control
 
 
@@ -481,7 +488,7 @@ async def connection_host(runtime: Any, spec: Any) -> None:
                                                            args.get("reason", "Closed via warrenctl"))}
         if op == OPEN_LISTENERS:
             return await open_listeners()
-        return _host_info(op)
+        return _host_info(op, args)
     runtime.control = control
 
 

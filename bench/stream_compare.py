@@ -12,7 +12,7 @@ neither inherits the other's log:
 - backlog: --backlog messages published first (no consumer; perf runs of 10 s until the
   confirmed total reaches it), then one consumer from "first" for --read-time seconds (shorter
   than the backlog lasts, so it reads the backlog the whole time): received/s, and the broker's
-  memory (RSS summed over every process of every node) at the end of the read.
+  memory (RSS, and PSS, summed over every process of every node) at the end of the read.
 On 3 nodes the stream has a member on every node on both brokers (x-initial-cluster-size's
 default), its leader on the first node (client-local), where the producer and the consumer
 connect: a publish is confirmed once two of the three members have it on disk. RabbitMQ's nodes
@@ -53,14 +53,18 @@ def perf(uri: str, queue: str, out: Path, *extra: str, time_s: float, size: int)
                                queue_args=STREAM)
 
 
-def rss_bytes(root: Path) -> int:
-    total = 0
+def memory_bytes(root: Path) -> tuple[int, int]:
+    """RSS and PSS summed over the broker's processes. RSS counts the pages a node's processes
+    share (forks of one interpreter) once per process, so for warren's eight it is mostly the
+    interpreters' common pages; PSS splits each shared page among its sharers."""
+    rss = pss = 0
     for p in by_cmdline(str(root)):
         try:
-            total += p.memory_info().rss
+            m = p.memory_full_info()
         except Exception:  # a process that ended meanwhile
-            pass
-    return total
+            continue
+        rss, pss = rss + m.rss, pss + m.pss
+    return rss, pss
 
 
 def measure(make: Callable[[Path, int], WarrenCluster | RabbitCluster], root: Path, nodes: int, name: str,
@@ -87,12 +91,12 @@ def measure(make: Callable[[Path, int], WarrenCluster | RabbitCluster], root: Pa
             i += 1
         read = perf(broker.uri, "s-backlog", root / f"{name}-read.json", "--producers", "0", "--drain", "0",
                     time_s=a.read_time, size=a.size)
-        memory = rss_bytes(where)
+        rss, pss = memory_bytes(where)
     finally:
         broker.stop()
         shutil.rmtree(where, ignore_errors=True)
     out.update({"backlog": published, "backlog read/s": read["consumed_rate"],
-                "memory MiB (reading)": round(memory / 2**20, 1)})
+                "memory MiB (reading)": round(rss / 2**20, 1), "PSS MiB (reading)": round(pss / 2**20, 1)})
     return out
 
 

@@ -4,7 +4,8 @@ Theory of operation: a delivery tag (or, with `multiple`, every tag up to it) is
 `Unacked` (acks.py) and its queue's message id is settled there: acked, requeued or discarded
 (dead-lettered where the queue says so). Settlements are gathered per queue and leave as one
 Settle per queue per flush (outbox.py). An unknown tag closes the channel (406, RabbitMQ's text).
-Each settled delivery of a consumer gives its prefetch credit back (flow/qos.py). In tx mode the
+Each settled delivery of a consumer gives its prefetch credit back (flow/qos.py); an ack of a
+stream's delivery is only that (a stream removes nothing), so no Settle goes to the stream. In tx mode the
 settlement waits in the tx buffer until tx.commit (transactions.py). A delivery whose queue host
 restarted is an orphan: settling it is accepted and goes nowhere, as RabbitMQ accepts acks for a
 queue that went down.
@@ -46,10 +47,14 @@ def apply_settle(ch: ChannelCore, entries: list[Outstanding], how: str) -> None:
     if how == ACK:
         ch.counters.ack += len(entries)
     out = ch.out
+    # an ack takes nothing out of a stream (its credit comes back by the Grant below): no Settle goes there
+    streams = ch.streams if how == ACK else {}
     for queue, msg_id, ctag, _ in entries:
         if queue is None:  # an orphan of a queue host that restarted
             continue
-        if how == ACK:
+        if queue in streams:
+            pass
+        elif how == ACK:
             out.settle(queue, acked=(msg_id,))
         elif how == REQUEUE:
             out.settle(queue, requeued=(msg_id,))

@@ -47,13 +47,10 @@ from actors.messages.stream import (
 )
 from actors.stream.confirms import Publishes
 from actors.stats.counters import MessageCounters
-from actors.stream.header import OFFSET, split
+from actors.stream.header import stamped_chunk
 from actors.stream.replication import ELECTION_TIMER, Replication
 from effects import Send, StartTimer
 from metadata import stream as spec
-from persist.classic.message import Message
-from persist.stream import chunk
-from persist.stream.chunk import Entry
 from persist.stream.epochs import Epochs
 from persist.stream.log import Reader, StreamLog
 from wire.errors import NOT_ALLOWED, AmqpError
@@ -148,17 +145,8 @@ class StreamQueue:
     def _append(self, origin: str, channel: Hashable, messages: Sequence[Published]) -> list[Effect]:
         """The leader appends a batch as one chunk, each message stamped with its offset."""
         log = self.log
-        first = log.next_offset
         segments = len(log.segments)
-        splits: dict[bytes, tuple[bytes, bytes]] = {}  # a batch's messages mostly share one header
-        entries = []
-        pack = OFFSET.pack
-        for i, p in enumerate(messages):
-            parts = splits.get(p.header)
-            if parts is None:
-                parts = splits[p.header] = split(p.header)
-            entries.append(Entry(p.exchange, p.routing_key, parts[0] + pack(first + i) + parts[1], p.body))
-        data = chunk.encode(first, self._now, entries)
+        data, entries = stamped_chunk(log.next_offset, self._now, messages)
         log.append_chunk(data, entries)
         self.counters.publish += len(messages)
         self._appended = True
@@ -247,8 +235,7 @@ class StreamQueue:
             return []
         consumer.credit -= len(read)
         self.counters.deliver += len(read)
-        return [Send(consumer.channel, Deliver(consumer.tag, [
-            Message(offset, False, e.exchange, e.routing_key, e.header, e.body) for offset, e in read]))]
+        return [Send(consumer.channel, Deliver(consumer.tag, read))]  # a delivery's msg_id is its offset
 
     def more_to_read(self) -> bool:
         """A consumer with credit is behind the log's end (READ_BATCH_MAX cut its last call)."""

@@ -13,7 +13,10 @@ word (bit 0, no AMQP 0-9-1 client sends one) is decoded and re-encoded instead.
 from __future__ import annotations
 
 import struct
+from typing import Sequence
 
+from persist.classic.message import Message
+from persist.stream import chunk
 from wire.field_types import Int64
 from wire.properties import HEADER_PROPS_OFFSET, BasicProperties
 
@@ -28,6 +31,36 @@ def stamp(header: bytes, offset: int) -> bytes:
     """`header` with x-stream-offset = `offset` (a signed 64-bit 'l' field, as RabbitMQ sends)."""
     prefix, suffix = split(header)
     return prefix + _LONGLONG.pack(offset) + suffix
+
+
+def stamped_chunk(first_offset: int, timestamp_ms: int,
+                  batch: Sequence[tuple[int, str, str, bytes, bytes]]) -> tuple[bytes, list[Message]]:
+    """A publish batch ((seq, exchange, routing key, header, body) each) as one encoded chunk whose
+    entries start at `first_offset`, and the same entries as the deliveries a consumer is handed.
+
+    The chunk's payload is built here rather than by `chunk.encode`, so that what a batch shares
+    is done once per batch: a header is split once, and an entry's lead (lengths, names) and the
+    stamped header's prefix are one piece; per message there is the offset's eight bytes, the
+    stamped header (what deliveries send) and four pieces of the payload. The bytes are those
+    `chunk.encode` writes for the stamped entries."""
+    leads: dict[tuple[bytes, str, str, int], tuple[bytes, bytes, bytes]] = {}
+    parts: list[bytes] = []
+    out: list[Message] = []
+    deliver, pack, new = out.append, _LONGLONG.pack, tuple.__new__  # new: a Message without NamedTuple's slow __new__
+    offset = first_offset
+    for _, exchange, routing_key, header, body in batch:
+        key = (header, exchange, routing_key, len(body))
+        known = leads.get(key)
+        if known is None:
+            prefix, suffix = split(header)
+            lead = chunk.entry_lead(exchange.encode(), routing_key.encode(), len(prefix) + 8 + len(suffix), len(body))
+            known = leads[key] = (lead + prefix, prefix, suffix)
+        lead, prefix, suffix = known
+        stamp8 = pack(offset)
+        deliver(new(Message, (offset, False, exchange, routing_key, prefix + stamp8 + suffix, body)))
+        parts += (lead, stamp8, suffix, body)
+        offset += 1
+    return chunk.seal(first_offset, timestamp_ms, len(out), b"".join(parts)), out
 
 
 def split(header: bytes) -> tuple[bytes, bytes]:

@@ -20,6 +20,8 @@ from typing import NamedTuple, Sequence
 
 from crc32c import crc32c
 
+from persist.classic.message import Message
+
 MAGIC = b"WSC1"
 HEADER = struct.Struct("<4sIIQqI")
 ENTRY = struct.Struct("<BBII")
@@ -52,13 +54,22 @@ class ChunkHeader(NamedTuple):
 def encode(first_offset: int, timestamp_ms: int, entries: Sequence[Entry]) -> bytes:
     assert entries, "a chunk holds at least one entry"
     parts: list[bytes] = []
-    pack = ENTRY.pack
     for exchange, routing_key, header, body in entries:
-        x, rk = exchange.encode(), routing_key.encode()
-        parts.append(pack(len(x), len(rk), len(header), len(body)))
-        parts += (x, rk, header, body)
-    payload = b"".join(parts)
-    return HEADER.pack(MAGIC, len(payload), crc32c(payload), first_offset, timestamp_ms, len(entries)) + payload
+        parts += (entry_lead(exchange.encode(), routing_key.encode(), len(header), len(body)), header, body)
+    return seal(first_offset, timestamp_ms, len(entries), b"".join(parts))
+
+
+def entry_lead(exchange: bytes, routing_key: bytes, header_bytes: int, body_bytes: int) -> bytes:
+    """What precedes an entry's content header in a payload: its lengths and its two names (a
+    writer that builds the payload itself, actors/stream/header.py, makes it once per batch)."""
+    return ENTRY.pack(len(exchange), len(routing_key), header_bytes, body_bytes) + exchange + routing_key
+
+
+def seal(first_offset: int, timestamp_ms: int, count: int, payload: bytes) -> bytes:
+    """The chunk of `count` entries whose encoded payload is `payload`: its header (length, CRC-32C
+    of the whole payload, once per chunk) and the payload."""
+    assert count, "a chunk holds at least one entry"
+    return HEADER.pack(MAGIC, len(payload), crc32c(payload), first_offset, timestamp_ms, count) + payload
 
 
 def read_header(buf: bytes) -> ChunkHeader | None:
@@ -89,6 +100,26 @@ def decode(header: ChunkHeader, payload: bytes) -> list[Entry]:
         pos += bl
     assert pos == len(payload), "a chunk's entries fill its payload"
     return entries
+
+
+def messages(header: ChunkHeader, payload: bytes) -> list[Message]:
+    """The chunk's entries as a consumer is handed them: each a `Message` whose msg_id is its offset."""
+    out: list[Message] = []
+    pos, unpack, size, first = 0, ENTRY.unpack_from, ENTRY.size, header.first_offset
+    new = tuple.__new__  # a Message without NamedTuple's slow __new__
+    for offset in range(first, first + header.count):
+        xl, rkl, hl, bl = unpack(payload, pos)
+        pos += size
+        x = payload[pos:pos + xl].decode()
+        pos += xl
+        rk = payload[pos:pos + rkl].decode()
+        pos += rkl
+        h = payload[pos:pos + hl]
+        pos += hl
+        out.append(new(Message, (offset, False, x, rk, h, payload[pos:pos + bl])))
+        pos += bl
+    assert pos == len(payload), "a chunk's entries fill its payload"
+    return out
 
 
 def body_bytes(entries: Sequence[Entry]) -> int:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Sequence
 
+from persist.classic.message import Message
 from persist.stream import chunk
 from persist.stream.chunk import ChunkHeader, Entry
 
@@ -66,9 +67,10 @@ class StreamLog:
         self._index: BinaryIO | None = None
         self.committed = 0  # every offset below is on disk
         self.last_chunk = -1  # the first offset of the newest chunk ("last" for a consumer)
-        # the newest chunks' entries as appended, oldest first, at most recent_bytes_max: readers at
-        # the tail take them from here instead of reading and decoding the file again
-        self._recent: list[tuple[int, list[Entry]]] = []
+        # the newest chunks' entries as appended, as the Messages readers hand out, oldest first, at
+        # most recent_bytes_max: readers at the tail take them from here instead of reading and
+        # decoding the file again
+        self._recent: list[tuple[int, list[Message]]] = []
         self._recent_bytes: list[int] = []
         self.recent_bytes_max = RECENT_BYTES_MAX
 
@@ -107,13 +109,15 @@ class StreamLog:
     def append(self, entries: Sequence[Entry], timestamp_ms: int) -> int:
         """Write `entries` as one chunk (into the OS, see `sync`); returns their first offset."""
         first = self.next_offset
-        self.append_chunk(chunk.encode(first, timestamp_ms, entries), list(entries))
+        self.append_chunk(chunk.encode(first, timestamp_ms, entries),
+                          [Message(first + i, False, *e) for i, e in enumerate(entries)])
         return first
 
-    def append_chunk(self, data: bytes, entries: list[Entry] | None = None) -> ChunkHeader:
+    def append_chunk(self, data: bytes, entries: list[Message] | None = None) -> ChunkHeader:
         """Write one encoded chunk whose first offset is `next_offset` (a replica appends its
         leader's chunks as they are, so every member's chunks and offsets are the same); `entries`
-        are its decoded entries when the caller has them (kept for readers at the tail)."""
+        are its entries as readers hand them out (`chunk.messages`) when the caller has them (kept
+        for readers at the tail)."""
         header = chunk.read_header(data)
         assert header is not None and header.first_offset == self.next_offset, "a chunk goes at the log's end"
         first, timestamp_ms = header.first_offset, header.timestamp_ms
@@ -200,7 +204,7 @@ class StreamLog:
         self.forget_recent()
         return self.next_offset
 
-    def _remember(self, first: int, entries: list[Entry], size: int) -> None:
+    def _remember(self, first: int, entries: list[Message], size: int) -> None:
         recent, sizes = self._recent, self._recent_bytes
         recent.append((first, entries))
         sizes.append(size)
@@ -215,7 +219,7 @@ class StreamLog:
     def forget_recent(self) -> None:
         self._recent, self._recent_bytes = [], []
 
-    def recent_chunk(self, offset: int) -> tuple[int, list[Entry]] | None:
+    def recent_chunk(self, offset: int) -> tuple[int, list[Message]] | None:
         """(first offset, entries) of the remembered chunk holding `offset`, if it is remembered."""
         recent = self._recent
         if not recent or offset < recent[0][0] or offset >= self.next_offset:
@@ -432,7 +436,9 @@ def _chunk_at(f: BinaryIO, pos: int) -> ChunkHeader | None:
 
 class Reader:
     """One consumer's cursor: its own open segment file and position; reads whole chunks, hands
-    out entries from `next_offset` on, never past the log's `committed`."""
+    out entries from `next_offset` on, never past the log's `committed`, as `Message`s whose
+    msg_id is the offset (what a delivery carries, so a reader at the tail hands out slices of
+    what the append built, with no work per message)."""
 
     def __init__(self, log: StreamLog, offset: int) -> None:
         self.log = log
@@ -440,7 +446,7 @@ class Reader:
         self._file: BinaryIO | None = None
         self._seg_base = -1
         self._pos = 0
-        self._chunk: tuple[ChunkHeader, list[Entry]] | None = None  # the chunk being handed out
+        self._chunk: tuple[ChunkHeader, list[Message]] | None = None  # the chunk being handed out
 
     def close(self) -> None:
         self._chunk = None
@@ -461,10 +467,10 @@ class Reader:
         self._seg_base, self._pos = seg.base, pos
         return True
 
-    def read(self, max_entries: int, upto: int | None = None) -> list[tuple[int, Entry]]:
+    def read(self, max_entries: int, upto: int | None = None) -> list[Message]:
         """Up to `max_entries` (at least one chunk's worth may be cut) committed entries from
-        next_offset on, as (offset, entry), none at or past `upto` (a replicated stream's commit)."""
-        out: list[tuple[int, Entry]] = []
+        next_offset on, none at or past `upto` (a replicated stream's commit)."""
+        out: list[Message] = []
         log = self.log
         if self.next_offset < log.first_offset:  # retention went past this reader
             self.close()
@@ -491,14 +497,14 @@ class Reader:
                 self._chunk = (header, entries)
         return out
 
-    def _take(self, out: list[tuple[int, Entry]], first: int, entries: list[Entry], max_entries: int) -> None:
+    def _take(self, out: list[Message], first: int, entries: list[Message], max_entries: int) -> None:
         skip = self.next_offset - first
         assert skip >= 0, "a reader's position is inside the chunk it reads"
         take = entries[skip:skip + max_entries - len(out)]
-        out.extend((self.next_offset + i, e) for i, e in enumerate(take))
+        out += take
         self.next_offset += len(take)
 
-    def _read_chunk(self) -> tuple[ChunkHeader | None, list[Entry]]:
+    def _read_chunk(self) -> tuple[ChunkHeader | None, list[Message]]:
         assert self._file is not None
         self._file.seek(self._pos)
         header = chunk.read_header(self._file.read(chunk.HEADER_BYTES))
@@ -506,4 +512,4 @@ class Reader:
             return None, []
         payload = self._file.read(header.payload_bytes)
         assert chunk.check(header, payload), f"chunk at {self._pos} of segment {self._seg_base} is corrupt"
-        return header, chunk.decode(header, payload)
+        return header, chunk.messages(header, payload)

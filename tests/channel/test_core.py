@@ -121,6 +121,24 @@ def test_delivery_then_ack():
     assert core.flush() == [Send(Q, Settle([100, 101], [], []))]
 
 
+def test_an_ack_of_a_stream_delivery_only_gives_credit_back():
+    """A stream removes nothing on an ack: no Settle goes to it, the consumer's credit comes back."""
+    reg = PermRegistry()
+    reg.declare_queue("/", "s", durable=True, arguments={"x-queue-type": "stream"})
+    core = make(reg)
+    core.command(cmd(m.BasicQos(prefetch_count=2)))
+    core.command(cmd(m.BasicConsume(queue="s", consumer_tag="c1")))
+    core.flush()
+    S = ("q", "/", "s")
+    core.receive(S, Reply(1))
+    core.flush()
+    h = header()
+    core.receive(S, Deliver("c1", [(100, False, "", "s", h, b"hi"), (101, False, "", "s", h, b"hi")]))
+    core.flush()
+    core.command(cmd(m.BasicAck(delivery_tag=2, multiple=True)))
+    assert core.flush() == [Send(S, Grant("c1", 2))]
+
+
 def test_nack_reject_single_and_multiple_and_tag_zero():
     reg = PermRegistry()
     declare(reg, "q")

@@ -14,6 +14,7 @@ from pathlib import Path
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from persist.classic.message import Message
 from persist.stream import chunk
 from persist.stream.chunk import Entry
 from persist.stream.log import StreamLog
@@ -78,7 +79,7 @@ class StreamLogMachine(RuleBasedStateMachine):
             return
         start = max(cursor.next_offset, self.first)
         got = cursor.read(n)
-        want = [(o, e) for o, e, _ in self.model if start <= o < self.log.committed][:n]
+        want = [Message(o, False, *e) for o, e, _ in self.model if start <= o < self.log.committed][:n]
         assert got == want
 
     @rule(max_bytes=st.one_of(st.none(), st.integers(0, 2000)), max_age=st.one_of(st.none(), st.integers(1, 200)))
@@ -138,7 +139,7 @@ def test_memory_holds_summaries_only(tmp_path):
     log.sync()
     assert len(log.segments) == 1000 and log.segments[750].base == 1500
     reader = log.reader(1500)
-    assert [o for o, _ in reader.read(3)] == [1500, 1501, 1502]
+    assert [m.msg_id for m in reader.read(3)] == [1500, 1501, 1502]
     assert log.offset_at_time(1700) == 1700
     reader.close()
     log.close()
@@ -163,7 +164,7 @@ def test_a_replica_appends_its_leaders_chunks_and_cuts_back_to_a_chunk_boundary(
     replica.close()
     reopened = StreamLog.open(tmp_path / "b", 300)
     reader = reopened.reader(0)
-    assert [e.body for _, e in reader.read(100)] == [e.body for i in range(8) for e in chunk_entries(chunks[i])]
+    assert [m.body for m in reader.read(100)] == [e.body for i in range(8) for e in chunk_entries(chunks[i])]
     reader.close()
     assert reopened.truncate(0) == 0 and reopened.segments == []
     reopened.close()

@@ -196,7 +196,7 @@ class Net:
                 got = reader.read(1000)
                 if not got:
                     return out
-                out += [e.body for _, e in got]
+                out += [m.body for m in got]
         finally:
             log.committed = saved
             reader.close()

@@ -12,8 +12,11 @@ from actors.messages.channel_queue import (
 )
 from actors.messages.node import Dispose, QueueCounts, QueueStats
 from actors.stream.core import StreamQueue
-from actors.stream.header import stamp
+from actors.stream.header import stamp, stamped_chunk
 from effects import Send
+from persist.classic.message import Message
+from persist.stream import chunk
+from persist.stream.chunk import Entry
 from persist.stream.log import StreamLog
 from wire.properties import HEADER_PROPS_OFFSET, BasicProperties, encode_content_header
 
@@ -102,6 +105,19 @@ def test_stamp_keeps_every_other_property():
     assert (props.content_type, props.content_encoding, props.headers, props.delivery_mode, props.priority,
             props.correlation_id, props.expiration, props.timestamp) == (
         "a", "b", {"k": "v", "x-stream-offset": 9}, 2, 3, "c", "100", 5)
+
+
+def test_a_batch_is_one_chunk_of_stamped_entries():
+    """stamped_chunk writes the bytes chunk.encode writes for the stamped entries, and hands out
+    the same entries as deliveries (msg_id = offset), whatever the batch mixes."""
+    batch = [Published(1, "", "s", header(), b"a"), Published(2, "ex", "rk", header(headers={"i": 1}), b"bb"),
+             Published(3, "", "s", header(), b""), Published(4, "", "s", header(), b"a" * 300)]
+    data, messages = stamped_chunk(70, 5, batch)
+    entries = [Entry(p.exchange, p.routing_key, stamp(p.header, 70 + i), p.body) for i, p in enumerate(batch)]
+    assert data == chunk.encode(70, 5, entries)
+    assert messages == [Message(70 + i, False, *e) for i, e in enumerate(entries)]
+    head = chunk.read_header(data)
+    assert chunk.messages(head, data[chunk.HEADER_BYTES:]) == messages
 
 
 def test_refusals_counts_and_delete(tmp_path):
