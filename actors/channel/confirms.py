@@ -41,10 +41,6 @@ class ConfirmTracker:
         """Whether every publish so far has been reported to the client."""
         return not (self._waiting or self._ready_acks or self._ready_nacks)
 
-    def queues(self) -> Iterable[Hashable]:
-        """Every queue a publish was routed to so far."""
-        return self._per_queue.keys()
-
     def publish(self, queues: Iterable[Hashable]) -> int:
         """Record a publish routed to `queues`; returns its sequence number."""
         seq = self.next_seq

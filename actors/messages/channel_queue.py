@@ -10,7 +10,7 @@ queue sends `Publish` to its target queues too, with seq 0 (no confirm).
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from actors.messages import message
 from persist.classic.message import Message

@@ -49,7 +49,7 @@ from actors.reader.login import Gatekeeper, Login, Malformed, PasswordOnly, Peer
 from effects import ChannelsDown, CloseSocket, LoginAttempt, Opened, OpenChannel, SetFrameMax, ToChannel, Write
 from wire import methods as m
 from wire.errors import (
-    ACCESS_REFUSED, CHANNEL_ERROR, COMMAND_INVALID, FRAME_ERROR, NOT_ALLOWED, UNEXPECTED_FRAME, AmqpError,
+    ACCESS_REFUSED, CHANNEL_ERROR, COMMAND_INVALID, NOT_ALLOWED, UNEXPECTED_FRAME, AmqpError,
 )
 from wire.frames import HEARTBEAT_FRAME, PROTOCOL_HEADER, method_frame
 from wire.inbound import BadProtocolHeader, Command, ConnectionErrorEvent, Heartbeat, ProtocolHeaderOk

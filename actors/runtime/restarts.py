@@ -35,7 +35,7 @@ supervisor with an `Intensity` of its own (actors/runtime/node_process.py).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
 from effects import AllStopped, GiveUp, KillHost, Log, NodeServes, OpenListeners, SpawnHost, StopHost

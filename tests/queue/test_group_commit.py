@@ -5,7 +5,6 @@ across real queues of one host: one sync of the shared store per commit, and eve
 only after the syncs that cover its writes, whether they run inline or on the host's sync thread."""
 from __future__ import annotations
 
-import asyncio
 from contextlib import nullcontext
 from types import SimpleNamespace
 from typing import Any, Callable
