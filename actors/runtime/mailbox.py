@@ -63,7 +63,7 @@ from typing import Any, Awaitable, Callable, Protocol
 import structlog
 
 from actors.messages.runtime import RAW_FRAME, Credit, Undelivered
-from actors.runtime import envelope
+from actors.runtime import envelope, memory_probe
 from actors.runtime.address import Address
 from actors.runtime.clock import monotonic_ms
 from actors.runtime.curve import CurveKeys
@@ -273,6 +273,8 @@ class Runtime:
             return self.flow_states()
         if op == "directory":
             return dict(self.directory)
+        if op == "memory":  # a diagnostic: what this process's tables hold (memory_probe.py)
+            return memory_probe.probe(self, args)
         if op == "partition":
             self.partition(args.get("nodes", ()))
             return {"partitioned_from": sorted(args.get("nodes", ()))}
