@@ -93,6 +93,9 @@ class Sample:
     # rise when a forked host writes to pages it shared with the main process (copy-on-write
     # takes them away from the sharing, and the main process's share of them grows)
     uss: dict[str, dict[str, int]] = field(default_factory=dict)
+    # and the resident set: what a process holds, shared or not (a page that only changes hands
+    # between sharing and private does not move it)
+    rss: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -151,15 +154,16 @@ class Sampler:
         self._seen = upto
         pss: dict[str, dict[str, int]] = {}
         uss: dict[str, dict[str, int]] = {}
+        rss: dict[str, dict[str, int]] = {}
         fds: dict[str, dict[str, int]] = {}
         for name, node in self.cluster.nodes.items():
             named = {p["pid"]: p["name"] for p in (serving_processes(node) or {}).values()}
-            pss[name], fds[name], uss[name] = {}, {}, {}
+            pss[name], fds[name], uss[name], rss[name] = {}, {}, {}, {}
             for process in node.processes():
                 try:
                     label = named.get(process.pid, f"pid{process.pid}")
                     memory = process.memory_full_info()
-                    pss[name][label], uss[name][label] = memory.pss, memory.uss
+                    pss[name][label], uss[name][label], rss[name][label] = memory.pss, memory.uss, memory.rss
                     fds[name][label] = process.num_fds()
                 except psutil.Error:
                     pass  # exited meanwhile (n3 restarting)
@@ -169,7 +173,7 @@ class Sampler:
             self._baseline_taken |= rebase
             probed = soak_probe.ask_all(self.cluster, keep=not rebase)
         return Sample(round(h.now(), 1), pss, fds, percentiles(confirm), percentiles(deliver),
-                      len(deliver), len(h.confirmed), probed, uss)
+                      len(deliver), len(h.confirmed), probed, uss, rss)
 
 
 class Churner:
@@ -309,8 +313,8 @@ def growth_by_process(samples: list[Sample], node: str) -> dict[str, float]:
 
 
 def slopes_by_process(samples: list[Sample], node: str, attr: str = "pss") -> dict[str, float]:
-    """Least-squares growth (MiB/h) of each process of `node` over `samples` (`attr`: "pss" or
-    "uss"; series are by process name, so a restarted host's shows as a step), largest first."""
+    """Least-squares growth (MiB/h) of each process of `node` over `samples` (`attr`: "pss", "uss"
+    or "rss"; series are by process name, so a restarted host's shows as a step), largest first."""
     series: dict[str, list[tuple[float, float]]] = {}
     for s in samples:
         for name, value in getattr(s, attr).get(node, {}).items():
@@ -333,7 +337,8 @@ def summary(out: Outcome) -> dict:
             "restarted": name == RESTARTED and bool(out.restarts),
             "pss_mib_growth_by_process": growth_by_process(after, name) if after else {},
             "pss_mib_per_hour_by_process": slopes_by_process(after, name, "pss"),
-            "uss_mib_per_hour_by_process": slopes_by_process(after, name, "uss")}
+            "uss_mib_per_hour_by_process": slopes_by_process(after, name, "uss"),
+            "rss_mib_per_hour_by_process": slopes_by_process(after, name, "rss")}
     timed = [s for s in after if s.delivered]
     r = out.result
     return {
@@ -363,7 +368,7 @@ def report_text(out: Outcome, figures: dict) -> str:
                      + ("  [restarted]" if n["restarted"] else ""))
         top = list(n["pss_mib_growth_by_process"].items())[:4]
         lines.append("      grown most: " + ", ".join(f"{p} {g:+.1f} MiB" for p, g in top))
-        for attr in ("pss", "uss"):
+        for attr in ("pss", "uss", "rss"):
             slopes = n[f"{attr}_mib_per_hour_by_process"]
             if slopes:
                 lines.append(f"      {attr.upper()} slope MiB/h: " + ", ".join(f"{p} {g:+.1f}" for p, g in slopes.items()))

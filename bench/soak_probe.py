@@ -11,6 +11,7 @@ from scripts.local_cluster import Cluster
 probe_timeout_s = 20.0
 tables_shown = 12
 sites_shown = 6
+MIB = 1 << 20
 
 
 def ask_all(cluster: Cluster, *, keep: bool) -> dict[str, dict[str, Any]]:
@@ -48,7 +49,12 @@ def report(samples: list[Any]) -> list[str]:
             was, now = before["containers"], answer["containers"]
             grown = sorted(((now[k] - was.get(k, 0), k) for k in now if now[k] > was.get(k, 0)), reverse=True)
             tables = ", ".join(f"{k} {was.get(k, 0)}->{now[k]}" for _, k in grown[:tables_shown]) or "none grew"
-            lines.append(f"    {node}/{host}: gc objects {before['gc_objects']}->{answer['gc_objects']}; {tables}")
+            heap = ""
+            if "malloc" in before and "malloc" in answer:
+                m0, m1 = before["malloc"], answer["malloc"]
+                heap = (f"malloc in use {m0['in_use_bytes'] / MIB:.1f}->{m1['in_use_bytes'] / MIB:.1f} MiB, free "
+                        f"{m0['free_bytes'] / MIB:.1f}->{m1['free_bytes'] / MIB:.1f} MiB; ")
+            lines.append(f"    {node}/{host}: {heap}gc objects {before['gc_objects']}->{answer['gc_objects']}; {tables}")
             alloc = answer.get("allocations")
             if alloc:
                 lines.append(f"      traced {alloc['traced_bytes'] / 1048576:.1f} MiB; grown since the warm-up:")

@@ -12,7 +12,8 @@ Two views, both taken only when asked:
   start), and the bytes traced now.
 
 `collect=true` runs a full gc collection first; `types=true` adds the count of live gc-tracked objects per type (a whole-heap walk, tens of ms).
-Nothing here is kept between asks but the previous tracemalloc snapshot.
+`malloc` is glibc's view (mallinfo2): bytes in use and bytes free but kept in its heaps, which the
+heap keeper gives back only past its thresholds (flow/heap.py). Nothing here is kept between asks but the previous tracemalloc snapshot.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ import gc
 import os
 import tracemalloc
 from typing import Any
+
+from actors.runtime import envelope, heap
 
 ENV = "WARREN_TRACEMALLOC"
 trace_frames = 8  # frames kept per allocation: enough to see the caller of a container's growth
@@ -88,9 +91,10 @@ def container_sizes(roots: dict[str, Any]) -> dict[str, int]:
 
 
 def runtime_roots(runtime: Any) -> dict[str, Any]:
-    """The runtime (its own tables) and its actors (several actors of a type are summed under
+    """The runtime (its own tables), the envelope's header memos and its actors (several actors of a type are summed under
     their type: what matters is how the total moves with the churn)."""
-    return {"Runtime": runtime, **{f"actor#{name}": a for name, a in list(runtime._actors.items())}}
+    return {"Runtime": runtime, "envelope._built": envelope._built, "envelope._read": envelope._read,
+            **{f"actor#{name}": a for name, a in list(runtime._actors.items())}}
 
 
 def allocation_growth(limit: int, keep: bool = False) -> dict[str, Any]:
@@ -121,6 +125,11 @@ def probe(runtime: Any, args: dict) -> dict[str, Any]:
     answer: dict[str, Any] = {"host": runtime.host, "pid": os.getpid(), "actors": dict(actors),
                               "containers": container_sizes(runtime_roots(runtime)),
                               "gc_objects": len(gc.get_objects()), "tracing": tracemalloc.is_tracing()}
+    libc = heap._glibc()
+    if libc is not None:  # what the C allocator holds: in use, and free but not given back (heap.py)
+        info = libc.mallinfo2()
+        answer["malloc"] = {"heap_bytes": info.arena, "mmapped_bytes": info.hblkhd, "in_use_bytes": info.uordblks,
+                            "free_bytes": info.fordblks}
     if tracemalloc.is_tracing():
         answer["allocations"] = allocation_growth(int(args.get("limit", top_sites_default)), bool(args.get("keep")))
     if args.get("types"):
