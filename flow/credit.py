@@ -27,6 +27,9 @@ Invariants (asserted):
   respect `blocked()` therefore see `credit > -batch` where `batch` is their largest `sent(n)`.
   The ledger itself accepts any overshoot (the runtime cannot refuse a send).
 
+A sender that is gone for good is dropped from its receivers' ledgers (`sender_closed`, which
+the shell calls when the sender's runtime says so), or every sender that ever sent would stay.
+
 Deliberately left out: time (RabbitMQ's flow-state timestamps live in flow/state.py), message
 accounting for peers that die (the shell returns their credit with `bumped`, or calls `forget`).
 """
@@ -79,10 +82,6 @@ class CreditLedger:
     def blocked_links(self) -> list[Hashable]:
         return list(self._blocked)
 
-    def links(self) -> list[Hashable]:
-        """Every outgoing link used so far (where this actor sends with credit)."""
-        return list(self._credit)
-
     def credit(self, link: Hashable) -> int:
         """Credit left on an outgoing link (the initial credit for a link never used)."""
         return self._credit.get(link, self.initial)
@@ -126,6 +125,17 @@ class CreditLedger:
     def links(self) -> list[Hashable]:
         """Every link this ledger holds anything for, in either direction."""
         return list(self._credit.keys() | self._unacked.keys() | self._deferred.keys())
+
+    def outgoing(self) -> list[Hashable]:
+        """Every outgoing link used so far (where this actor sends with credit)."""
+        return list(self._credit)
+
+    def sender_closed(self, link: Hashable) -> None:
+        """The sender at the incoming `link` is gone for good: what it is owed goes with it.
+        Without this a long-lived receiver (a queue, the message store) keeps one entry for every
+        short-lived sender (a channel, a deleted queue) that ever sent it something."""
+        self._unacked.pop(link, None)
+        self._deferred.pop(link, None)
 
     def forget(self, link: Hashable) -> None:
         """The peer at `link` is gone: drop both directions. If that unblocks this actor, the

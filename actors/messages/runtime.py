@@ -1,6 +1,7 @@
 """What the runtime itself sends between mailboxes (actors/runtime/mailbox.py).
 
-`Credit` grants travel back from a receiver to a sender (flow/credit.py). `Undelivered` answers a
+`Credit` grants travel back from a receiver to a sender (flow/credit.py); with `link_closed` it
+goes the other way and says that the sender is gone (mailbox.py: `remove`). `Undelivered` answers a
 message whose target actor does not exist (its host is restarting, or it was removed), carrying
 the message itself, so a sender waiting for a reply or a confirm learns it will not come; `gone`
 when the actor was removed for good (a deleted queue), not lost with its host.
@@ -22,6 +23,10 @@ RAW_FRAME = 0xC1  # msgpack never uses this byte, so no envelope starts with it
 @message
 class Credit:
     amount: int
+    # sent the other way, by the runtime of an actor removed, to each actor it sent to with
+    # credit: that link is closed, its receiver drops it (amount 0; a node of older code reads
+    # a grant of 0, which changes nothing)
+    link_closed: bool = False
 
 
 @message

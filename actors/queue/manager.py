@@ -72,7 +72,7 @@ class QueueManager:
     def _deleted(self, name: str) -> None:
         actor = self.queues.pop(name, None)
         if actor is not None:
-            self.changes.drop((actor.core.vhost, actor.core.name))
+            self.changes.drop((actor.core.vhost, actor.core.name), monotonic_ms())
         if self.store is not None:
             self.store.forget(name)
         self.runtime.remove(name, gone=True)

@@ -247,7 +247,7 @@ class QuorumHost:
                 key = (member.core.state.config.vhost, member.core.state.config.name)
                 if self.by_queue.get(key) is member:
                     del self.by_queue[key]
-                    self.changes.drop(key)
+                    self.changes.drop(key, monotonic_ms())
                 self.runtime.remove(member.me.name)
             self._release(uid)  # a declare still waiting for it is answered (its queue is gone)
         listed = list(dict.fromkeys(uid for uid in uids if uid in self.table.rows))

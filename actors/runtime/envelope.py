@@ -22,7 +22,8 @@ already sent (the same actors, kinds and credit), so `encode` keeps the header b
 each (source, items' senders, targets, classes and credit) and `decode` the items it read for
 each header's bytes: one dict lookup instead (frames of one item: 48 -> 9 us encoded and
 decoded). The bytes on the wire are the same; each memo holds at most `memo_entries_max` headers
-and starts over when full.
+and starts over when full, and takes a header only once it has come `memo_admit_after` times
+(`_admit`), so churned actors' one-off headers do not fill it.
 """
 from __future__ import annotations
 
@@ -50,12 +51,31 @@ buf_bytes_min = 256 * 1024  # msgpack's own default buffer
 
 memo_items_max = 4  # frames with more items than this build and read their header every time
 memo_entries_max = 4096
+memo_admit_after = 3  # sightings of a header before it is remembered (see `_admit`)
 
 # (sender name, target name, message, credit)
 Item = tuple[str, str, Any, int]
 
 _built: dict[tuple, bytes] = {}  # (source, ((sender, target, class, credit), ...)) -> header bytes
 _read: dict[bytes, tuple[str, list[tuple[str, str, str, int]]]] = {}  # header bytes -> (source, heads)
+_sightings: dict[int, int] = {}  # hash of a header (or its key) not remembered yet -> times seen
+
+
+def _admit(key: Any) -> bool:
+    """Whether a header not remembered yet has now been seen often enough to be. A churned
+    connection's, channel's or queue's headers (their names are in them) come a few times and
+    never again: remembered at once they filled the memos in every host, ~350 bytes each, over an
+    hour's churn (the soak), and were then dropped all at once; a steady flow's come thousands of
+    times and are remembered from their third frame."""
+    h = hash(key)
+    n = _sightings.get(h, 0) + 1
+    if n >= memo_admit_after:
+        _sightings.pop(h, None)
+        return True
+    if len(_sightings) >= memo_entries_max:
+        _sightings.clear()
+    _sightings[h] = n
+    return False
 
 
 def encode(source: str, items: list[Item], size_hint: int = 0) -> memoryview:
@@ -70,9 +90,11 @@ def encode(source: str, items: list[Item], size_hint: int = 0) -> memoryview:
         key = (source, tuple((sender, target, type(msg), credit) for sender, target, msg, credit in items))
         header = _built.get(key)
         if header is None:
-            if len(_built) >= memo_entries_max:
-                _built.clear()
-            header = _built[key] = _header(source, items)[0]
+            header = _header(source, items)[0]
+            if _admit(key):
+                if len(_built) >= memo_entries_max:
+                    _built.clear()
+                _built[key] = header
     # a Packer per frame: the frame is its buffer, exported until the pipe has written it
     packer = msgpack.Packer(use_bin_type=True, autoreset=False, default=pack_default,
                             buf_size=max(buf_bytes_min, size_hint + size_hint // 4))
@@ -111,7 +133,7 @@ def decode(frame: Any) -> tuple[str, list[Item]]:
     read = _read.get(header) if small else None
     if read is None:
         read = _read_header(header)
-        if small:
+        if small and _admit(header):
             if len(_read) >= memo_entries_max:
                 _read.clear()
             _read[header] = read

@@ -35,7 +35,7 @@ from typing import Any
 import structlog
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 
-from actors.runtime import lifeline, logs
+from actors.runtime import lifeline, logs, memory_probe
 from actors.runtime.control import (OPEN_LISTENERS, ControlReply, Forwarded, HostSpec, HostStarted, Listen,
                                     Listening, StartHost)
 from actors.runtime.cluster_secret import read_or_create_cookie
@@ -131,6 +131,7 @@ class HostActor(ActorTypeDispatcher):
 
     def _run(self, msg: StartHost) -> None:
         logs.configure(msg.spec.name, msg.spec.config.get("data_dir"))
+        memory_probe.start_if_wanted()  # WARREN_TRACEMALLOC=1 only: the control op `memory` then diffs allocations
         try:
             asyncio.run(self._main(msg))
         except Exception as exc:

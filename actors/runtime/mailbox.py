@@ -27,7 +27,10 @@ sender's ledger. After the receiver's `receive` returns, the runtime marks n pro
 receiver's ledger - unless the actor has `manual_credit = True` and calls `processed` itself. Grants
 travel back as `Credit` messages, batched like everything else. Credit is never lost:
 messages for a dead or unknown actor, messages whose `receive` crashed, and everything a removed
-actor had received but not yet granted are credited back to their senders.
+actor had received but not yet granted are credited back to their senders. Nor is a link kept
+for good: a removed actor's runtime tells each actor it sent to with credit (`Credit` with
+`link_closed`, behind all it sent), and that actor's ledger drops the link, once it has processed
+what it took over it.
 
 Between nodes: a host given `remote=` (a tcp endpoint to bind and the cluster's CURVE keys) also
 binds a tcp PULL socket, a CURVE server that admits only the cluster, beside its ipc one, and its
@@ -63,7 +66,7 @@ from typing import Any, Awaitable, Callable, Protocol
 import structlog
 
 from actors.messages.runtime import RAW_FRAME, Credit, Undelivered
-from actors.runtime import envelope
+from actors.runtime import envelope, memory_probe
 from actors.runtime.address import Address
 from actors.runtime.clock import monotonic_ms
 from actors.runtime.curve import CurveKeys
@@ -113,6 +116,9 @@ class Runtime:
         self._gone: dict[str, None] = {}
         # credit received by manual_credit actors and not yet marked processed, per sender
         self._pending: dict[str, dict[Address, int]] = {}
+        # senders removed while such an actor still had credit of theirs pending: their links
+        # close once it has processed that (`_sender_closed`)
+        self._closing: dict[str, set[Address]] = {}
         self._outbox: dict[str, list[envelope.Item]] = {}
         self._parked: dict[str, list[envelope.Item]] = {}  # for hosts whose endpoint is not known yet
         self._flush_scheduled = False
@@ -204,6 +210,10 @@ class Runtime:
         for link, n in self._pending.pop(name, {}).items():
             if n:
                 self._send_credit(me, link, n)
+        # behind everything it sent, on the same FIFO per host: its receivers drop the link
+        for link in ledger.outgoing():
+            self._enqueue(link.host, (name, link.name, Credit(0, link_closed=True), 0))
+        self._closing.pop(name, None)
         del self._flow[name]
 
     def actor(self, name: str) -> Actor | None:
@@ -228,18 +238,26 @@ class Runtime:
         """`actor` finished n messages from `sender` (for actors with `manual_credit = True`)."""
         assert actor.host == self.host, (actor, self.host)
         pending = self._pending.get(actor.name)
+        settled = False  # nothing of `sender`'s is pending any more
         if pending is not None and sender in pending:
             left = pending[sender] - n
             if left > 0:
                 pending[sender] = left
             else:
                 del pending[sender]
+                settled = True
         ledger = self._ledgers.get(actor.name)
         if ledger is None:
             self._send_credit(actor, sender, n)
             return
         for link, amount in ledger.processed(sender, n):
             self._send_credit(actor, link, amount)
+        closing = self._closing.get(actor.name) if settled else None
+        if closing and sender in closing:
+            closing.discard(sender)
+            if not closing:
+                del self._closing[actor.name]
+            ledger.sender_closed(sender)
 
     def processed_all(self, actor: Address) -> None:
         """`actor` (a `manual_credit` one) finished everything it has received so far."""
@@ -273,6 +291,8 @@ class Runtime:
             return self.flow_states()
         if op == "directory":
             return dict(self.directory)
+        if op == "memory":  # a diagnostic: what this process's tables hold (memory_probe.py)
+            return memory_probe.probe(self, args)
         if op == "partition":
             self.partition(args.get("nodes", ()))
             return {"partitioned_from": sorted(args.get("nodes", ()))}
@@ -421,7 +441,10 @@ class Runtime:
 
     def _dispatch(self, sender: Address, target: str, msg: Any, credit: int) -> None:
         if type(msg) is Credit:
-            self._credit_arrived(target, sender, msg.amount)
+            if msg.link_closed:
+                self._sender_closed(target, sender)
+            else:
+                self._credit_arrived(target, sender, msg.amount)
             return
         actor = self._actors.get(target)
         me = Address(self.host, target)
@@ -451,6 +474,17 @@ class Runtime:
             self._send_credit(me, sender, credit)
         else:
             self.processed(me, sender, credit)
+
+    def _sender_closed(self, target: str, sender: Address) -> None:
+        """`sender` was removed: `target` forgets its link from it, at once or, for a manual_credit
+        actor that has not yet processed all it took from it, once it has."""
+        ledger = self._ledgers.get(target)
+        if ledger is None:
+            return
+        if sender in self._pending.get(target, ()):
+            self._closing.setdefault(target, set()).add(sender)
+            return
+        ledger.sender_closed(sender)
 
     def _credit_arrived(self, target: str, granter: Address, amount: int) -> None:
         ledger = self._ledgers.get(target)

@@ -174,6 +174,13 @@ class WalCore:
         """The shell wrote every frozen table into segments and deleted the old WAL files."""
         self.frozen = {}
 
+    def forget(self, member: str) -> None:
+        """A member deleted for good: nothing of it stays, its name's bytes included (one entry
+        per quorum queue ever deleted otherwise). Records of it already queued still go out."""
+        self.mem.pop(member, None)
+        self.frozen.pop(member, None)
+        self._member_bytes.pop(member, None)
+
     def _queue(self, data: bytes, records: int) -> None:
         self._pending.append(data)
         self._pending_bytes += len(data)

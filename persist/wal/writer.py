@@ -149,8 +149,7 @@ class WalWriter:
         is told not to keep, so the removal needs no sync: a crash that undoes it leaves files
         that the next recovery deletes (the quorum host keeps only its member table's members)."""
         self.logs.pop(member, None)
-        self.core.mem.pop(member, None)
-        self.core.frozen.pop(member, None)
+        self.core.forget(member)
         self.disk.remove_tree(self._member_dir(member))
 
     # -- the write path ----------------------------------------------------------------------

@@ -116,6 +116,24 @@ def test_a_remembered_header_is_the_one_capnp_builds_and_says_the_same(monkeypat
     assert len(envelope._built) <= 2 and len(envelope._read) <= 2
 
 
+def test_one_off_headers_are_not_remembered_and_repeated_ones_are(monkeypatch) -> None:
+    """A churned channel's headers (its name in them) come a few times: the memos stay empty after
+    thousands of them (they filled up in every host of a soak before), while a steady flow's
+    header is remembered from its `memo_admit_after`th frame, encoded and read."""
+    monkeypatch.setattr(envelope, "_built", {})
+    monkeypatch.setattr(envelope, "_read", {})
+    monkeypatch.setattr(envelope, "_sightings", {})
+    for i in range(2000):
+        items = [(f"ch:{i}", "q:/:a", Note("m", i), 1)]
+        assert envelope.decode(envelope.encode("h", items)) == ("h", items)
+    assert envelope._built == {} and envelope._read == {}
+    for i in range(envelope.memo_admit_after):
+        steady = [("ch:steady", "q:/:a", Note("m", i), 1)]
+        assert envelope.decode(envelope.encode("h", steady)) == ("h", steady)
+    assert len(envelope._built) == 1 and len(envelope._read) == 1
+    assert len(envelope._sightings) <= envelope.memo_entries_max
+
+
 @pytest.mark.parametrize("frame", [
     b"", b"\x92", b"\xc4\x00", b"\x92\xc4\x00\x90",  # empty, truncated, not a pair, empty header
     bytes(envelope.encode("h", [("s", "t", Note("k", b"x" * 100), 0), ("s", "t", Note("k", b"y"), 0)]))[:-1],

@@ -383,3 +383,18 @@ def test_truncation_and_compaction_during_a_spread_rollover(disk):
     assert a.entries(3, 10) == expected[2:] and writer.rollovers == 1
     recovered = open_writer(disk, wal_max_size_bytes=400, segment_max_entries=4).logs["a"]
     assert recovered.first_index() == 3 and recovered.entries(3, 10) == expected[2:]
+
+
+def test_forgetting_deleted_members_leaves_nothing_of_them_in_memory():
+    """A quorum host that declares and deletes queues for an hour keeps no per-member entry of
+    the deleted ones (the soak found the members' encoded names kept, one per queue ever deleted)."""
+    disk = SimDisk()
+    writer = open_writer(disk)
+    writer.member("keep").append(es(1, 2))
+    baseline = (len(writer.logs), len(writer.core.mem), len(writer.core._member_bytes))
+    for n in range(100):
+        writer.member(f"gone{n}").append(es(1, 3))
+        writer.flush()
+        writer.forget(f"gone{n}")
+    assert (len(writer.logs), len(writer.core.mem), len(writer.core._member_bytes)) == baseline
+    assert writer.member("keep").entries(1, 3) == es(1, 2)

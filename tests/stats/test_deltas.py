@@ -85,3 +85,18 @@ def test_the_node_keeps_each_hosts_rows_and_rates_only_what_changed():
     sample, _, _ = round_(15000, [answer("h", [row(C, 7, 1)], full=True, epoch="e2", version=1)])  # restarted
     assert set(sample.queues) == {C} and tables.since("h") == ("e2", 1)
     assert rates.rates(("vhost", "/"))["messages"] == 0.8  # the sums over every queue: 3 -> 7 in 5 s
+
+
+def test_dropped_keys_are_forgotten_once_older_than_every_collector_needs():
+    """A host that deletes queues for an hour keeps only the last `drops_keep_ms` of their keys (the
+    soak: every key ever deleted, up to 65,536, stayed); a collector that asks in time sees each
+    drop once, one that was away longer starts over."""
+    c = changes(drops_keep_ms=60_000)
+    behind = c.version
+    for n in range(1000):
+        at = (n + 2) * 1000  # a deletion a second, once A, B and C have settled
+        c.drop(("/", f"gone{n}"), at)
+        assert c.since("e1", c.version - 1, at) == (False, [], [("/", f"gone{n}")])
+    assert len(c._drops) <= 61
+    assert c.since("e1", behind, 1_000_000)[0] is True  # away for 1000 s: everything
+    assert c.since("e1", c.version, 1_000_000) == (False, [], [])
