@@ -6,7 +6,6 @@ Measured in a soak before the fix: the message store of a connection host kept o
 per classic queue ever deleted (bench/RESULTS.md, "what grew in the soak")."""
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from actors.runtime import memory_probe
