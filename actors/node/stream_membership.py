@@ -31,7 +31,7 @@ than its freshness limit.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from actors.messages.node import Dispose, StreamMembers
 from actors.node import streams as sq
@@ -103,35 +103,40 @@ def _running(core: NodeCore) -> set[str]:
     return (core.cluster_now | {core.node}) - core.down
 
 
-def add_replica(core: NodeCore, a: dict) -> Op:
+def _change(core: NodeCore, a: dict, plan: Callable) -> Op:
+    """Plan the change, commit it and tell the old members: (record before, record after), or
+    the answer when there is nothing more to do."""
     rec = _lookup(core, a)
-    planned = plan_add(rec, a["node"], _running(core))
+    planned = plan(rec, a["node"], _running(core))
     if isinstance(planned, AdminError):
         return planned
-    if planned is not None:
-        assert rec is not None
-        new = yield from _commit(rec, planned)
-        if new is None:
-            return NOT_FOUND  # deleted meanwhile
-        yield from _tell(core, rec, new, members(rec))
-        host = host_of(a["node"], kind_of(rec.home))
-        yield Ask(queue_manager(host), lambda rid: sq.create(new, rid), MISSING)
+    if planned is None:
+        return {"ok": True}
+    assert rec is not None
+    new = yield from _commit(rec, planned)
+    if new is None:
+        return NOT_FOUND  # deleted meanwhile
+    yield from _tell(core, rec, new, members(rec))
+    return rec, new
+
+
+def add_replica(core: NodeCore, a: dict) -> Op:
+    changed = yield from _change(core, a, plan_add)
+    if not isinstance(changed, tuple):
+        return changed
+    rec, new = changed
+    host = host_of(a["node"], kind_of(rec.home))
+    yield Ask(queue_manager(host), lambda rid: sq.create(new, rid), MISSING)
     return {"ok": True}
 
 
 def delete_replica(core: NodeCore, a: dict) -> Op:
-    rec = _lookup(core, a)
-    planned = plan_delete(rec, a["node"], _running(core))
-    if isinstance(planned, AdminError):
-        return planned
-    if planned is not None:
-        assert rec is not None
-        new = yield from _commit(rec, planned)
-        if new is None:
-            return NOT_FOUND
-        yield from _tell(core, rec, new, members(rec))
-        removed = queue_address(host_of(a["node"], kind_of(rec.home)), rec.vhost, rec.name)
-        yield Ask(removed, lambda rid: Dispose(rid, False, False), MISSING)  # its log goes with it
+    changed = yield from _change(core, a, plan_delete)
+    if not isinstance(changed, tuple):
+        return changed
+    rec, _ = changed
+    removed = queue_address(host_of(a["node"], kind_of(rec.home)), rec.vhost, rec.name)
+    yield Ask(removed, lambda rid: Dispose(rid, False, False), MISSING)  # its log goes with it
     return {"ok": True}
 
 

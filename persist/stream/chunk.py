@@ -85,21 +85,8 @@ def check(header: ChunkHeader, payload: bytes) -> bool:
 
 
 def decode(header: ChunkHeader, payload: bytes) -> list[Entry]:
-    entries: list[Entry] = []
-    pos, unpack = 0, ENTRY.unpack_from
-    for _ in range(header.count):
-        xl, rkl, hl, bl = unpack(payload, pos)
-        pos += ENTRY.size
-        x = payload[pos:pos + xl].decode()
-        pos += xl
-        rk = payload[pos:pos + rkl].decode()
-        pos += rkl
-        h = payload[pos:pos + hl]
-        pos += hl
-        entries.append(Entry(x, rk, h, payload[pos:pos + bl]))
-        pos += bl
-    assert pos == len(payload), "a chunk's entries fill its payload"
-    return entries
+    """The chunk's entries as they were appended."""
+    return [Entry(*m[2:]) for m in messages(header, payload)]
 
 
 def messages(header: ChunkHeader, payload: bytes) -> list[Message]:
