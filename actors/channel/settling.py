@@ -52,14 +52,13 @@ def apply_settle(ch: ChannelCore, entries: list[Outstanding], how: str) -> None:
     for queue, msg_id, ctag, _ in entries:
         if queue is None:  # an orphan of a queue host that restarted
             continue
-        if queue in streams:
-            pass
-        elif how == ACK:
-            out.settle(queue, acked=(msg_id,))
-        elif how == REQUEUE:
-            out.settle(queue, requeued=(msg_id,))
-        else:
-            out.settle(queue, discarded=(msg_id,))
+        if queue not in streams:
+            if how == ACK:
+                out.settle(queue, acked=(msg_id,))
+            elif how == REQUEUE:
+                out.settle(queue, requeued=(msg_id,))
+            else:
+                out.settle(queue, discarded=(msg_id,))
         if ctag is not None:
             per_consumer[ctag] = per_consumer.get(ctag, 0) + 1
     for ctag, n in per_consumer.items():
