@@ -134,7 +134,9 @@ class RemoveNodeTransients:
 @dataclass(frozen=True, slots=True)
 class ForgetNodeQueues:
     """`node` left the cluster for good (forget_cluster_node): every queue homed on it goes, durable
-    ones too, as RabbitMQ deletes a forgotten node's durable classic queues."""
+    ones too, as RabbitMQ deletes a forgotten node's durable classic queues; a replicated stream
+    stays, as rabbit_amqqueue:forget_node_for_queue/2 leaves streams, and loses its member there
+    by a SetStreamReplicas of its own."""
 
     node: str
 

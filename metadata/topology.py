@@ -269,7 +269,9 @@ class Topology:
 
     def forget_node_queues(self, cmd: ForgetNodeQueues, emit: Emit) -> list[QueueRecord]:
         prefix = cmd.node + ":"
-        removed = [q for q in self.queues() if q.home.startswith(prefix)]  # quorum queues' homes name no node
+        # quorum queues' homes name no node; a replicated stream's home names the node it was
+        # declared on, but it lives on in its other members (forget_node then removes the gone one)
+        removed = [q for q in self.queues() if q.home.startswith(prefix) and not q.replicas]
         for q in removed:
             self._delete_queue(self.vhosts[q.vhost], q, emit)
         return removed

@@ -95,16 +95,24 @@ def forget_node(core: NodeCore, a: dict) -> Op:
     group (so it is forgotten whatever follows, as in RabbitMQ): its classic queues go (RabbitMQ
     deletes the durable classic queues homed on a forgotten node), then its member of every
     quorum queue (rabbit_quorum_queue:shrink_all/1: the groups count their majorities without
-    it). A queue that cannot lose it (its last member, no majority to commit the change) makes
-    the command fail with RabbitMQ's error, as rabbitmqctl's does."""
+    it), then its member of every replicated stream (stream_membership.delete_all). A queue that
+    cannot lose it (its last member, no majority to commit the change) makes the command fail
+    with RabbitMQ's error, naming the kinds that failed as rabbitmqctl's does.
+
+    Streams follow RabbitMQ 3.13, not 3.10: 3.10's forget_cluster_node_command.ex calls only
+    rabbit_quorum_queue:shrink_all/1 and leaves the gone node in every stream's member list (its
+    delete_replica then refuses it as node_not_running, so nothing can remove it); 3.13 added
+    rabbit_stream_queue:delete_all_replicas/1 to the command (rabbitmq-server c241b36bf7)."""
     gone = a["node"]
     core.forget(gone)
     yield Apply(ForgetNodeQueues(gone), ADMIN_TIMEOUT)
-    failed = (yield from qm.shrink(core, {"node": gone, "errors_only": True}))["rows"]
-    if failed:
-        queues = [f"{r['vhost']}/{r['name']}: {r['result']}" for r in failed]
-        core.emit(Log("node.forget_shrink_failed", "warning", (("node", gone), ("queues", queues))))
-        return AdminError(f"Failed to shrink some entities on node {gone} : Quorum queues", EX_UNAVAILABLE)
+    quorum = [f"{r['vhost']}/{r['name']}: {r['result']}"
+              for r in (yield from qm.shrink(core, {"node": gone, "errors_only": True}))["rows"]]
+    streams = yield from stream_membership.delete_all(core, gone)
+    kinds = [kind for kind, failed in (("Streams", streams), ("Quorum queues", quorum)) if failed]  # 3.13's order
+    if kinds:
+        core.emit(Log("node.forget_shrink_failed", "warning", (("node", gone), ("queues", quorum + streams))))
+        return AdminError(f"Failed to shrink some entities on node {gone} : {', '.join(kinds)}", EX_UNAVAILABLE)
     return {"ok": True}
 
 

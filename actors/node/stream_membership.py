@@ -1,5 +1,6 @@
 """Replicated stream membership, as `rabbitmq-streams` gives it: `add_replica` and
-`delete_replica`, as NodeCore admin operations (actors/node/admin.py's table).
+`delete_replica`, as NodeCore admin operations (actors/node/admin.py's table), and `delete_all`,
+forget_cluster_node's removal of a forgotten node's members (3.13's delete_all_replicas).
 
 Theory of operation. A replicated stream's members are its record's `replicas` (metadata/
 records.py; the declared leader first, members added later last); each member's Replication
@@ -25,7 +26,9 @@ rabbit_stream_coordinator's filter_command, the CLI's add_replica_command.ex and
 delete_replica_command.ex; probed on a three-node 3.10.8 cluster): every refusal exits 69; a
 missing queue, or vhost, is `not_found`; a node already a member (add) or not a member (delete)
 is a success that changes nothing; the last member is refused before membership is looked at,
-so deleting a non-member of a one-member stream is refused too. Left out: 3.10's
+so deleting a non-member of a one-member stream is refused too. A forgotten node's member goes
+by the same change with the coordinator's check alone (`plan_forget`: it is not running, and
+nothing is asked of it). Left out: 3.10's
 `{disallowed, out_of_sync_replica}` refusal of an add while a replica lags the writer by more
 than its freshness limit.
 """
@@ -87,6 +90,13 @@ def plan_delete(rec: QueueRecord | None, node: str, running: set[str]) -> tuple[
     if refused is not None:
         return refused
     assert rec is not None
+    return plan_forget(rec, node)
+
+
+def plan_forget(rec: QueueRecord, node: str) -> tuple[str, ...] | AdminError | None:
+    """The member list after removing a forgotten node's member: the coordinator's own check
+    (delete_replica's filter_command, the last member refused) without the CLI's running one,
+    as 3.13's delete_all_replicas calls it for a node that is gone."""
     now = members(rec)
     if len(now) <= 1:
         return LAST_MEMBER
@@ -138,6 +148,20 @@ def delete_replica(core: NodeCore, a: dict) -> Op:
     removed = queue_address(host_of(a["node"], kind_of(rec.home)), rec.vhost, rec.name)
     yield Ask(removed, lambda rid: Dispose(rid, False, False), MISSING)  # its log goes with it
     return {"ok": True}
+
+
+def delete_all(core: NodeCore, node: str) -> Op:
+    """forget_cluster_node's part in streams (3.13's rabbit_stream_queue:delete_all_replicas/1):
+    every replicated stream with a member on the forgotten `node` loses it, one stream at a time,
+    through the change add and delete take; nothing is asked of the gone node (its log stays on
+    its disk, as a forgotten node's files do). The streams that could not lose it, with why."""
+    failed = []
+    for rec in [r for r in core.registry.queues() if stream.is_stream(r.arguments) and node in r.replicas]:
+        changed = yield from _change(core, {"vhost": rec.vhost, "name": rec.name, "node": node},
+                                     lambda r, n, _running: None if r is None else plan_forget(r, n))
+        if isinstance(changed, AdminError):
+            failed.append(f"{rec.vhost}/{rec.name}: {changed.message}")
+    return failed
 
 
 def _commit(rec: QueueRecord, replicas: tuple[str, ...]) -> Op:

@@ -27,7 +27,15 @@ at, below the commit it knows.
 Retention runs after every sync that rolled a segment over and on the shell's retention timer
 (`on_timer`, which also drops the log's decoded newest chunks while nobody consumes), with the limits of the arguments met with the policy (metadata/stream.py's
 `retention`). Counters: `messages` is what the log holds (first to next offset), as RabbitMQ's
-list_queues reports a stream; queue.declare-ok reports 0 messages, as 3.10 does.
+list_queues reports a stream; queue.declare-ok reports 0 messages, as 3.10 does. A replicated
+stream's counts are its leader's alone (the shell's `reports`), as in 3.10: there
+rabbit_osiris_metrics' tick (every 5 s) records queue_stats only on the node holding the
+osiris_writer counters, and list_queues' emit_info_all runs rabbit_stream_queue:info on the node
+the record's pid (the writer) is local to, whichever node the command goes through. While no
+member leads (the leader's node down, no election won yet) 3.10 lists no row for the stream at
+all (no running node is local to the dead writer's pid, and list_down takes only durable records
+missing from rabbit_queue); warren lists it with zero counts and state `down`
+(scripts/queue_columns.py), a difference kept so that the stream does not vanish from listings.
 
 Left out here: single active consumer and consumer priorities on streams, x-stream-filter (3.13).
 """

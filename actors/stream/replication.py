@@ -58,10 +58,16 @@ down hears the new list when its host restarts (the record it is built from).
 Invariants: one leader per epoch (a majority voted for it, each member once per epoch); a
 confirmed entry is on a majority's disks and in every later leader's log; a member hands out
 nothing at or past the commit it knows, nor past its own disk.
+Retention is each member's own, as in RabbitMQ: every member applies the stream's limits to its
+own log (core.py), so members may drop a segment at different moments, and a new member whose
+leader's retention dropped the first segments starts its empty log where the leader's begins.
+Osiris (v1.3.3, RabbitMQ 3.10's) does the same: osiris_log's write_chunk, which the writer's
+writes and a replica's accept_chunk both run, evaluates retention (trigger_retention_eval ->
+osiris_retention:eval -> evaluate_retention over that member's own index files) whenever it
+rolls a segment over, and the stream coordinator only hands each member the limits
+(rabbit_stream_coordinator's eval_retention -> osiris:update_retention on each member's pid).
 Left out: pre-vote (a restarted member that stands before it hears the leader moves the epoch
-on; safe, one election more), retention coordinated across members (each applies the same
-limits to its own log; a new member whose leader's retention dropped the first segments
-starts its empty log where the leader's begins).
+on; safe, one election more).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 RabbitMQ 3.10's answers (probed on a three-node 3.10.8 cluster: rabbitmq-streams add_replica /
 delete_replica), the record's change (SetStreamReplicas), and the node's operations as exact
 effects: commit first, then the old members take the list, then the new member starts or the
-removed one is disposed of."""
+removed one is disposed of, and forget_cluster_node's removal of a forgotten node's members."""
 from __future__ import annotations
 
 import random
@@ -11,9 +11,10 @@ import pytest
 
 from actors.messages.calls import Reply
 from actors.messages.node import CreateQueue, Dispose, StreamMembers, Sync
-from actors.node.stream_membership import LAST_MEMBER, NODE_NOT_RUNNING, NOT_FOUND, plan_add, plan_delete
+from actors.node.stream_membership import (LAST_MEMBER, NODE_NOT_RUNNING, NOT_FOUND, plan_add, plan_delete,
+                                          plan_forget)
 from actors.placement import host_of, queue_address, queue_manager, route_host
-from effects import AnswerAdmin
+from effects import AnswerAdmin, Send
 from metadata.admin_errors import AdminError
 from metadata.changes import StreamReplicasSet
 from metadata.commands import PutQueue, SetStreamReplicas
@@ -145,3 +146,51 @@ def test_no_change_answers_ok_at_once_and_refusals_answer_rabbitmqs_text() -> No
         AnswerAdmin("b", {"error": "node_not_running", "exit": 69})]
     assert g.run(c.admin("c", "add_replica", {"vhost": "nope", "name": "s", "node": THIRD})) == [
         AnswerAdmin("c", {"error": "not_found", "exit": 69})]  # a missing vhost too, as 3.10 answers
+
+
+# ---------------------------------------------------------------- forget_cluster_node
+def test_plan_forget_is_the_coordinators_check_alone() -> None:
+    """3.13's delete_all_replicas asks the coordinator directly: a node not running is no refusal."""
+    assert plan_forget(rec("a", "b", "c"), "c") == ("a", "b")
+    assert plan_forget(rec("c"), "c") == LAST_MEMBER
+    assert plan_forget(rec("a", "b"), "c") is None
+
+
+def test_forgetting_a_node_removes_its_member_of_every_stream_through_the_members_left() -> None:
+    """The stream declared on the forgotten node stays (its home names that node) and, like the
+    one merely replicated there, takes the list without it; nothing is asked of the gone node.
+    One stream at a time, as the change add and delete take."""
+    c, g = node()
+    g.run(c.nodes([ME, OTHER, THIRD], []))
+    c.registry.apply_command(PutQueue("/", "s", True, False, False, STREAM, home=f"{THIRD}:queue0",
+                                      replicas=(THIRD, ME, OTHER)))
+    c.registry.apply_command(PutQueue("/", "t", True, False, False, STREAM, home=f"{ME}:queue0", replicas=(ME, THIRD)))
+    c.registry.apply_command(PutQueue("/", "u", True, False, False, STREAM, home=f"{ME}:queue0", replicas=(ME, OTHER)))
+    g.run(c.nodes([ME, OTHER], [THIRD]))  # stopped, then forgotten
+    tells = sends(g.run(c.admin("f", "forget_node_queues", {"node": THIRD})), StreamMembers)
+    assert [(t.to, tuple(t.msg.members)) for t in tells] == [
+        (queue_address(host_of(n, "queue0"), "/", "s"), (ME, OTHER)) for n in (ME, OTHER)]
+    assert c.registry.queue("/", "t").replicas == (ME, THIRD)  # not yet: s's members answer first
+    g.receive(tells[0].to, Reply(tells[0].msg.rid))
+    [tell] = sends(g.receive(tells[1].to, Reply(tells[1].msg.rid)), StreamMembers)
+    assert tell.to == queue_address(host_of(ME, "queue0"), "/", "t") and tuple(tell.msg.members) == (ME,)
+    out = g.receive(tell.to, Reply(tell.msg.rid))
+    assert not [e for e in out if type(e) is Send and (type(e.msg) is Dispose or e.to.host.startswith(THIRD))]
+    [sync] = sends(out, Sync)
+    assert g.receive(sync.to, Reply(sync.msg.rid)) == [AnswerAdmin("f", {"ok": True})]
+    assert [c.registry.queue("/", n).replicas for n in "stu"] == [(ME, OTHER), (ME,), (ME, OTHER)]
+
+
+def test_forgetting_a_streams_last_member_fails_naming_streams_as_rabbitmqctl_does_and_keeps_it() -> None:
+    """3.13's error names every kind that failed, streams first."""
+    c, g = node()
+    g.run(c.nodes([ME, OTHER], []))
+    g.run(c.nodes([ME], []))  # OTHER forgotten before the command ran
+    c.registry.apply_command(PutQueue("/", "s", True, False, False, STREAM, home=f"{OTHER}:queue0",
+                                      replicas=(OTHER,)))
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, {"x-queue-type": "quorum"}, home="quorum!u1",
+                                      members=(OTHER,)))
+    out = g.run(c.admin("f", "forget_node_queues", {"node": OTHER}))
+    error = f"Failed to shrink some entities on node {OTHER} : Streams, Quorum queues"
+    assert [e for e in out if type(e) is AnswerAdmin] == [AnswerAdmin("f", {"error": error, "exit": 69})]
+    assert c.registry.queue("/", "s").replicas == (OTHER,)

@@ -18,6 +18,7 @@ import pytest
 
 from tests.integration.cluster import Cluster, sees_queue
 from tests.integration.nodes import wait_serving
+from tests.integration.stream_clients import STREAM, read_first
 from tests.waiting import until
 
 pytestmark = pytest.mark.integration
@@ -219,19 +220,42 @@ def quorum_members(cluster: Cluster, name: str, queue: str) -> list[str]:
     return next(sorted(r["members"]) for r in rows if r["name"] == queue)
 
 
+def stream_members(cluster: Cluster, name: str, stream: str) -> list[str]:
+    rows = cluster.control(name, "node", "stream_status", {"vhost": "/", "name": stream})["rows"]
+    return sorted(r["node"] for r in rows)
+
+
+def publish_confirmed(cluster: Cluster, name: str, queue: str, body: bytes) -> bool:
+    conn, ch = connect(cluster, name)
+    ch.confirm_delivery()
+    try:
+        ch.basic_publish("", queue, body)
+        return True
+    except pika.exceptions.AMQPError:  # no leader among the members left yet
+        return False
+    finally:
+        if conn.is_open:
+            conn.close()
+
+
 def test_a_forgotten_node_leaves_the_cluster_with_its_queues(own_cluster) -> None:
     """Its classic queues go; its member of every quorum queue goes (rabbit_quorum_queue:shrink_all,
-    which rabbitmqctl forget_cluster_node runs), so the queues' majorities count without it; a queue
-    whose last member it was cannot shrink and the command says so, the node forgotten all the same."""
+    which rabbitmqctl forget_cluster_node runs), so the queues' majorities count without it; so does
+    its member of every stream (3.13's rabbit_stream_queue:delete_all_replicas), the stream declared
+    on it kept; a queue or stream whose last member it was cannot shrink and the command says so,
+    the node forgotten all the same."""
     cluster = own_cluster()  # n3 is gone for good afterwards
     conn, ch = connect(cluster, "n3")
     ch.queue_declare("home-n3", durable=True)
     ch.queue_declare("qq-n3", durable=True, arguments={"x-queue-type": "quorum"})  # led from n3
     ch.queue_declare("qq-only-n3", durable=True, arguments={"x-queue-type": "quorum",
                                                            "x-quorum-initial-group-size": 1})
+    ch.queue_declare("st-n3", durable=True, arguments=STREAM)  # led from n3, on every node
+    ch.queue_declare("st-only-n3", durable=True, arguments={**STREAM, "x-initial-cluster-size": 1})
     ch.confirm_delivery()
     for i in range(5):
         ch.basic_publish("", "qq-n3", b"%d" % i, pika.BasicProperties(delivery_mode=2))
+        ch.basic_publish("", "st-n3", b"%d" % i)
     conn.close()
     refused = cluster.control("n1", "node", "forget_cluster_node", {"node": cluster.node_name("n3")})
     assert "must be stopped" in refused["error"]
@@ -239,12 +263,14 @@ def test_a_forgotten_node_leaves_the_cluster_with_its_queues(own_cluster) -> Non
     n1, n2, n3 = (cluster.node_name(n) for n in ("n1", "n2", "n3"))
     until(lambda: n3 not in running(cluster, "n1"), "n1 seeing n3 stopped")
     assert cluster.control("n1", "node", "forget_cluster_node", {"node": n3}) == {
-        "error": f"Failed to shrink some entities on node {n3} : Quorum queues", "exit": 69}
+        "error": f"Failed to shrink some entities on node {n3} : Streams, Quorum queues", "exit": 69}
     for name in ("n1", "n2"):
         until(lambda name=name: n3 not in cluster.cluster_status(name)["members"], f"{name} forgetting n3")
         assert n3 not in cluster.cluster_status(name)["metadata_voters"]
         assert quorum_members(cluster, name, "qq-n3") == [n1, n2]
         assert quorum_members(cluster, name, "qq-only-n3") == [n3]  # its last member: RabbitMQ keeps it too
+        assert stream_members(cluster, name, "st-n3") == [n1, n2]
+        assert stream_members(cluster, name, "st-only-n3") == [n3]
     conn, ch = connect(cluster, "n2")
     with pytest.raises(pika.exceptions.ChannelClosedByBroker) as e:
         ch.queue_declare("home-n3", passive=True)
@@ -255,6 +281,8 @@ def test_a_forgotten_node_leaves_the_cluster_with_its_queues(own_cluster) -> Non
     got = [ch.basic_get("qq-n3", auto_ack=True)[2] for _ in range(6)]
     assert got == [b"0", b"1", b"2", b"3", b"4", b"after"]
     conn.close()
+    until(lambda: publish_confirmed(cluster, "n2", "st-n3", b"after"), "n1 or n2 leading st-n3")
+    assert read_first(cluster.url("n1"), "st-n3", 6)[:5] == [(i, b"%d" % i) for i in range(5)]
     # the group is n1 and n2 now: quorum_status shows them only
     status = cluster.control("n1", "node", "quorum_status", {"vhost": "/", "name": "qq-n3"})
     assert sorted(r["Node Name"] for r in status["rows"]) == [n1, n2]
