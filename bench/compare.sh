@@ -25,7 +25,10 @@ out="$root/bench/out"; mkdir -p "$out"
 work=$(mktemp -d /tmp/warren-compare.XXXXXX)
 warren_pgid=""
 cleanup() {
-  if [ -n "$warren_pgid" ]; then kill -- -"$warren_pgid" 2>/dev/null || true; fi
+  if [ -n "$warren_pgid" ]; then
+    kill -- -"$warren_pgid" 2>/dev/null || true
+    wait "$warren_pgid" 2>/dev/null || true  # its ports are free when the next run starts a node
+  fi
   if [ -f "$work/rabbit/launcher.pid" ]; then "$root/scripts/rabbitmq_oracle" stop "$work/rabbit" || true; fi
 }
 trap cleanup EXIT INT TERM
