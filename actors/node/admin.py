@@ -106,8 +106,8 @@ def forget_node(core: NodeCore, a: dict) -> Op:
     gone = a["node"]
     core.forget(gone)
     yield Apply(ForgetNodeQueues(gone), ADMIN_TIMEOUT)
-    quorum = [f"{r['vhost']}/{r['name']}: {r['result']}"
-              for r in (yield from qm.shrink(core, {"node": gone, "errors_only": True}))["rows"]]
+    shrunk = yield from qm.shrink(core, {"node": gone, "errors_only": True})
+    quorum = [f"{r['vhost']}/{r['name']}: {r['result']}" for r in shrunk["rows"]]
     streams = yield from stream_membership.delete_all(core, gone)
     kinds = [kind for kind, failed in (("Streams", streams), ("Quorum queues", quorum)) if failed]  # 3.13's order
     if kinds:
