@@ -158,7 +158,7 @@ def wal_host(runtime: Any, spec: Any) -> WalServer:
     configure(cfg["quorum_hosts"])
     disk = RealDisk(str(Path(cfg["data_dir"]) / "quorum"), cfg.get("sync_method", "fdatasync"))
     files = WalFiles(disk)
-    recovered = sum(valid for _path, _records, valid in files.scan_all(cut=True))
+    recovered = files.replay(cut=True, apply=lambda _record: None)  # the hosts replay their own
     files.start_after_recovery()
     hosts = tuple(host_names(cfg["node"]))
     core = WalServerCore(int.from_bytes(os.urandom(7), "big"), hosts)

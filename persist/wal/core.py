@@ -237,7 +237,7 @@ class MemberReplay:
 
     def apply(self, rec: Record) -> None:
         if rec.type == RUN:
-            entries = [e for e in run_entries(rec) if e.index >= self.floor]
+            entries = run_entries(rec, self.floor)
             if entries:
                 self._cut(entries[0].index)
                 for e in entries:
@@ -247,7 +247,7 @@ class MemberReplay:
             if rec.index < self.floor:
                 return
             self._cut(rec.index)
-            self._entries[rec.index] = Entry(rec.index, rec.term, rec.payload)
+            self._entries[rec.index] = Entry(rec.index, rec.term, bytes(rec.payload))
             self._top = rec.index
         elif rec.type == TRUNCATE:
             self._cut(max(rec.index, self.floor))

@@ -13,18 +13,18 @@ on this VM's ext4: 200 µs against 420-490 µs per fdatasync of a 4 KiB batch; t
 crosses into a new stretch of zeros pays for that stretch once. The zeros after the last record
 are not a torn tail: `scan` marks such a cut blank, and recovery cuts it without a warning.
 
-`scan_all(cut=True)` (the owner's recovery) truncates each file at its last valid record and logs a
-torn one; `cut=False` (a quorum host reading the files another process writes, to recover its own
+`replay(cut=True, apply)` (the owner's recovery) hands each record to `apply` as it is scanned,
+then truncates each file at its last valid record and logs a torn one; `cut=False` (a quorum host reading the files another process writes, to recover its own
 members) only reads: what follows the last valid record may be a write in progress.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import structlog
 
 from persist.disk import Disk
-from persist.wal.records import Record, scan
+from persist.wal.records import Record, Scanner
 
 PREALLOC_BYTES = 1024 * 1024  # zeros written ahead at a time: ~1 s of a node's WAL at 1,000 1 KiB msg/s
 log = structlog.get_logger("warren.persist.wal")
@@ -48,23 +48,29 @@ class WalFiles:
         self.disk.makedirs("wal")
         return [n for n in self.disk.listdir("wal") if n.endswith(".wal")]
 
-    def scan_all(self, cut: bool) -> Iterator[tuple[str, list[Record], int]]:
-        """Every WAL file in order: (path, its valid records, their bytes). With `cut`, a file
-        is truncated after its last valid record (a torn one logged) and listed as old."""
+    def replay(self, cut: bool, apply: Callable[[Record], None]) -> int:
+        """Every WAL file in order, each record handed to `apply` as it is found (its payload a
+        view into the file's buffer, valid only during the call); the valid bytes of all of
+        them. With `cut`, a file is truncated after its last valid record (a torn one logged)
+        and listed as old."""
         names = self.names()
+        total = 0
         for name in names:
             path = f"wal/{name}"
-            result = scan(self.disk.read(path))
-            if cut and result.cut is not None:
-                if not result.cut.blank:
-                    log.warning("wal_torn_tail_cut", path=path, offset=result.cut.offset,
-                                bytes=result.cut.size, reason=result.cut.reason,
+            scanner = Scanner(self.disk.read(path), copy=False)
+            for record in scanner:
+                apply(record)
+            total += scanner.valid_bytes
+            if cut and scanner.cut is not None:
+                if not scanner.cut.blank:
+                    log.warning("wal_torn_tail_cut", path=path, offset=scanner.cut.offset,
+                                bytes=scanner.cut.size, reason=scanner.cut.reason,
                                 last_file=name == names[-1])
-                self.disk.truncate(path, result.cut.offset)
+                self.disk.truncate(path, scanner.cut.offset)
                 self.disk.sync(path)
             if cut:
                 self.old_files.append(path)
-            yield path, result.records, result.valid_bytes
+        return total
 
     def start_after_recovery(self) -> None:
         """Recovery scanned the files: appends go to a new one after them."""

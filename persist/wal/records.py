@@ -16,7 +16,11 @@ and is empty in a member's own files (segments, snapshot, hard state).
 describing what follows it, if anything (offset, bytes, reason, and whether it is all zeros: a
 WAL file's preallocated space that no record reached). It never raises on bad input: a reader
 decides what to do with a cut (recovery truncates the file there and logs a torn one). Everything
-after the first bad record is cut, because lengths after it cannot be trusted.
+after the first bad record is cut, because lengths after it cannot be trusted. `Scanner` is the
+same walk one record at a time, with payloads that are views into the buffer: WAL recovery
+replays each record as it is found and copies only the commands it keeps, so a WAL file's
+records are never all built at once (which left a recovered quorum host's heap with tens of MB
+free between the entries it kept).
 
 Record types: ENTRY (index, term, payload = command); TRUNCATE (index = first index dropped; term
 and payload unused); SNAPSHOT (index, term, payload = floor:u64 + machine state); MEMBER_META
@@ -34,6 +38,7 @@ written by one append and reported written only after the sync that covers all o
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from crc32c import crc32c
@@ -63,7 +68,7 @@ class Record:
     member: str
     index: int
     term: int
-    payload: bytes
+    payload: bytes | memoryview  # a view from `Scanner(copy=False)`: valid while its buffer is
     offset: int  # where the record starts in the scanned buffer
     size: int  # bytes it occupies, header included
 
@@ -120,8 +125,10 @@ class BadRun(Exception):
     """A RUN record whose CRC holds but whose entries do not parse: a writer bug, not a tear."""
 
 
-def run_entries(rec: Record) -> list[Entry]:
-    """The entries of a RUN record, checked to be consecutive from its index."""
+def run_entries(rec: Record, first: int = 0) -> list[Entry]:
+    """The entries of a RUN record from index `first` on, checked to be consecutive from its
+    index. Their commands are copies, so they outlive a view's buffer; the ones below `first`
+    (under a member's snapshot) are checked but never copied."""
     payload, unpack, step = rec.payload, _RUN_ENTRY.unpack_from, RUN_ENTRY_BYTES
     out: list[Entry] = []
     pos, end, expect = 0, len(rec.payload), rec.index
@@ -132,7 +139,8 @@ def run_entries(rec: Record) -> list[Entry]:
         pos += step
         if index != expect or pos + size > end:
             raise BadRun(f"run at {rec.offset}: entry {index} (expected {expect}, {size} bytes)")
-        out.append(Entry(index, term, payload[pos:pos + size]))
+        if index >= first:
+            out.append(Entry(index, term, bytes(payload[pos:pos + size])))
         pos += size
         expect += 1
     return out
@@ -144,7 +152,7 @@ def encode_hard_state(term: int, voted_for: str | None, member: bytes) -> bytes:
 
 
 def decode_hard_state(rec: Record) -> tuple[int, str | None]:
-    return rec.term, (rec.payload[1:].decode() if rec.payload else None)
+    return rec.term, (bytes(rec.payload[1:]).decode() if rec.payload else None)
 
 
 def newer_hard_state(a: tuple[int, str | None], b: tuple[int, str | None]
@@ -173,25 +181,46 @@ def decode_snapshot(rec: Record) -> tuple[int, int, int, bytes]:
     return rec.index, rec.term, int.from_bytes(rec.payload[:8], "little"), rec.payload[8:]
 
 
+class Scanner:
+    """`for rec in Scanner(buf)`: the records of `buf`'s longest valid prefix, one at a time;
+    once the walk ends, `valid_bytes` says where that prefix ends and `cut` what follows it
+    (None if nothing). With `copy=False` each payload is a view into `buf`, valid while `buf`
+    is: the caller copies what it keeps."""
+
+    def __init__(self, buf: bytes | bytearray | memoryview, base_offset: int = 0,
+                 copy: bool = True) -> None:
+        self._view = memoryview(buf)
+        self._base = base_offset
+        self._copy = copy
+        self.valid_bytes = 0
+        self.cut: Cut | None = None
+
+    def __iter__(self) -> Iterator[Record]:
+        view, base, copy = self._view, self._base, self._copy
+        end = len(view)
+        pos = 0
+        while pos < end:
+            reason = _check(view, pos, end)
+            if reason is not None:
+                blank = bytes(view[pos:end]).count(0) == end - pos
+                self.cut = Cut(base + pos, end - pos, reason, blank)
+                break
+            _crc, rtype, mlen, index, term, plen = _HEADER.unpack_from(view, pos)
+            body = pos + HEADER_BYTES
+            member = bytes(view[body:body + mlen]).decode("utf-8", "replace")
+            payload = view[body + mlen:body + mlen + plen]
+            size = HEADER_BYTES + mlen + plen
+            yield Record(rtype, member, index, term, bytes(payload) if copy else payload,
+                         base + pos, size)
+            pos += size
+            self.valid_bytes = pos
+
+
 def scan(buf: bytes | bytearray | memoryview, base_offset: int = 0) -> ScanResult:
     """Records in the longest valid prefix of `buf`, and the cut after it (None if clean)."""
-    view = memoryview(buf)
-    end = len(view)
-    pos = 0
-    records: list[Record] = []
-    while pos < end:
-        reason = _check(view, pos, end)
-        if reason is not None:
-            blank = bytes(view[pos:end]).count(0) == end - pos
-            return ScanResult(records, pos, Cut(base_offset + pos, end - pos, reason, blank))
-        _crc, rtype, mlen, index, term, plen = _HEADER.unpack_from(view, pos)
-        body = pos + HEADER_BYTES
-        member = bytes(view[body:body + mlen]).decode("utf-8", "replace")
-        payload = bytes(view[body + mlen:body + mlen + plen])
-        size = HEADER_BYTES + mlen + plen
-        records.append(Record(rtype, member, index, term, payload, base_offset + pos, size))
-        pos += size
-    return ScanResult(records, pos, None)
+    scanner = Scanner(buf, base_offset)
+    records = list(scanner)
+    return ScanResult(records, scanner.valid_bytes, scanner.cut)
 
 
 def _check(view: memoryview, pos: int, end: int) -> str | None:

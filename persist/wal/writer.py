@@ -49,7 +49,7 @@ from persist.disk import Disk
 from persist.wal.member_log import MemberLog
 from raft.log import Entry
 from persist.wal.files import PREALLOC_BYTES, WalFiles
-from persist.wal.records import encode_hard_state, newer_hard_state
+from persist.wal.records import Record, encode_hard_state, newer_hard_state
 from persist.wal.segments import SegmentSet
 from persist.wal.snapshots import MemberMeta, SnapshotStore
 from persist.wal.core import Batch, Gap, MemberReplay, MemTable, WalCore
@@ -277,16 +277,16 @@ class WalWriter:
             gap = replays[member].check_segments()
             if gap is not None:
                 gaps.append(gap)
-        wal_bytes = 0
-        for _path, records, valid_bytes in self.files.scan_all(cut=self.own_files):
-            wal_bytes += valid_bytes
-            for rec in records:
-                if keep is not None and rec.member not in loaded and not keep(rec.member):
-                    continue
-                replay = replays.get(rec.member)
-                if replay is None:
-                    replay = replays[rec.member] = MemberReplay(rec.member, 1, None, 0)
-                replay.apply(rec)
+
+        def apply(rec: Record) -> None:
+            if keep is not None and rec.member not in loaded and not keep(rec.member):
+                return
+            replay = replays.get(rec.member)
+            if replay is None:
+                replay = replays[rec.member] = MemberReplay(rec.member, 1, None, 0)
+            replay.apply(rec)
+
+        wal_bytes = self.files.replay(self.own_files, apply)
         finished = {member: replay.finish() for member, replay in replays.items()}
         gaps += [f for f in finished.values() if isinstance(f, Gap)]
         if gaps:

@@ -23,8 +23,7 @@ def host(disk: SimDisk, k: int, keep: set[str]) -> WalWriter:
 
 def owner(disk: SimDisk) -> WalFiles:
     files = WalFiles(disk, prealloc_bytes=512)
-    for _ in files.scan_all(cut=True):
-        pass
+    files.replay(cut=True, apply=lambda _record: None)
     files.start_after_recovery()
     return files
 

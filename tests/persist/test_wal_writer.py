@@ -122,6 +122,23 @@ def test_recovery_after_clean_stop(disk):
     assert logs["q b"].last_index_term() == (2, 2)
 
 
+def test_recovery_keeps_copies_of_the_commands_above_the_floor_not_views_of_the_file(disk):
+    """Recovery scans a WAL file with views into its buffer: an entry holding a view would keep
+    the whole file in memory for as long as the entry lives."""
+    writer = open_writer(disk, segment_max_entries=100)
+    log = writer.member("q")
+    log.append(es(1, 30, size=64))
+    writer.flush()
+    log.install_snapshot(20, 1, b"state@20")
+    log.compact_below(21)
+    writer.flush()
+    recovered = open_writer(disk, segment_max_entries=100).logs["q"]
+    assert recovered.first_index() == 21
+    kept = recovered.entries(21, 100)
+    assert kept == es(21, 30, size=64)
+    assert all(type(e.command) is bytes for e in kept)
+
+
 def test_crash_with_a_torn_tail_cuts_the_file_and_says_so():
     disk = SimDisk(random.Random(3))
     writer = open_writer(disk)
