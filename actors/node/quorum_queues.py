@@ -10,10 +10,11 @@ durable table), and answers declare-ok once a member says it leads, so a channel
 finds a leader. Each member node also starts its own member when it applies the record (a start
 the declaring node's call missed) and deletes it when it applies the deletion: the deleting node's
 `DeleteMember` comes from another sender, so it may reach a host before that node's own late
-`StartMember`, which would then start a member of a queue that is gone, for good. Every call to the queue (stats, purge, delete, policies) goes to the member this
-node last saw leading; a member that does not lead answers `NotQueueLeader` with the leader it
-knows, and the core sends the same request there (NodeCore._redirected, `Leaders.saw`), or,
-while an election runs, to the same member a moment later (`RETRY_MS`), until the call's deadline.
+`StartMember`, which would then start a member of a queue that is gone, for good. Every call to
+the queue (stats, purge, delete, policies) goes to the member this node last saw leading; a
+member that does not lead answers `NotQueueLeader` with the leader it knows, and the core sends
+the same request there (NodeCore._redirected, `Leaders.saw`), or, while an election runs, to the
+same member a moment later (`RETRY_MS`), until the call's deadline.
 
 These are the pure pieces NodeCore's operations use (actors/node/core.py): placement, the members'
 addresses and the requests that start and delete them, and the leaders seen.
