@@ -88,6 +88,7 @@ class QueueDeleted:
     name: str
     home: str = ""  # where its actor ran, so every copy can tell that actor's host it is gone
     replicas: tuple[str, ...] = ()  # a replicated stream's member nodes (each tells its own member)
+    members: tuple[str, ...] = ()  # a quorum queue's member nodes (each deletes its own member)
 
 
 @dataclass(frozen=True, slots=True)

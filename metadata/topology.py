@@ -301,7 +301,7 @@ class Topology:
 
     def _delete_queue(self, vh: VhostTopology, q: QueueRecord, emit: Emit) -> None:
         sources = _unbind_all(vh, list(vh.by_destination.get((QUEUE, q.name), ())), emit)
-        emit(QueueDeleted(q.vhost, q.name, q.home, q.replicas))
+        emit(QueueDeleted(q.vhost, q.name, q.home, q.replicas, q.members))
         self._auto_delete(vh, q.vhost, sources, emit)
 
     # ---------------------------------------------------------------- commands: bindings

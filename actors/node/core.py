@@ -32,7 +32,9 @@ and the cluster's view of which nodes are up; its outputs are effects (effects/)
 - Every applied entry, whoever proposed it, goes to this node's subscribers (`MetadataChanged`, in
   log order, on the same pipe as the replies, so a channel that got declare-ok routes with a replica
   that has the queue) and has its consequences for this node's hosts: a queue homed here that a
-  command created gets its actor, one removed loses it (`Dispose`, fire and forget), a policy
+  command created gets its actor, one removed loses it (`Dispose`, fire and forget), a quorum
+  queue with a member here gets `StartMember` when created and `DeleteMember` when removed (both
+  fire and forget, from this one sender in log order, so a start cannot outlive the delete), a policy
   change reaches the queues homed here (`ApplyPolicy`) and, from the node it went through, the
   leaders of the quorum queues it changes (every node remembers what each was told), a deleted
   vhost or user closes this node's connections on it or of it (320, RabbitMQ's texts), a
@@ -414,6 +416,10 @@ class NodeCore:
                 if not actors_done:
                     self._dispose_if_homed_here(change.vhost, change.name,
                                                 route_host(change.home, change.replicas, self.node))
+                    if self.node in change.members:
+                        # deleted by the deleting node too, but the start sent above when this node
+                        # applied the record may reach the host after that: this one comes after it
+                        self._out.append(Send(*qq.delete_own_member(self.node, change.home)))
             elif kind is VhostDeleted or kind is UserDeleted:  # rabbit_connection_tracking's closes
                 close = (CloseConnections(change.vhost, None, CONNECTION_FORCED, f"vhost '{change.vhost}' is deleted")
                          if kind is VhostDeleted else CloseConnections(None, None, CONNECTION_FORCED,

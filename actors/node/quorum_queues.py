@@ -7,10 +7,14 @@ leader the locator chose first, and its incarnation `uid` inside its home (actor
 the nodes this node knows and which of them are up), proposes the record, then asks each member
 node's quorum host to start its member (`StartMember`, answered once the member is in the host's
 durable table), and answers declare-ok once a member says it leads, so a channel's first publish
-finds a leader. Every call to the queue (stats, purge, delete, policies) goes to the member this
-node last saw leading; a member that does not lead answers `NotQueueLeader` with the leader it
-knows, and the core sends the same request there (NodeCore._redirected, `Leaders.saw`), or,
-while an election runs, to the same member a moment later (`RETRY_MS`), until the call's deadline.
+finds a leader. Each member node also starts its own member when it applies the record (a start
+the declaring node's call missed) and deletes it when it applies the deletion: the deleting node's
+`DeleteMember` comes from another sender, so it may reach a host before that node's own late
+`StartMember`, which would then start a member of a queue that is gone, for good. Every call to
+the queue (stats, purge, delete, policies) goes to the member this node last saw leading; a
+member that does not lead answers `NotQueueLeader` with the leader it knows, and the core sends
+the same request there (NodeCore._redirected, `Leaders.saw`), or, while an election runs, to the
+same member a moment later (`RETRY_MS`), until the call's deadline.
 
 These are the pure pieces NodeCore's operations use (actors/node/core.py): placement, the members'
 addresses and the requests that start and delete them, and the leaders seen.
@@ -111,6 +115,14 @@ def start_member(rec: QueueRecord) -> Callable[[int], StartMember]:
 
 def delete_member(rec: QueueRecord) -> Callable[[int], DeleteMember]:
     return lambda rid: DeleteMember(rid, uid_of(rec))
+
+
+def delete_own_member(node: str, home: str) -> tuple[Address, DeleteMember]:
+    """Where and what a member node sends when it applies its queue's deletion (rid 0: no answer
+    awaited), `home` the deleted record's."""
+    uid = quorum_uid(home)
+    assert uid is not None, f"{home} is no quorum queue's home"
+    return Address.parse(manager_id(node, uid)), DeleteMember(0, uid)
 
 
 def start_members(rec: QueueRecord, node: str, target: Callable[[], Address]) -> Op:

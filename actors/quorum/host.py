@@ -235,7 +235,10 @@ class QuorumHost:
         self.delete_members([uid])
 
     def delete_members(self, uids: list[str]) -> None:
-        """Stop the members, durably drop them from the table (one write), then delete their files."""
+        """Stop the members, durably drop them from the table (one write), then delete their files.
+        A uid held by no member is no error: every member node deletes its own member as it applies
+        the queue's deletion, besides the deleting node's call (actors/node/quorum_queues.py)."""
+        held = {uid for uid in uids if uid in self.members or uid in self.table.rows}
         for uid in uids:
             member = self.members.pop(uid, None)
             if member is not None:
@@ -255,7 +258,8 @@ class QuorumHost:
             self.table.remove(listed)
         for uid in uids:
             self.writer.forget(member_name(uid))
-            log.info("quorum.member_deleted", uid=uid)
+            if uid in held:
+                log.info("quorum.member_deleted", uid=uid)
 
     def keep_members(self, uids: set[str]) -> None:
         """Delete every member of a queue not in `uids` (the node's metadata: a queue deleted

@@ -8,7 +8,7 @@ import pytest
 
 from actors.messages.calls import Reply
 from actors.messages.node import ApplyPolicy, DeclareQueue, QueueCounts, QueueDeclared, QueueStats, Sync
-from actors.messages.quorum import ChangeQueueMembers, MemberStatus, NotQueueLeader, StartMember
+from actors.messages.quorum import ChangeQueueMembers, DeleteMember, MemberStatus, NotQueueLeader, StartMember
 from actors.node.core import NodeCore, Startup
 from actors.node import quorum_queues as qqueues
 from actors.node.quorum_queues import Declaring
@@ -18,7 +18,7 @@ from actors.quorum.member_changes import DEADLINE_MS, MemberChanges
 from actors.quorum.names import member_id
 from actors.runtime.address import Address
 from effects import AnswerAdmin, ProposeCommand, Send, StartTimer
-from metadata.commands import PutQueue, SetPolicy, SetQueueMembers
+from metadata.commands import PutQueue, RemoveQueue, SetPolicy, SetQueueMembers
 from metadata.records import QueueRecord
 from metadata.registry import Registry
 from tests.actors.test_node_core import CHANNEL, ME, OTHER, Group, node, sends
@@ -71,6 +71,25 @@ def test_a_change_is_answered_once_committed_held_while_another_runs_and_timed_o
 # ---------------------------------------------------------------- the node's operation, exact effects
 THIRD = "n3@box"
 ARGS = {"x-queue-type": "quorum"}
+
+
+def test_a_member_node_deletes_its_member_when_it_applies_a_deletion_made_elsewhere() -> None:
+    """A node holding a member starts it when it applies the record (a start it missed is not a
+    no-op), and that StartMember may reach its quorum host after the deleting node's DeleteMember
+    (another sender, another link): its own DeleteMember, sent in apply order, is then the last word."""
+    c, g = node()
+    c.nodes([ME, OTHER], [])
+    put = PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1", members=(OTHER, ME), created_ms=5)
+    result, changes = c.registry.apply_command(put)
+    [start] = sends(g.run(c.applied(OTHER, (9, 1), put, result, changes)), StartMember)
+    remove = RemoveQueue("/", "q")
+    result, changes = c.registry.apply_command(remove)
+    out = g.run(c.applied(OTHER, (9, 2), remove, result, changes))
+    assert sends(out, DeleteMember) == [Send(start.to, DeleteMember(0, "u1"))]
+    elsewhere = PutQueue("/", "r", True, False, False, ARGS, home="quorum!u2", members=(OTHER, THIRD))
+    c.registry.apply_command(elsewhere)
+    result, changes = c.registry.apply_command(RemoveQueue("/", "r"))
+    assert not sends(g.run(c.applied(OTHER, (9, 4), RemoveQueue("/", "r"), result, changes)), DeleteMember)
 
 
 def test_add_member_starts_it_asks_the_leader_follows_a_redirect_then_records_it() -> None:
