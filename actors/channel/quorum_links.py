@@ -16,13 +16,16 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from actors.messages.channel_queue import Publish
-from actors.messages.quorum import NotQueueLeader
+from actors.messages.quorum import NotQueueLeader, QueueLeader, ResendFrom
 from actors.messages.runtime import Undelivered
 from actors.placement import QUORUM_HOME_PREFIX, quorum_uid
 from actors.quorum.client import QuorumClient
 from actors.quorum.names import MEMBER_PREFIX, member_id, uid_of_member
 from actors.runtime.address import Address
 from effects import Send
+
+
+_CLIENT_ONLY = (QueueLeader, NotQueueLeader, ResendFrom)  # what only a queue's client understands
 
 
 class QuorumLinks:
@@ -58,11 +61,13 @@ class QuorumLinks:
         None when `sender` is not a member of a queue this channel talks to."""
         queue = self._queue_of.get(sender)
         if queue is None:
-            if not self._clients or type(sender) is not Address or not sender.name.startswith(MEMBER_PREFIX):
+            if type(sender) is not Address or not sender.name.startswith(MEMBER_PREFIX):
                 return None  # a classic queue's, the node's, another channel's: on every delivery's path
             queue = self._added_member(sender)
             if queue is None:
-                return None
+                # a member of a queue this channel no longer talks to (deleted, its client gone):
+                # a late answer to a FindLeader, or a new leader's announcement, is news of nothing
+                return (sender, [], []) if type(msg) in _CLIENT_ONLY else None
         client = self._clients[queue]
         if type(msg) is Undelivered:
             refused = msg.msg
