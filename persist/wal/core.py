@@ -10,9 +10,11 @@ the shell appends them to the current WAL file with one gathered write and syncs
 `written(batch)`, which returns for each member in the batch the highest index now durable for it:
 its last index as of the batch (a truncation-only batch reports the index below the cut);
 `Batch.hard` says whose hard state the batch made durable. Ordering rule: a member may report an
-append as written (to a leader, or count it towards commit) only after that notification; the
-notification must reach the member before its next truncation, because it carries no term (the
-shell delivers it synchronously).
+append as written (to a leader, or count it towards commit) only after that notification. The
+notification carries no term, so a truncation while a batch is in flight (taken, not yet
+`written`: its sync runs on a thread, or in the WAL's own process) lowers what that batch will
+report for the member to below the cut: a stale notice never marks the entries that replace the
+cut ones as durable.
 
 Rollover: once the WAL files written since the last rollover hold `max_size_bytes`, `should_roll()`
 says so. The shell then starts a new WAL file and calls `start_roll()` between batches: the memtables
@@ -110,6 +112,7 @@ class WalCore:
         self._last: dict[str, int] = {}  # member -> last index as of the records queued so far
         self._hard: dict[str, tuple[int, str | None]] = {}  # member -> latest hard state queued
         self._member_bytes: dict[str, bytes] = {}
+        self._in_flight: list[Batch] = []  # taken, not yet written (oldest first)
 
     def memtable(self, member: str) -> MemTable:
         table = self.mem.get(member)
@@ -135,6 +138,10 @@ class WalCore:
             frozen.truncate_from(index)
         self._queue(encode(TRUNCATE, index, 0, b"", self._mid(member)), 1)
         self._last[member] = index - 1
+        for batch in self._in_flight:
+            upto = batch.written.get(member)
+            if upto is not None and upto >= index:
+                batch.written[member] = index - 1
 
     def save_hard_state(self, member: str, term: int, voted_for: str | None) -> None:
         """Queue a member's term and vote; durable with the batch that carries it."""
@@ -143,6 +150,10 @@ class WalCore:
 
     def pending_bytes(self) -> int:
         return self._pending_bytes
+
+    def queued_members(self) -> tuple[list[str], bool]:
+        """The members with records queued for the next batch, and whether a hard state is among them."""
+        return list(self._last), bool(self._hard)
 
     def take_batch(self) -> Batch | None:
         if not self._pending:
@@ -153,11 +164,17 @@ class WalCore:
         self._last.clear()
         self._hard.clear()
         self._pending_bytes = self._pending_records = 0
+        self._in_flight.append(batch)
         return batch
 
     def written(self, batch: Batch) -> dict[str, int]:
         """The batch is durable: what to tell each member."""
         self.bytes_since_roll += batch.nbytes
+        in_flight = self._in_flight
+        for k, taken in enumerate(in_flight):
+            if taken is batch:
+                del in_flight[k]
+                break
         return batch.written
 
     def should_roll(self) -> bool:

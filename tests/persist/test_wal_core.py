@@ -146,3 +146,14 @@ def test_segments_starting_above_the_floor_are_a_gap():
     assert MemberReplay("m", 1, 5, 9).check_segments() == \
         Gap("m", 1, 4, "below the first segment (not covered by a snapshot)")
     assert MemberReplay("m", 5, 3, 9).check_segments() is None
+
+
+def test_a_truncation_while_a_batch_is_in_flight_lowers_what_that_batch_reports():
+    core = WalCore(max_size_bytes=1 << 20)
+    core.submit("a", es(1, 5))
+    core.submit("b", es(1, 2))
+    in_flight = core.take_batch()  # being synced elsewhere (a thread, the WAL's process)
+    core.truncate("a", 4)
+    core.submit("a", es(4, 6, term=2))
+    assert core.written(in_flight) == {"a": 3, "b": 2}  # not the replacing 4..6
+    assert core.written(core.take_batch()) == {"a": 6}
