@@ -2,7 +2,7 @@
 one run, with the same load tool (bench/perf) and the same settings as issue 12 asks.
 
 Usage: .venv/bin/python -m bench.quorum_compare [--nodes 1|3] [--time S] [--repeat N]
-       [--only warren|rabbitmq] [--size BYTES] [--dir DIR]
+       [--only warren|rabbitmq] [--phases flat,steady] [--rabbit-ports LO-HI] [--size BYTES] [--dir DIR]
 
 Two phases, each on a fresh 1- or 3-node cluster of each broker (loopback ports; RabbitMQ's nodes
 joined with rabbitmqctl join_cluster and one Erlang cookie), so neither phase inherits the other's
@@ -11,12 +11,15 @@ log, memory or backlog:
   client-local), 1 producer and 1 consumer on that node, persistent bodies of --size bytes,
   confirms 1000 outstanding, manual acks prefetch 300: confirmed/s, received/s and latency;
 - latency: the same at a steady 1,000 msg/s: publish -> consume p50/p99.
-Each round runs both phases on warren, then on RabbitMQ; the table gives the median of the rounds
-and their spread (min-max). Prints; asserts nothing.
+Each round runs both phases (or those `--phases` names) on warren, then on RabbitMQ; the table
+gives the median of the rounds and their spread (min-max). `--rabbit-ports` keeps RabbitMQ's AMQP
+ports in a range (its distribution ports 1000 above), for a machine whose ports are shared out.
+Prints; asserts nothing.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import secrets
@@ -110,11 +113,15 @@ def alternate_rounds(repeat: int, only: str | None, measure_one: Callable[[str, 
     return rounds
 
 
+PHASES = {"flat": (), "steady": ("--rate", "1000")}  # bench.perf's arguments for each phase
+
+
 def measure(make: Callable[[Path, int], WarrenCluster | RabbitCluster], root: Path, nodes: int, name: str,
-            time_s: float, size: int) -> dict:
-    """Both phases, each on a broker of its own."""
+            time_s: float, size: int, phases: tuple[str, ...] = tuple(PHASES)) -> dict:
+    """The phases, each on a broker of its own."""
     summaries = {}
-    for phase, extra in (("flat", ()), ("steady", ("--rate", "1000"))):
+    for phase in phases:
+        extra = PHASES[phase]
         broker = make(root / f"{name}-{phase}", nodes)
         broker.start()
         try:
@@ -123,12 +130,16 @@ def measure(make: Callable[[Path, int], WarrenCluster | RabbitCluster], root: Pa
         finally:
             broker.stop()
             shutil.rmtree(root / f"{name}-{phase}", ignore_errors=True)  # a flat-out run leaves GBs
-    flat, steady = summaries["flat"], summaries["steady"]
-    return {"confirmed/s": flat["confirmed_rate"], "received/s": flat["consumed_rate"],
-            "p50 ms (flat out)": flat["latency_ms"]["p50"], "p99 ms (flat out)": flat["latency_ms"]["p99"],
-            "p50 ms @1k/s": steady["latency_ms"]["p50"], "p99 ms @1k/s": steady["latency_ms"]["p99"],
-            # published less consumed when the run ended: what the drain left (negative: redeliveries)
-            "unconsumed": flat["published"] - flat["consumed"]}
+    row = {}
+    flat, steady = summaries.get("flat"), summaries.get("steady")
+    if flat is not None:
+        row.update({"confirmed/s": flat["confirmed_rate"], "received/s": flat["consumed_rate"],
+                    "p50 ms (flat out)": flat["latency_ms"]["p50"], "p99 ms (flat out)": flat["latency_ms"]["p99"]})
+    if steady is not None:
+        row.update({"p50 ms @1k/s": steady["latency_ms"]["p50"], "p99 ms @1k/s": steady["latency_ms"]["p99"]})
+    if flat is not None:  # published less consumed when the run ended: what the drain left (negative: redeliveries)
+        row["unconsumed"] = flat["published"] - flat["consumed"]
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,11 +149,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=1, help="rounds; the table gives their median (min-max)")
     p.add_argument("--size", type=int, default=1024)
     p.add_argument("--only", choices=("warren", "rabbitmq"))
+    p.add_argument("--phases", default=",".join(PHASES), help="which phases, of: " + ", ".join(PHASES))
+    p.add_argument("--rabbit-ports", help="LO-HI: RabbitMQ's AMQP ports (distribution ports 1000 above)")
     p.add_argument("--dir", type=Path)
     a = p.parse_args(argv)
+    phases = tuple(a.phases.split(","))
+    unknown = [name for name in phases if name not in PHASES]
+    if unknown:
+        p.error(f"unknown phase {unknown[0]!r}")
+    rabbit: Callable[[Path, int], RabbitCluster] = RabbitCluster
+    if a.rabbit_ports:
+        lo, hi = (int(x) for x in a.rabbit_ports.split("-"))
+        rabbit = functools.partial(_ranged_rabbits, ports=range(lo, hi + 1))
     root = a.dir or Path(tempfile.mkdtemp(prefix="quorum-compare-"))
     rounds = alternate_rounds(a.repeat, a.only, lambda name, make, round_: measure(
-        make, root / f"r{round_}", a.nodes, name, a.time, a.size))
+        make, root / f"r{round_}", a.nodes, name, a.time, a.size, phases), rabbit)
     keys = list(next(iter(rounds.values()))[0])
     print(f"quorum queue, {a.nodes} node(s), {a.size} B persistent, confirms 1000, prefetch 300, {a.time:.0f} s, "
           f"median of {a.repeat} round(s)" + (" (min-max)" if a.repeat > 1 else ""))
@@ -152,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{key:20}" + "".join(f"{_spread([r[key] for r in rounds[name]]):>{width}}" for name in rounds))
     (root / "quorum_compare.json").write_text(json.dumps(rounds, indent=1))
     return 0
+
+
+def _ranged_rabbits(root: Path, size: int, ports: range) -> RabbitCluster:
+    return RabbitCluster(root, size, ports, 1000)
 
 
 def _oracle_port(ports: range, dist_offset: int = 20000) -> int:
