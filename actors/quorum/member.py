@@ -134,6 +134,9 @@ class QuorumMember:
 
     def receive(self, sender: Address, msg: Any) -> None:
         self._awaken()
+        # the clock of what this input applies: a commit that a follower's ack brings times the
+        # machine's timers from it (a new leader's x-expires, armed when it has caught up)
+        self.front.now_ms = now_ms()
         if isinstance(msg, PEER_MESSAGES):
             self.run(self.core.step(msg))
             if self._busy():
@@ -147,7 +150,6 @@ class QuorumMember:
         # channels' messages of one loop turn become ONE proposal batch, proposed at the turn's
         # end (before the WAL writes the turn), so a burst of publishes and acks costs one log
         # append, one WAL record run and one AppendEntries per follower
-        self.front.now_ms = now_ms()
         self.front.handle(str(sender), msg)
         if type(msg) is Publish:
             self._taken += len(msg.messages)

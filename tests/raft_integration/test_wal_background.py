@@ -4,6 +4,7 @@ a follower's, a lone leader's or a vote's still syncs on it. A simulated disk, a
 call_soon only queues, and a stand-in for the sync thread that syncs when the test says."""
 from __future__ import annotations
 
+import asyncio
 import random
 from contextlib import contextmanager
 
@@ -17,7 +18,9 @@ from persist.wal.writer import WalWriter
 from raft.config import ClusterConfig, RaftSettings
 from raft.core import RaftCore
 from raft.log import Entry
-from raft.messages import RequestVoteReply
+from actors.quorum.effects import QUEUE_EXPIRY
+from actors.runtime.clock import now_ms
+from raft.messages import AppendReply, RequestVoteReply
 from raft.roles import LEADER
 from tests.quorum.test_member_pacing import CreditRuntime
 from tests.raft_integration.test_member_shell import Loop
@@ -130,25 +133,50 @@ def test_a_member_that_truncates_while_its_batch_syncs_is_told_only_what_lies_be
     assert log.written_index() == 3  # the replacing 4..6 are not durable until their own sync
 
 
-def three_voter_member() -> tuple[QuorumMember, Loop]:
+def three_voter_member(arguments: dict | None = None, created_ms: int = 0
+                       ) -> tuple[QuorumMember, Loop, StepSyncs]:
     me, peers = "n1:quorum/qq", ["n2:quorum/qq", "n3:quorum/qq"]
-    loop = Loop()
-    writer = WalWriter(SimDisk(random.Random(0)), 1 << 20, 64)
+    loop, disk = Loop(), SimDisk(random.Random(0))
+    writer = WalWriter(disk, 1 << 20, 64)
     writer.recover()
-    machine = QuorumMachine(queue_config("qq", "/", {}, created_ms=0))
+    syncs = StepSyncs(disk)
+    machine = QuorumMachine(queue_config("qq", "/", arguments or {}, created_ms=created_ms))
     core = RaftCore(me, ClusterConfig(frozenset([me, *peers])), writer.member("qq"), machine, random.Random(0),
                     RaftSettings(append_per_turn=True))
-    member = QuorumMember(CreditRuntime(), Address.parse(me), core, WalActor(writer, loop),
+    member = QuorumMember(CreditRuntime(), Address.parse(me), core, WalActor(writer, loop, syncs=syncs),
                           QueueFront(RaftView(core), machine, {}), "qq")
-    return member, loop
+    return member, loop, syncs
 
 
-def test_only_a_leader_whose_followers_are_a_majority_says_its_write_can_wait():
-    member, loop = three_voter_member()
-    assert member._write_urgent()  # a follower's ack waits for its write
+def elect(member: QuorumMember, loop: Loop) -> None:
     member.campaign_now()
     while loop.ready:
         loop.turn()
     member.receive(Address.parse("n2:quorum/qq"), RequestVoteReply(member.core.term, "n2:quorum/qq", True))
+
+
+def test_only_a_leader_whose_followers_are_a_majority_says_its_write_can_wait():
+    member, loop, _ = three_voter_member()
+    assert member._write_urgent()  # a follower's ack waits for its write
+    elect(member, loop)
     assert member.core.role == LEADER
     assert not member._write_urgent()  # two followers' acks commit without it
+
+
+def test_a_leader_that_commits_through_its_followers_before_its_own_write_times_its_timers_from_now():
+    """x-expires 500 ms: the new leader arms the queue's expiry once its no-op is applied. With
+    its own write still syncing, the followers' acks commit it, and the timer must count from
+    the time of that input, not from a clock the member never set (the queue would never expire)."""
+    async def scenario() -> None:
+        member, loop, syncs = three_voter_member({"x-expires": 500}, created_ms=now_ms())
+        elect(member, loop)
+        loop.turn()  # the no-op's AppendEntries leave; its batch syncs in the background
+        assert len(syncs.waiting) == 1 and member.core.commit == 0
+        index = member.core.log.last_index_term()[0]
+        for peer in ("n2:quorum/qq", "n3:quorum/qq"):
+            member.receive(Address.parse(peer), AppendReply(member.core.term, peer, True, index))
+        assert member.core.commit == index
+        timer = member._actor_effects._timers[QUEUE_EXPIRY]
+        assert 0 <= timer.when() - asyncio.get_running_loop().time() <= 0.501
+        member.stop()
+    asyncio.run(scenario())
