@@ -16,9 +16,16 @@ publish or lets a reader see an entry does so only below `committed`.
 Retention (`retain`) deletes whole segments from the oldest, never the one being written: while
 the total exceeds max_bytes, and while a segment's newest chunk is older than max_age. A reader
 that retention passed jumps to the log's first offset at its next read; nothing waits for slow
-readers. The newest chunks (up to RECENT_BYTES_MAX) are also kept decoded as appended, so readers
-at the tail, the common case, neither read nor decode the file; `forget_recent` drops them (a
-stream without consumers, so that idle streams hold no bodies).
+readers. The newest chunks (RECENT_BYTES_MAX) are also kept decoded as appended, so readers at
+the tail, the common case, neither read nor decode the file; `forget_recent` drops them (a stream
+without consumers, so that idle streams hold no bodies). Past that budget the oldest chunk stays
+while an open reader has not read it yet, up to RECENT_HOLD_BYTES_MAX: a reader waits at a
+replicated stream's commit, which lags the log's end by what is not confirmed yet (a publisher's
+whole confirm window, ~1 MiB of 1 KiB messages), so with the budget alone a consumer that kept up
+fell off the decoded chunks and read every chunk back from the file, and, its commit never within
+the budget of the end, never got back (measured: 65 chunks of 3,665 taken from RAM on 3 nodes,
+bench/RESULTS.md 2026-12-04 "stream3"). A reader behind the decoded chunks holds them too: it
+reads the file up to the oldest and goes on from RAM.
 
 Recovery (`StreamLog.open`): every segment's summary comes from its index (first and last rows);
 the last segment's chunks are checked from its last index row on (CRC, length), a torn tail is
@@ -32,6 +39,7 @@ import bisect
 import os
 import shutil
 import struct
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Sequence
@@ -42,6 +50,7 @@ from persist.stream.chunk import ChunkHeader, Entry
 
 INDEX_ROW = struct.Struct("<QqQ")  # first offset, timestamp ms, position of the chunk in its segment
 RECENT_BYTES_MAX = 1 << 20  # the newest chunks kept decoded for readers at the tail, per stream
+RECENT_HOLD_BYTES_MAX = 8 << 20  # the most kept while a reader has not read them
 
 
 @dataclass
@@ -73,6 +82,8 @@ class StreamLog:
         self._recent: list[tuple[int, list[Message]]] = []
         self._recent_bytes: list[int] = []
         self.recent_bytes_max = RECENT_BYTES_MAX
+        self.recent_hold_bytes_max = RECENT_HOLD_BYTES_MAX
+        self._readers: weakref.WeakSet[Reader] = weakref.WeakSet()  # open readers (they hold decoded chunks)
 
     # -- shape -------------------------------------------------------------------------------------
 
@@ -209,8 +220,14 @@ class StreamLog:
         recent.append((first, entries))
         sizes.append(size)
         total = sum(sizes)
+        if total <= self.recent_bytes_max:
+            return
+        held = min((r.next_offset for r in self._readers), default=first)  # the oldest unread (docstring)
         cut = 0
         while total > self.recent_bytes_max and cut < len(sizes) - 1:
+            start, chunk_entries = recent[cut]
+            if start + len(chunk_entries) > held and total <= self.recent_hold_bytes_max:
+                break
             total -= sizes[cut]
             cut += 1
         if cut:
@@ -352,7 +369,9 @@ class StreamLog:
         return self.next_offset
 
     def reader(self, offset: int) -> Reader:
-        return Reader(self, offset)
+        reader = Reader(self, offset)
+        self._readers.add(reader)
+        return reader
 
     # -- recovery ----------------------------------------------------------------------------------
 
@@ -449,6 +468,12 @@ class Reader:
         self._chunk: tuple[ChunkHeader, list[Message]] | None = None  # the chunk being handed out
 
     def close(self) -> None:
+        """The reader is done: its file closes and it holds no decoded chunks any more."""
+        self._release()
+        self.log._readers.discard(self)
+
+    def _release(self) -> None:
+        """Close the segment file (the next read opens the one it needs)."""
         self._chunk = None
         if self._file is not None:
             self._file.close()
@@ -461,7 +486,7 @@ class Reader:
         if found is None:
             return False
         si, pos, _ = found
-        self.close()
+        self._release()
         seg = log.segments[si]
         self._file = open(log.directory / f"{seg.stem}.segment", "rb")
         self._seg_base, self._pos = seg.base, pos
@@ -473,13 +498,13 @@ class Reader:
         out: list[Message] = []
         log = self.log
         if self.next_offset < log.first_offset:  # retention went past this reader
-            self.close()
+            self._release()
             self.next_offset = log.first_offset
         limit = log.committed if upto is None else min(upto, log.committed)
         while len(out) < max_entries and self.next_offset < limit:
             recent = log.recent_chunk(self.next_offset)
             if recent is not None:  # at the tail: no file read
-                self.close()
+                self._release()
                 first, entries = recent
                 self._take(out, first, entries, max_entries)
                 continue
@@ -487,7 +512,7 @@ class Reader:
                 break
             header, entries = self._chunk if self._chunk is not None else self._read_chunk()
             if header is None:  # the end of this segment: the next one
-                self.close()
+                self._release()
                 continue
             self._take(out, header.first_offset, entries, max_entries)
             if self.next_offset >= header.next_offset:

@@ -174,3 +174,40 @@ def test_a_replica_appends_its_leaders_chunks_and_cuts_back_to_a_chunk_boundary(
 def chunk_entries(data: bytes) -> list[Entry]:
     header = chunk.read_header(data)
     return chunk.decode(header, data[chunk.HEADER_BYTES:])
+
+
+def test_a_reader_keeps_the_decoded_chunks_it_has_not_read(tmp_path):
+    """Past the decoded budget, a chunk stays while an open reader has not read it (a consumer
+    waiting at a replicated stream's commit, or one catching up from the file), up to the hold
+    limit; a closed reader holds nothing."""
+    log = StreamLog.open(tmp_path, 1 << 20)
+    log.recent_bytes_max, log.recent_hold_bytes_max = 300, 1000  # chunks of 143 bytes: 2, at most 6
+    reader = log.reader(0)
+    for i in range(5):
+        log.append([Entry("", "q", b"", b"x" * 100)], i)
+    assert log.recent_chunk(0) == (0, [Message(0, False, "", "q", b"", b"x" * 100)]) and log.recent_bytes == 5 * 143
+    log.sync()
+    assert [m.msg_id for m in reader.read(3)] == [0, 1, 2]
+    log.append([Entry("", "q", b"", b"x" * 100)], 5)
+    assert log.recent_chunk(2) is None and log.recent_chunk(3) is not None  # what it read goes
+    for i in range(6, 9):  # it reads no more: held while under the limit
+        log.append([Entry("", "q", b"", b"x" * 100)], i)
+    assert log.recent_bytes == 6 * 143 and log.recent_chunk(3) is not None
+    for i in range(9, 11):  # over the limit: the oldest goes all the same
+        log.append([Entry("", "q", b"", b"x" * 100)], i)
+    assert log.recent_bytes == 6 * 143 and log.recent_chunk(4) is None and log.recent_chunk(5) is not None
+    log.sync()
+    assert [m.msg_id for m in reader.read(4)] == [3, 4, 5, 6]  # from the file, then from RAM
+    log.append([Entry("", "q", b"", b"x" * 100)], 11)
+    assert log.recent_chunk(6) is None and log.recent_chunk(7) is not None
+    at_tail = log.reader(12)
+    reader.close()
+    log.append([Entry("", "q", b"", b"x" * 100)], 12)  # a closed reader holds nothing
+    assert log.recent_bytes == 2 * 143
+    for i in range(13, 16):  # the one at the tail holds what it lacks
+        log.append([Entry("", "q", b"", b"x" * 100)], i)
+    assert log.recent_bytes == 4 * 143 and log.recent_chunk(12) is not None
+    at_tail.close()
+    log.append([Entry("", "q", b"", b"x" * 100)], 16)
+    assert log.recent_bytes == 2 * 143
+    log.close()
