@@ -171,8 +171,8 @@ class StreamQueue:
     def synced(self) -> list[Effect]:
         """The sync begun at `sync_started` is done (`log.commit` moved): a replica acks it, a
         leader commits what a majority has; confirm and hand out what is committed, and apply
-        retention if a segment rolled over."""
-        self._appended = False
+        retention if a segment rolled over. What was appended since `sync_started` is still owed
+        (`unsynced`): the shell syncs again at once, unprompted by any further publish."""
         effects = [*self.rep.synced(), *self._committed()]
         if self._rolled:
             self._rolled = False

@@ -318,7 +318,9 @@ class Replication:
         """The log's fdatasync returned (`log.committed` moved)."""
         if self.leads:
             return self._advance()
-        due, self.ack_due = self.ack_due, False  # owed to the leader it attached to, if it still has it
+        # owed to the leader it attached to, if it still has it; chunks appended while that sync ran
+        # are not on disk yet: another sync is owed, and its ack (the leader may push nothing more)
+        due, self.ack_due = self.ack_due, self.log.next_offset > self.log.committed
         if due and self._attached and self.leader is not None:
             return [self._send(self.leader, StreamAck(self.state.epoch, self.me, self.log.committed))]
         return []

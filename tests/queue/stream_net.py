@@ -4,7 +4,8 @@ replication.py) over real logs in a temporary directory: the tests choose every 
 Members are named by node ("n1".."n3") and addressed by that name; anything else sent to is a
 channel, whose Confirms and Deliveries are kept. Messages between members wait in per-pair FIFO
 queues (the runtime keeps order per pair of hosts) until `deliver` hands one on; `sync` does what
-the shell does around an fdatasync; a timer fires only when the test says. `crash` closes a
+the shell does around an fdatasync, or in two steps (`begin_sync`, `end_sync`) with deliveries
+between, as the shell's syncing thread allows; a timer fires only when the test says. `crash` closes a
 member's files (what a kill -9 after the flush leaves, or with `power` only what was synced) and
 drops what was in flight to it. `set_members` is a committed membership change.
 """
@@ -43,6 +44,7 @@ class Net:
         self.delivered: dict[Any, list[tuple[int, bytes]]] = defaultdict(list)
         self.down: set[str] = set()
         self.starts: dict[str, int] = defaultdict(int)  # each member's incarnation
+        self.syncing: dict[str, tuple[int, list[int]]] = {}  # a member's sync in flight: its flush
         for m in members:
             self.start(m)
 
@@ -61,6 +63,8 @@ class Net:
         """m's process dies; with `power`, its disk keeps only what was synced (the log cut back
         to `committed`; the EPOCHS file is synced whenever it is written)."""
         log = self.cores.pop(m).log
+        _, fds = self.syncing.pop(m, (0, []))
+        make_durable(fds)  # closes them (the sync never returned to the dead process)
         if power:
             log.truncate(log.committed)
         log.close()
@@ -130,10 +134,21 @@ class Net:
         return True
 
     def sync(self, m: str) -> None:
+        self.begin_sync(m)
+        self.end_sync(m)
+
+    def begin_sync(self, m: str) -> None:
+        """The shell's flush and hand-over to its syncing thread (one sync in flight per member)."""
+        assert m not in self.syncing
         core = self.cores[m]
-        target, fds = core.log.flush()
+        self.syncing[m] = core.log.flush()
         core.sync_started()
+
+    def end_sync(self, m: str) -> None:
+        """The fdatasync begun by `begin_sync` returned."""
+        target, fds = self.syncing.pop(m)
         make_durable(fds)
+        core = self.cores[m]
         core.log.commit(target)
         self.run(m, core.synced())
 
@@ -149,6 +164,9 @@ class Net:
             while self.deliver(*pair):
                 moved = True
         for m in list(self.cores):
+            if m in self.syncing:
+                self.end_sync(m)
+                moved = True
             if self.cores[m].unsynced:
                 self.sync(m)
                 moved = True
@@ -164,15 +182,18 @@ class Net:
     def step(self, rng: random.Random) -> None:
         """One random step: a delivery, a sync, or a timer."""
         choices: list[tuple] = [("deliver", p) for p, w in self.wires.items() if w and p[1] in self.cores]
-        choices += [("sync", m) for m, c in self.cores.items() if c.unsynced]
+        choices += [("begin_sync", m) for m, c in self.cores.items() if c.unsynced and m not in self.syncing]
+        choices += [("end_sync", m) for m in self.syncing]
         choices += [("fire", m) for m in self.cores if "election" in self.timers[m]]
         if not choices:
             return
         kind, arg = rng.choice(choices)
         if kind == "deliver":
             self.deliver(*arg)
-        elif kind == "sync":
-            self.sync(arg)
+        elif kind == "begin_sync":
+            self.begin_sync(arg)
+        elif kind == "end_sync":
+            self.end_sync(arg)
         else:
             self.fire(arg)
 

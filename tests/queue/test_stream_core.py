@@ -17,7 +17,7 @@ from effects import Send
 from persist.classic.message import Message
 from persist.stream import chunk
 from persist.stream.chunk import Entry
-from persist.stream.log import StreamLog
+from persist.stream.log import StreamLog, make_durable
 from wire.properties import HEADER_PROPS_OFFSET, BasicProperties, encode_content_header
 
 A, B = "chA", "chB"
@@ -40,6 +40,15 @@ def consume(q: StreamQueue, channel, tag: str, credit: int, offset=None, rid: in
     return q.handle(channel, Consume(rid, tag, True, credit, False, args), now_ms=1000)
 
 
+def synced(q: StreamQueue) -> list:
+    """What the shell does around a sync: flush, sync_started, fdatasync, commit, synced."""
+    target, fds = q.log.flush()
+    q.sync_started()
+    make_durable(fds)
+    q.log.commit(target)
+    return q.synced()
+
+
 def offsets(effect) -> list[int]:
     assert type(effect) is Send and type(effect.msg) is Deliver
     return [m.msg_id for m in effect.msg.messages]
@@ -50,8 +59,7 @@ def test_confirms_and_deliveries_wait_for_the_sync(tmp_path):
     assert consume(q, B, "c", 10, "first") == [Send(B, Reply(1, "stream"))]
     assert q.handle(A, Publish([published(1), published(2)]), now_ms=1000) == []
     assert q.unsynced
-    q.log.sync()
-    effects = q.synced()
+    effects = synced(q)
     assert effects[0] == Send(A, Confirm(2))
     assert offsets(effects[1]) == [0, 1] and effects[1].to == B
     assert not q.unsynced
@@ -62,8 +70,7 @@ def test_offsets_first_last_next_numeric(tmp_path):
     for seq in (1, 2, 3):  # three chunks: offsets 0, 1, 2
         q.handle(A, Publish([published(seq)]))
     q.handle(A, Publish([published(4), published(5)]))  # one chunk: 3, 4
-    q.log.sync()
-    q.synced()
+    synced(q)
     cases = {"first": [0, 1, 2, 3, 4], "last": [3, 4], "next": None, 2: [2, 3, 4], -5: [0, 1, 2, 3, 4], None: None}
     for i, (offset, want) in enumerate(cases.items()):
         effects = consume(q, B, f"c{i}", 100, offset, rid=i)
@@ -75,8 +82,7 @@ def test_credit_and_acks(tmp_path):
     """Settle (an ack) changes nothing; Grant hands out the next entries; two consumers read the same."""
     q = stream(tmp_path)
     q.handle(A, Publish([published(0, bytes([i])) for i in range(5)]))
-    q.log.sync()
-    q.synced()
+    synced(q)
     assert offsets(consume(q, B, "c", 2, "first")[1]) == [0, 1]
     assert offsets(consume(q, A, "d", 10, "first")[1]) == [0, 1, 2, 3, 4]
     assert q.handle(B, Settle([0, 1], [], [])) == []
@@ -139,14 +145,12 @@ def test_a_consumer_behind_reads_from_disk_and_holds_nobody_back(tmp_path):
     q.log.recent_bytes_max = 0
     for seq in range(1, 4):
         q.handle(A, Publish([published(seq, bytes([seq]))]))
-    q.log.sync()
-    q.synced()
+    synced(q)
     assert consume(q, B, "behind", 0, "first") == [Send(B, Reply(1, "stream"))]
     assert consume(q, B, "tail", 10, "next", rid=2) == [Send(B, Reply(2, "stream"))]
     assert offsets(consume(q, B, "t2", 10, "first", rid=3)[1]) == [0, 1, 2]
     q.handle(A, Publish([published(4, b"\x04")]))
-    q.log.sync()
-    effects = q.synced()
+    effects = synced(q)
     assert [e.msg.consumer_tag for e in effects if type(e.msg) is Deliver] == ["tail", "t2"]
     late = q.handle(B, Grant("behind", 2))[0].msg.messages
     assert [(m.msg_id, m.body) for m in late] == [(0, b"\x01"), (1, b"\x02")]
@@ -155,8 +159,7 @@ def test_a_consumer_behind_reads_from_disk_and_holds_nobody_back(tmp_path):
 def test_an_idle_stream_keeps_no_bodies_in_ram(tmp_path):
     q = stream(tmp_path)
     q.handle(A, Publish([published(1, b"x" * 100)]))
-    q.log.sync()
-    q.synced()
+    synced(q)
     assert q.log.recent_bytes > 0
     q.on_timer("retention", now_ms=2000)
     assert q.log.recent_bytes == 0
