@@ -83,7 +83,6 @@ from actors.quorum.member_table import MemberSpec, MemberTable
 from actors.quorum.names import MANAGER_NAME, channel_incarnation, member_id, member_name
 from actors.raft.hosts import Profiler, gc_threshold
 from actors.quorum import names
-from actors.queue.sync_thread import ThreadSyncs
 from actors.raft.wal import WalActor
 from actors.raft.wal_client import WalClient, fence
 from actors.raft.wal_host import WAL_NAME, fence_endpoint
@@ -129,8 +128,7 @@ class QuorumHost:
                                 members_dir=f"members{suffix}", own_files=link is None)
         self.writer.recover(keep=keys.__contains__)
         if link is None:
-            syncs = ThreadSyncs(disk) if isinstance(disk, RealDisk) else None
-            self.wal: WalActor = WalActor(self.writer, loop, runtime.send_queued, syncs)
+            self.wal: WalActor = WalActor(self.writer, loop, runtime.send_queued)
         else:
             me = Address(runtime.host, names.WAL_CLIENT_NAME)
             wal_host = host_of(node_of(runtime.host), WAL_KIND)

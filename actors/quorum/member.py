@@ -122,7 +122,7 @@ class QuorumMember:
         self._out = Interpreter({**self._actor_effects.handlers(), Send: self._send_out,
                                  DeadLettered: self._dead_lettered, DeadLetterHanded: self._dead_lettered,
                                  DeadLetterWorkerStopped: self._dead_lettered})
-        wal.register(wal_key, self.written, core.log.written_index(), self._write_urgent)
+        wal.register(wal_key, self.written, core.log.written_index())
         self.driver = RaftDriver(core, self)
 
     # -- inputs --------------------------------------------------------------------------------
@@ -202,13 +202,6 @@ class QuorumMember:
         self.front.now_ms = now_ms()
         self.driver.written(upto)
         self._end_input()
-
-    def _write_urgent(self) -> bool:
-        """Whether this member's next step waits for the sync of what it appended (the WalActor
-        syncs a batch that nobody waits on off the loop): a follower's ack does, and so does a
-        leader's commit unless its followers alone are a majority of the voters (three or more)."""
-        core = self.core
-        return core.role != LEADER or len(core.config.voters) < 3
 
     def _timer(self, name: str) -> None:
         if self.stopped:

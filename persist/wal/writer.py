@@ -164,26 +164,12 @@ class WalWriter:
     def flush(self) -> dict[str, int]:
         """One write and one sync for everything submitted since the last flush; then a step of
         the rollover in progress, or the start of one."""
-        batch = self.write_batch()
-        if batch is not None:
-            self.files.sync()
-        return self.synced(batch)
-
-    def write_batch(self) -> Batch | None:
-        """`flush` in two halves, for a shell that syncs elsewhere (a thread): write everything
-        submitted since the last flush, unsynced; once the file is synced, `synced(batch)`. Nothing
-        else is written in between (no other batch, no rollover step)."""
         assert self.own_files and self.files.seq, "recover() first"
         batch = self.core.take_batch()
-        if batch is not None:
-            self.files.write(batch.parts, batch.nbytes)
-        return batch
-
-    def synced(self, batch: Batch | None) -> dict[str, int]:
-        """The sync after `write_batch` is done: the members' logs hear it, the rollover goes on;
-        {member: written_upto} for the notifications."""
         written: dict[str, int] = {}
         if batch is not None:
+            self.files.write(batch.parts, batch.nbytes)
+            self.files.sync()
             counters = self.counters
             counters.batches += 1
             counters.writes += batch.records
