@@ -14,8 +14,9 @@ crosses into a new stretch of zeros pays for that stretch once. The zeros after 
 are not a torn tail: `scan` marks such a cut blank, and recovery cuts it without a warning.
 
 `replay(cut=True, apply)` (the owner's recovery) hands each record to `apply` as it is scanned,
-then truncates each file at its last valid record and logs a torn one; `cut=False` (a quorum host reading the files another process writes, to recover its own
-members) only reads: what follows the last valid record may be a write in progress.
+then truncates each file at its last valid record and logs a torn one; `cut=False` (a quorum
+host reading the files another process writes, to recover its own members) only reads: what
+follows the last valid record may be a write in progress.
 """
 from __future__ import annotations
 
