@@ -96,17 +96,21 @@ class StreamLogMachine(RuleBasedStateMachine):
         self.model = [m for m in self.model if m[0] >= first]
         self.first = first
 
-    @precondition(lambda self: True)
-    @rule(torn=st.binary(min_size=0, max_size=30))
-    def restart(self, torn):
-        """Reopen from disk: what was synced survives; an unsynced tail may be lost (it was written
-        to the OS here, so it survives too unless torn bytes follow it)."""
+    def _stop(self) -> None:
+        """Close the readers and the log after a sync: what it committed is what must come back."""
         for c in self.cursors.values():
             c.close()
         self.cursors = {}
         self.log.sync()
         self.durable = self.log.committed
         self.log.close()
+
+    @precondition(lambda self: True)
+    @rule(torn=st.binary(min_size=0, max_size=30))
+    def restart(self, torn):
+        """Reopen from disk: what was synced survives; an unsynced tail may be lost (it was written
+        to the OS here, so it survives too unless torn bytes follow it)."""
+        self._stop()
         if torn and self.log.segments:
             with open(self.dir / f"{self.log.segments[-1].stem}.segment", "ab") as f:
                 f.write(chunk.encode(self.durable, self.now, [Entry("", "", b"", torn)])[:-1])
@@ -118,12 +122,7 @@ class StreamLogMachine(RuleBasedStateMachine):
         """The last segment's index is not synced with it: a crash may leave it short, with zero
         rows at its end, or with zeros in place of a row in between (a page not written back).
         Recovery rebuilds it from the segment: nothing synced is lost, the index finds it all."""
-        for c in self.cursors.values():
-            c.close()
-        self.cursors = {}
-        self.log.sync()
-        self.durable = self.log.committed
-        self.log.close()
+        self._stop()
         if self.log.segments:
             path = self.dir / f"{self.log.segments[-1].stem}.index"
             rows = path.read_bytes()
