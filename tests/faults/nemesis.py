@@ -99,8 +99,9 @@ class Nemesis:
         begun = time.monotonic()
         try:
             self.cluster.restart(name)
-        except RuntimeError:  # it did not serve in time and was stopped: heal_all starts it again
-            self.event(f"{name} did not serve within {time.monotonic() - begun:.0f} s of its restart")
+        except RuntimeError as e:  # it did not serve in time and was stopped: heal_all starts it again
+            # the node's log tail (in the error) goes into the report: CI keeps no data dirs
+            self.event(f"{name} did not serve within {time.monotonic() - begun:.0f} s of its restart: {e}")
             return
         self.event(f"{name} serving again after {time.monotonic() - begun:.1f} s")
 
