@@ -295,7 +295,7 @@ class NodeCore:
                 self._out.append(Send(to, refused))
         elif call is not None:  # an election runs: the same member again, a moment later
             tries = self._redirects[rid] = self._redirects.get(rid, 0) + 1
-            if tries * qq.RETRY_MS > self.timeout_ms:
+            if tries * qq.RETRY_MS > (call[1].timeout_ms or self.timeout_ms):
                 del self._calls[rid], self._redirects[rid]
                 call[0](Reply(rid, error=call[1].missing))
             else:

@@ -148,7 +148,7 @@ class Operations:
         """A call outside any operation's steps (an admin answer's Syncs): its rid."""
         self._rid += 1
         self.calls[self._rid] = (resume, step)
-        self._emit(StartTimer(f"{CALL_TIMER_PREFIX}{self._rid}", self.timeout_ms))
+        self._emit(StartTimer(f"{CALL_TIMER_PREFIX}{self._rid}", step.timeout_ms or self.timeout_ms))
         return self._rid
 
     # ------------------------------------------------------------------ the order

@@ -50,6 +50,7 @@ from actors.messages.quorum import (ChangeQueueMembers, KeepMembers, MemberStatu
                                     TransferQueueLeader)
 from actors.node import quorum_queues as qq
 from actors.node.steps import Apply, Ask, AskAll, Op
+from actors.quorum.member_changes import DEADLINE_MS
 from actors.quorum.names import member_id
 from effects import Effect, Send, StartTimer
 from metadata.admin_errors import EX_SOFTWARE, EX_UNAVAILABLE, AdminError, named_queue
@@ -64,6 +65,10 @@ if TYPE_CHECKING:
 STATUS_COLUMNS = ("Node Name", "Raft State", "Membership", "Last Log Index", "Last Written", "Last Applied",
                   "Commit Index", "Snapshot Index", "Term", "Machine Version")  # RabbitMQ 4.0's
 _NOPROC = AmqpError(NOT_FOUND, "noproc")
+# a change waits through the queue's election (its leader's node just stopped, say) and the member
+# answers by its own deadline: the call outlives both, whatever the metadata time-out (RabbitMQ's
+# membership calls have their own time-out too, not the metadata store's)
+CHANGE_CALL_MS = DEADLINE_MS + 5_000
 _TIMEOUT = AdminError("the operation timed out: the metadata store has no majority", EX_SOFTWARE)
 
 
@@ -188,7 +193,7 @@ def _add(core: NodeCore, rec: QueueRecord, node: str) -> Op:
     if not started.ok:
         return AdminError("node_not_running", EX_UNAVAILABLE)
     reply = yield Ask(core.queue_target(rec), lambda rid: ChangeQueueMembers(rid, member_id(node, uid), True),
-                      _NOPROC)
+                      _NOPROC, timeout_ms=CHANGE_CALL_MS)
     if not reply.ok:
         yield Ask(qq.manager(node, rec), qq.delete_member(rec), _NOPROC)
         return AdminError(reply.error.detail, EX_UNAVAILABLE)
@@ -203,7 +208,7 @@ def _delete(core: NodeCore, rec: QueueRecord, node: str) -> Op:
         return AdminError("last_node", EX_UNAVAILABLE)
     uid = qq.uid_of(rec)
     reply = yield Ask(core.queue_target(rec), lambda rid: ChangeQueueMembers(rid, member_id(node, uid), False),
-                      _NOPROC)
+                      _NOPROC, timeout_ms=CHANGE_CALL_MS)
     if not reply.ok:
         return AdminError(reply.error.detail, EX_UNAVAILABLE)
     core.leaders.forget(rec)  # it may have led: the next call asks a member that is left
@@ -278,7 +283,7 @@ def rebalance(core: NodeCore, a: dict) -> Op:
     for uid, to in plan_rebalance(led, {u: r.members for u, r in by_uid.items()}, up):
         rec = by_uid[uid]
         yield Ask(qq.member(led[uid], rec), lambda rid, to=to, uid=uid: TransferQueueLeader(rid, member_id(to, uid)),
-                  _NOPROC)
+                  _NOPROC, timeout_ms=CHANGE_CALL_MS)
         led[uid] = to
     counts = Counter(led.values())
     return {"rows": [{"Node name": n, "Number of quorum queues": counts[n]} for n in sorted(up)]}

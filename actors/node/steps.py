@@ -39,6 +39,9 @@ class Ask:
     # with it) is asked again until the call's time-out, which ends it with this error
     # (RabbitMQ's rabbit_amqqueue:with retries a queue whose process is being restarted)
     absent: AmqpError | None = None
+    # how long the call may take, the queue's elections it waits through included (None: the
+    # node's metadata time-out); a call whose target has a deadline of its own outlives it
+    timeout_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

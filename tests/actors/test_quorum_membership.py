@@ -146,6 +146,27 @@ def test_a_redirect_to_a_leader_on_a_down_node_asks_the_same_member_again_until_
     assert proposal.command == SetQueueMembers("/", "q", "quorum!u1", (ME, OTHER))
 
 
+def test_a_membership_change_waits_through_an_election_longer_than_the_metadata_time_out() -> None:
+    """forget_cluster_node right after the stop of the node whose member led: the members left
+    elect for a while (seconds on a loaded machine), answering NotQueueLeader with no leader. The
+    change waits through that on its own time-out, not the node's metadata time-out (500 ms here,
+    3 s in the fault tests, where the shrink gave up and kept the forgotten member)."""
+    c, g = node()
+    c.nodes([ME, OTHER], [THIRD])
+    c.registry.apply_command(PutQueue("/", "q", True, False, False, ARGS, home="quorum!u1",
+                                      members=(ME, OTHER, THIRD), created_ms=5))
+    [ask] = g.run(c.admin("a", "delete_member", {"name": "q", "node": THIRD}))
+    electing_ms = 4 * c.timeout_ms
+    for _ in range(electing_ms // qqueues.RETRY_MS):
+        assert g.receive(ask.to, NotQueueLeader(None, 2, ask.msg)) == [
+            StartTimer(f"leader-retry:{ask.msg.rid}", qqueues.RETRY_MS)]
+        assert g.run(c.timer(f"leader-retry:{ask.msg.rid}")) == [Send(ask.to, ask.msg)]
+    g.hold = True
+    g.run(c.receive(ask.to, Reply(ask.msg.rid)))  # it leads now, and the change committed
+    [proposal] = g.held
+    assert proposal.command == SetQueueMembers("/", "q", "quorum!u1", (ME, OTHER))
+
+
 def test_delete_member_refuses_the_last_and_records_before_deleting_files() -> None:
     c, g = node()
     c.nodes([ME, OTHER], [])
