@@ -325,7 +325,11 @@ class Runtime:
         For a callback about to block the loop (a WAL's write and sync): what the turn's input
         produced (credit grants, a leader's AppendEntries) need not wait for it. Local messages
         still wait for the turn's flush: dispatching them here would run actors inside the
-        callback. Each host's items keep their order, so every link stays FIFO."""
+        callback. Each host's items keep their order, so every link stays FIFO. Once the host
+        has stopped they go nowhere, as with the turn's flush (a WAL flush scheduled before the
+        stop still runs)."""
+        if self._closed:
+            return
         outbox = self._outbox
         for host in [h for h in outbox if h != self.host]:
             self._send_frame(host, outbox.pop(host))

@@ -242,6 +242,21 @@ def test_one_frame_per_destination_host_per_iteration_in_order(tmp_path: Path) -
     run(main())
 
 
+def test_what_a_callback_sends_once_its_host_stopped_goes_nowhere(tmp_path: Path) -> None:
+    """A WAL flush scheduled before the host stopped runs after it and sends what its members
+    queued (send_queued) ahead of its write: that goes nowhere, as the turn's flush does, rather
+    than failing on the closed links (an AssertionError in every node's log at shutdown)."""
+    async def main():
+        a, b = await pair(tmp_path)
+        to = b.spawn("r", Recorder())
+        await a.close()
+        a.send(to, Note("m", 1), sender=Address("a", "s"))
+        a.send_queued()
+        assert a.frames_sent == 0
+        await b.close()
+    run(main())
+
+
 class ManualSink:
     """Acks credit only when told to (manual_credit)."""
 
