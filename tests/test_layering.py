@@ -169,11 +169,22 @@ def test_no_import_circles() -> None:
     assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
+def is_shell(module: str) -> bool:
+    """A shell module, or a module inside a shell package (`actors.quorum.member_changes` is not
+    inside `actors.quorum.member`)."""
+    return (any(module == shell or module.startswith(shell + ".") for shell in SHELL_MODULES)
+            or module.endswith((".shell", ".manager")))
+
+
+def test_shells_are_matched_by_whole_module_names() -> None:
+    assert is_shell("actors.quorum.member") and is_shell("actors.runtime.host")
+    assert not is_shell("actors.quorum.member_changes")
+
+
 def test_cores_in_actors_import_no_shell() -> None:
     mods = modules()
     bad = sorted(f"{name} -> {dst}" for name, path in mods.items() if is_core(path) and name.startswith("actors.")
-                 for dst in graph()[name]
-                 if dst.startswith(SHELL_MODULES) or dst.endswith((".shell", ".manager")))
+                 for dst in graph()[name] if is_shell(dst))
     assert not bad, "cores importing shells:\n" + "\n".join(bad)
 
 
