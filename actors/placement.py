@@ -73,7 +73,10 @@ def queue_kind(vhost: str, name: str, kinds: Sequence[str]) -> str:
     return kinds[zlib.crc32(f'{vhost}/{name}'.encode()) % len(kinds)]
 
 
-@functools.lru_cache(maxsize=65536)  # on every publish's path; a queue's home never changes
+# On every publish's path: a hit costs 65 ns, building the address 310 ns. Bounded small, since
+# every host that routes keeps it and churned queues never come back: at 65536 it held ~380 bytes
+# for every queue an hour of declares and deletes had seen, in every connection host.
+@functools.lru_cache(maxsize=1024)
 def queue_address(home: str, vhost: str, name: str) -> Address:
     return Address(home, f"{QUEUE_ACTOR_PREFIX}{vhost}:{name}")
 

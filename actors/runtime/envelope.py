@@ -21,9 +21,12 @@ fifth of the hosts' CPU. A frame of at most `memo_items_max` items usually repea
 already sent (the same actors, kinds and credit), so `encode` keeps the header bytes it built for
 each (source, items' senders, targets, classes and credit) and `decode` the items it read for
 each header's bytes: one dict lookup instead (frames of one item: 48 -> 9 us encoded and
-decoded). The bytes on the wire are the same; each memo holds at most `memo_entries_max` headers
-and starts over when full, and takes a header only once it has come `memo_admit_after` times
-(`_admit`), so churned actors' one-off headers do not fill it.
+decoded). The bytes on the wire are the same; each memo holds at most `memo_entries_max` headers,
+forgetting its oldest to take a new one (`_remember`), and takes a header only once it has come
+`memo_admit_after` times (`_admit`), so churned actors' one-off headers do not fill it. (Grown to
+4096 and then cleared, a memo held ~2.4 MiB of mostly dead headers in each host before it
+cleared, and the freed blocks stayed in pymalloc's arenas: a host's memory grew over the first
+hour of the soak. A flow's headers are few, so 512 is room for all that are live.)
 """
 from __future__ import annotations
 
@@ -50,7 +53,7 @@ traversal_limit_words = 1 << 40
 buf_bytes_min = 256 * 1024  # msgpack's own default buffer
 
 memo_items_max = 4  # frames with more items than this build and read their header every time
-memo_entries_max = 4096
+memo_entries_max = 512
 memo_admit_after = 3  # sightings of a header before it is remembered (see `_admit`)
 
 # (sender name, target name, message, credit)
@@ -78,6 +81,14 @@ def _admit(key: Any) -> bool:
     return False
 
 
+def _remember(memo: dict, key: Any, value: Any) -> None:
+    """Keep `value` under `key`, forgetting the oldest entry when `memo` is full (dicts keep
+    insertion order)."""
+    if len(memo) >= memo_entries_max:
+        del memo[next(iter(memo))]
+    memo[key] = value
+
+
 def encode(source: str, items: list[Item], size_hint: int = 0) -> memoryview:
     """One frame holding `items` in order: a read-only view that keeps its buffer alive.
 
@@ -92,9 +103,7 @@ def encode(source: str, items: list[Item], size_hint: int = 0) -> memoryview:
         if header is None:
             header = _header(source, items)[0]
             if _admit(key):
-                if len(_built) >= memo_entries_max:
-                    _built.clear()
-                _built[key] = header
+                _remember(_built, key, header)
     # a Packer per frame: the frame is its buffer, exported until the pipe has written it
     packer = msgpack.Packer(use_bin_type=True, autoreset=False, default=pack_default,
                             buf_size=max(buf_bytes_min, size_hint + size_hint // 4))
@@ -134,9 +143,7 @@ def decode(frame: Any) -> tuple[str, list[Item]]:
     if read is None:
         read = _read_header(header)
         if small and _admit(header):
-            if len(_read) >= memo_entries_max:
-                _read.clear()
-            _read[header] = read
+            _remember(_read, header, read)
     source, heads = read
     if len(heads) != len(bodies):
         raise ValueError(f"{len(heads)} envelope items but {len(bodies)} bodies")

@@ -134,6 +134,21 @@ def test_one_off_headers_are_not_remembered_and_repeated_ones_are(monkeypatch) -
     assert len(envelope._sightings) <= envelope.memo_entries_max
 
 
+def test_a_full_memo_forgets_its_oldest_header_and_keeps_the_newer(monkeypatch) -> None:
+    """Full, a memo makes room for a new header by forgetting the one it took first, rather than
+    forgetting everything (which let it grow to its bound, then emptied it, in every host)."""
+    monkeypatch.setattr(envelope, "_built", {})
+    monkeypatch.setattr(envelope, "_read", {})
+    monkeypatch.setattr(envelope, "_sightings", {})
+    monkeypatch.setattr(envelope, "memo_entries_max", 3)
+    for target in ("a", "b", "c", "d"):
+        for i in range(envelope.memo_admit_after):
+            items = [("ch:1", f"q:/:{target}", Note("m", i), 1)]
+            assert envelope.decode(envelope.encode("h", items)) == ("h", items)
+    assert [heads[0][0][1] for heads in (key[1:] for key in envelope._built)] == ["q:/:b", "q:/:c", "q:/:d"]
+    assert [heads[0][1] for _source, heads in envelope._read.values()] == ["q:/:b", "q:/:c", "q:/:d"]
+
+
 @pytest.mark.parametrize("frame", [
     b"", b"\x92", b"\xc4\x00", b"\x92\xc4\x00\x90",  # empty, truncated, not a pair, empty header
     bytes(envelope.encode("h", [("s", "t", Note("k", b"x" * 100), 0), ("s", "t", Note("k", b"y"), 0)]))[:-1],
