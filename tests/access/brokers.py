@@ -28,6 +28,7 @@ import pytest
 
 from actors.runtime.ports import can_listen, stable_port
 from scripts.local_cluster import REPO, Node, start_node
+from tests.integration.oracle import run_script
 
 RABBITMQ_SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
 RABBITMQCTL = Path("/usr/lib/rabbitmq/bin/rabbitmqctl")
@@ -96,7 +97,7 @@ def error_text(stderr: str) -> str:
 
 
 def _ports(offset: int) -> int:
-    """A free port whose `port + offset` is free too (RabbitMQ's distribution and Prometheus ports)."""
+    """A free port whose `port + offset` is free too (the oracle's Prometheus port)."""
     while True:
         port = stable_port()
         if can_listen(port + offset):
@@ -109,13 +110,13 @@ def start_pair(root: Path, conf_lines: list[str], ssl_dir: Path,
     ca.pem, server.pem and server.key (verify_peer, EXTERNAL after PLAIN and AMQPLAIN); with
     `https_lines` (management.ssl.* but the port) each serves its HTTP API over HTTPS too."""
     oracle_dir = root / "oracle"
-    port, ssl_port, mgmt = _ports(20000), stable_port(), _ports(20)
+    port, ssl_port, mgmt = stable_port(), stable_port(), _ports(20)
     https_port, w_https = (stable_port(), stable_port()) if https_lines else (0, 0)
     https = (lambda p: [f"management.ssl.port = {p}", *https_lines] if https_lines else [])
-    env = dict(os.environ, ORACLE_MANAGEMENT_PORT=str(mgmt), ORACLE_SSL_PORT=str(ssl_port),
+    # the distribution port outside the ephemeral range too (tests/integration/oracle.py says why)
+    env = dict(os.environ, ORACLE_MANAGEMENT_PORT=str(mgmt), ORACLE_SSL_PORT=str(ssl_port), ORACLE_DIST_PORT=str(stable_port()),
                ORACLE_SSL_DIR=str(ssl_dir), ORACLE_CONF_EXTRA="\n".join([*conf_lines, *https(https_port)]))
-    subprocess.run([str(ORACLE), "start", str(port), str(oracle_dir)], env=env, check=True, capture_output=True,
-                   timeout=180)
+    run_script("start", str(port), str(oracle_dir), env=env)
     ctl_env = dict(os.environ, HOME=str(oracle_dir), RABBITMQ_ENABLED_PLUGINS_FILE=str(oracle_dir / "enabled_plugins"))
     rabbit = Broker("rabbitmq", port, ssl_port, mgmt, mgmt + 20,
                     [str(RABBITMQCTL), "-n", f"oracle{port}@localhost"], ctl_env,

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.oracle import run_script
+
 ORACLE_PORT = 5685
 RABBITMQ_SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "rabbitmq_oracle"
@@ -28,8 +30,7 @@ def oracle(tmp_path_factory):
     if not os.path.exists(RABBITMQ_SERVER):
         pytest.skip("rabbitmq-server is not installed (apt-get install rabbitmq-server)")
     workdir = tmp_path_factory.mktemp("rabbitmq")
-    subprocess.run([str(SCRIPT), "start", str(ORACLE_PORT), str(workdir)], check=True,
-                   capture_output=True, timeout=120)
+    run_script("start", str(ORACLE_PORT), str(workdir))
     try:
         yield uri, workdir
     finally:
