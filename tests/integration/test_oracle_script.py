@@ -9,7 +9,8 @@ import pytest
 from actors.runtime.ports import stable_port
 from tests.integration.oracle import RABBITMQ_SERVER, OracleFailed, run_script
 
-pytestmark = pytest.mark.skipif(not os.path.exists(RABBITMQ_SERVER), reason="rabbitmq-server is not installed")
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not os.path.exists(RABBITMQ_SERVER), reason="rabbitmq-server is not installed")]
 
 
 def test_a_broker_that_exits_at_start_fails_the_start_with_its_own_words(tmp_path) -> None:

@@ -163,15 +163,16 @@ def test_errors_as_rabbitmq_queues_gives_them(cluster: Cluster) -> None:
     assert fails(cluster, "n1", 69, "delete_member", "ops.single", n3) == "Error: not_found\n"
 
 
-def test_reconciliation_grows_a_queue_to_its_target_after_a_trigger(cluster: Cluster) -> None:
-    """CMR (enabled, no configured target): x-quorum-target-group-size 3 on a one-member queue; a
-    policy change triggers a round trigger_interval later, and the queue's leader grows it."""
+def test_reconciliation_grows_a_declared_queue_to_its_target(cluster: Cluster) -> None:
+    """CMR (enabled, no configured target): a one-member queue declared with
+    x-quorum-target-group-size 3 triggers a round (4.0's queue_created) trigger_interval later,
+    and every round that grew it schedules the next, so it reaches 3 members with no policy
+    change. The one-member moment lasts only a trigger interval, so it is not asserted here;
+    the next test sees a queue with no target stay at its one member."""
     conn = pika.BlockingConnection(pika.URLParameters(cluster.url("n2")))
     conn.channel().queue_declare("ops.cmr", durable=True, arguments={
         "x-queue-type": "quorum", "x-quorum-initial-group-size": 1, "x-quorum-target-group-size": 3})
     conn.close()
-    assert queue_row(cluster, "n2", "ops.cmr")["members"] == [cluster.node_name("n2")]
-    ok(cluster, "n1", "set_policy", "cmr-trigger", "^no-such-queue$", '{"max-length": 5}')
     until(lambda: len(queue_row(cluster, "n3", "ops.cmr")["members"]) == 3, "ops.cmr grown to 3 members")
 
 
